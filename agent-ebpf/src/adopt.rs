@@ -1,0 +1,64 @@
+//! `iter/tcp`: arm the sockets that existed before the agent attached.
+//!
+//! `sock_ops` callbacks are per socket flags, normally set at ESTABLISHED, which an old
+//! socket has long passed. The agent seeds their records from `sock_diag` and lists
+//! their cookies in `ADOPT`; reading this iterator once walks every TCP socket of the
+//! agent's network namespace with the socket lock held, and for listed cookies sets the
+//! callback flags with `bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS)` (Linux 6.12,
+//! `bpf_sol_tcp_setsockopt()` in
+//! <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>). On older kernels
+//! the load fails and the agent polls those few sockets through `sock_diag` instead.
+
+use core::ffi::c_void;
+
+use aya_ebpf::helpers::generated::{bpf_get_socket_cookie, bpf_getsockopt, bpf_setsockopt};
+use lifeline_common::sock::{ADOPT_ARMED, WATCH_CB_FLAGS};
+
+use crate::maps::ADOPT;
+
+const SOL_TCP: i32 = 6;
+const TCP_BPF_SOCK_OPS_CB_FLAGS: i32 = 1008;
+
+/// `struct bpf_iter__tcp` (net/ipv4/tcp_ipv4.c): the iterator's context.
+#[repr(C)]
+pub struct IterTcp {
+    meta: *mut c_void,
+    sk_common: *mut c_void,
+    uid: u32,
+}
+
+#[unsafe(no_mangle)]
+#[unsafe(link_section = "iter/tcp")]
+pub fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
+    // SAFETY: the kernel passes a valid context; `sk_common` may be NULL at the end.
+    let sk = unsafe { (*ctx).sk_common };
+    if sk.is_null() {
+        return 0;
+    }
+    // SAFETY: `sk` is a non-NULL socket pointer typed by BTF; the helpers only read it.
+    let cookie = unsafe { bpf_get_socket_cookie(sk) };
+    let Some(status) = ADOPT.get_ptr_mut(cookie) else { return 0 };
+    let mut flags: i32 = 0;
+    let len = i32::try_from(core::mem::size_of::<i32>()).unwrap_or(4);
+    // Only touched through this pointer: the helpers write and read it behind the
+    // compiler's back.
+    let flags_ptr: *mut i32 = &raw mut flags;
+    let opt = flags_ptr.cast::<c_void>();
+    // Keep whatever flags other programs set; only add ours.
+    // SAFETY: `opt` points at a live i32 of `len` bytes.
+    let mut ret = unsafe { bpf_getsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, opt, len) };
+    if ret == 0 {
+        #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
+        // SAFETY: `flags_ptr` points at the live local above.
+        unsafe {
+            *flags_ptr |= WATCH_CB_FLAGS as i32;
+        }
+        // SAFETY: as above.
+        ret = unsafe { bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, opt, len) };
+    }
+    #[allow(clippy::cast_possible_truncation, reason = "helpers return 0 or -errno")]
+    let result = if ret == 0 { ADOPT_ARMED } else { ret as i32 };
+    // SAFETY: map value of type i32.
+    unsafe { *status = result };
+    0
+}

@@ -1,0 +1,30 @@
+//! lifeline's kernel probe. Program types and the oldest kernel each needs:
+//!
+//! | program | hook | minimum kernel |
+//! |---|---|---|
+//! | `lifeline_sockops` | `sock_ops` on the watched cgroup: ESTABLISHED, RTO, RETRANS, STATE and RTT callbacks | 5.3 (RTT_CB; the rest 4.16) |
+//! | `lifeline_connect4/6` | `cgroup/connect4`, `cgroup/connect6`: the connecting task's pid and comm | 4.17 |
+//! | `lifeline_adopt` | `iter/tcp` + `bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS)`: arms sockets that predate the agent | 6.12 (iterator 5.9, setsockopt in it 5.15) |
+//!
+//! No kprobes (many hardened kernels, including this project's CI, have none) and no
+//! per-packet work outside the watch set: `sock_ops` only runs for sockets of the watched
+//! cgroup, and only the per-socket callback flags this probe sets on watched sockets
+//! make it run after the handshake.
+#![no_std]
+#![no_main]
+
+mod adopt;
+mod maps;
+mod owner;
+mod sockops;
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    // The verifier rejects any program that could reach a panic, so this is never called.
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";

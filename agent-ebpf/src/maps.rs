@@ -1,0 +1,46 @@
+//! Maps shared with the agent; names must match `lifeline_common::maps`.
+
+use aya_ebpf::{
+    macros::map,
+    maps::{Array, HashMap, LruHashMap, PerCpuArray},
+};
+use lifeline_common::{config::stats, Owner, SockState, COMM_LEN};
+
+/// Watched sockets by cookie. The agent may resize it at load time (`--max-sockets`).
+#[map]
+pub static SOCKETS: HashMap<u64, SockState> = HashMap::with_max_entries(65_536, 0);
+
+/// Owner of each socket connecting to a watched port, by cookie. LRU so that sockets
+/// that never reach ESTABLISHED cannot fill it.
+#[map]
+pub static OWNERS: LruHashMap<u64, Owner> = LruHashMap::with_max_entries(16_384, 0);
+
+/// Watched remote ports (host byte order).
+#[map]
+pub static PORTS: HashMap<u16, u8> = HashMap::with_max_entries(64, 0);
+
+/// Watched process names when `CONFIG_COMM_FILTER` is set.
+#[map]
+pub static COMMS: HashMap<[u8; COMM_LEN], u8> = HashMap::with_max_entries(16, 0);
+
+#[map]
+pub static CONFIG: Array<u32> = Array::with_max_entries(1, 0);
+
+/// Pre-existing sockets the agent asks the TCP iterator to arm.
+#[map]
+pub static ADOPT: HashMap<u64, i32> = HashMap::with_max_entries(65_536, 0);
+
+/// Counters, indexed by `lifeline_common::config::stats`.
+#[map]
+pub static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(stats::LEN, 0);
+
+pub fn count(index: u32) {
+    if let Some(slot) = STATS.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
+        unsafe { *slot += 1 };
+    }
+}
+
+pub fn config_flag(flag: u32) -> bool {
+    CONFIG.get(0).is_some_and(|v| v & flag != 0)
+}

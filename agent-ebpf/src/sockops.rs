@@ -1,0 +1,222 @@
+//! `sock_ops` on the watched cgroup: the heart of the probe.
+//!
+//! At ESTABLISHED a socket to a watched port is recorded and armed with the RTO,
+//! RETRANS, STATE and RTT callbacks. From then on the kernel calls us only for those
+//! events on that socket: an RTT sample means the peer acknowledged data (progress),
+//! a retransmission or RTO means data went unanswered (trouble), CLOSE ends the record.
+//! Nothing is sent to user space per packet; the agent reads the map once per sweep.
+//! Callers: `tcp_call_bpf()` in
+//! <https://github.com/torvalds/linux/blob/v6.18/include/net/tcp.h> (`tcp_bpf_rtt`),
+//! `tcp_retransmit_timer()`/`tcp_write_timeout()` and `__tcp_retransmit_skb()` in
+//! net/ipv4/tcp_timer.c and tcp_output.c.
+
+use core::ptr::read_volatile;
+
+use aya_ebpf::{
+    bindings::{
+        BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB, BPF_SOCK_OPS_RETRANS_CB, BPF_SOCK_OPS_RTO_CB,
+        BPF_SOCK_OPS_RTT_CB, BPF_SOCK_OPS_STATE_CB, BPF_TCP_CLOSE,
+    },
+    helpers::{bpf_get_socket_cookie, bpf_ktime_get_ns},
+    macros::sock_ops,
+    programs::SockOpsContext,
+};
+use aya_log_ebpf::error;
+use lifeline_common::{
+    config::{stats, CONFIG_COMM_FILTER},
+    sock::{SOURCE_SOCK_OPS, WATCH_CB_FLAGS},
+    SockState,
+};
+
+use crate::maps::{config_flag, count, ADOPT, OWNERS, PORTS, SOCKETS};
+
+const AF_INET: u32 = 2;
+const TCP_ESTABLISHED: u8 = 1;
+
+#[sock_ops]
+pub fn lifeline_sockops(ctx: SockOpsContext) -> u32 {
+    match ctx.op() {
+        BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB => on_established(&ctx),
+        BPF_SOCK_OPS_RTT_CB => on_ack(&ctx),
+        BPF_SOCK_OPS_RTO_CB => on_trouble(&ctx, true),
+        BPF_SOCK_OPS_RETRANS_CB => on_trouble(&ctx, false),
+        BPF_SOCK_OPS_STATE_CB => on_state(&ctx),
+        _ => {}
+    }
+    // 1: "handled"; the value only matters for ops that ask for a reply, which we ignore.
+    1
+}
+
+fn cookie(ctx: &SockOpsContext) -> u64 {
+    // SAFETY: the helper reads the socket behind the context pointer.
+    unsafe { bpf_get_socket_cookie(ctx.ops.cast()) }
+}
+
+fn now() -> u64 {
+    // SAFETY: no arguments, no side effects.
+    unsafe { bpf_ktime_get_ns() }
+}
+
+fn on_established(ctx: &SockOpsContext) {
+    // `remote_port` is the network-order port in the upper 16 bits (see
+    // `sock_ops_convert_ctx_access()` in net/core/filter.c).
+    #[allow(clippy::cast_possible_truncation, reason = "a port is 16 bits")]
+    let port = u32::from_be(ctx.remote_port()) as u16;
+    if PORTS.get_ptr(port).is_none() {
+        return;
+    }
+    let cookie = cookie(ctx);
+    // SAFETY: plain-old-data copied out of the map value.
+    let owner = OWNERS.get_ptr(cookie).map(|o| unsafe { *o });
+    if config_flag(CONFIG_COMM_FILTER) && !owner.is_some_and(|o| o.watched != 0) {
+        return;
+    }
+    let now = now();
+    let mut s = SockState {
+        established_ns: now,
+        last_ack_ns: now,
+        last_event_ns: now,
+        peer_port: port,
+        #[allow(clippy::cast_possible_truncation, reason = "local_port is host-order 16 bits")]
+        local_port: ctx.local_port() as u16,
+        #[allow(clippy::cast_possible_truncation, reason = "AF_INET/AF_INET6")]
+        family: ctx.family() as u16,
+        source: SOURCE_SOCK_OPS,
+        state: TCP_ESTABLISHED,
+        ..SockState::default()
+    };
+    let ip = Addresses::read(ctx);
+    if ctx.family() == AF_INET {
+        s.local_addr[..4].copy_from_slice(&ip.local4.to_ne_bytes());
+        s.peer_addr[..4].copy_from_slice(&ip.remote4.to_ne_bytes());
+    } else {
+        copy_ip6(&mut s.local_addr, ip.local6);
+        copy_ip6(&mut s.peer_addr, ip.remote6);
+    }
+    if let Some(o) = owner {
+        s.owner_pid = o.pid;
+        s.owner_comm = o.comm;
+    }
+    refresh(&mut s, ctx);
+    if SOCKETS.insert(cookie, s, 0).is_err() {
+        // Loud, never silent: the agent reports this counter and logs every drop.
+        count(stats::SOCKETS_FULL);
+        error!(ctx, "SOCKETS map full: socket {} to port {} is NOT watched", cookie, port);
+        return;
+    }
+    #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
+    let flags = (ctx.cb_flags() | WATCH_CB_FLAGS) as i32;
+    let _ = ctx.set_cb_flags(flags);
+    count(stats::WATCHED);
+}
+
+/// Every address field, read up front with one volatile load each. Context fields are
+/// rewritten by the verifier and must be loaded at a constant offset from the context
+/// pointer; left alone, LLVM merges the IPv4 and IPv6 branches into one load through a
+/// computed pointer, which the verifier rejects ("dereference of modified ctx ptr").
+struct Addresses {
+    local4: u32,
+    remote4: u32,
+    local6: [u32; 4],
+    remote6: [u32; 4],
+}
+
+impl Addresses {
+    fn read(ctx: &SockOpsContext) -> Self {
+        let o = ctx.ops;
+        // SAFETY: `o` is the context pointer; each load is a plain context field read.
+        unsafe {
+            Self {
+                local4: read_volatile(&raw const (*o).local_ip4),
+                remote4: read_volatile(&raw const (*o).remote_ip4),
+                local6: [
+                    read_volatile(&raw const (*o).local_ip6[0]),
+                    read_volatile(&raw const (*o).local_ip6[1]),
+                    read_volatile(&raw const (*o).local_ip6[2]),
+                    read_volatile(&raw const (*o).local_ip6[3]),
+                ],
+                remote6: [
+                    read_volatile(&raw const (*o).remote_ip6[0]),
+                    read_volatile(&raw const (*o).remote_ip6[1]),
+                    read_volatile(&raw const (*o).remote_ip6[2]),
+                    read_volatile(&raw const (*o).remote_ip6[3]),
+                ],
+            }
+        }
+    }
+}
+
+fn copy_ip6(dst: &mut [u8; 16], words: [u32; 4]) {
+    for (i, w) in words.iter().enumerate() {
+        dst[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
+    }
+}
+
+/// Copy the counters the kernel exposes in `struct bpf_sock_ops` (stable UAPI fields,
+/// rewritten by the verifier into `tcp_sock` loads, so no CO-RE is needed).
+fn refresh(s: &mut SockState, ctx: &SockOpsContext) {
+    // SAFETY: `ops` is the context pointer the kernel passed in.
+    let o = unsafe { &*ctx.ops };
+    s.snd_una = o.snd_una;
+    s.snd_nxt = o.snd_nxt;
+    s.packets_out = o.packets_out;
+    s.retrans_out = o.retrans_out;
+    s.total_retrans = o.total_retrans;
+    s.srtt_us = o.srtt_us >> 3; // kernel keeps srtt << 3
+    s.bytes_acked = o.bytes_acked;
+    s.bytes_received = o.bytes_received;
+}
+
+fn on_ack(ctx: &SockOpsContext) {
+    let Some(s) = SOCKETS.get_ptr_mut(cookie(ctx)) else { return };
+    // SAFETY: map value of the right type; callbacks for one socket run under its lock.
+    let s = unsafe { &mut *s };
+    let now = now();
+    s.last_ack_ns = now;
+    s.last_event_ns = now;
+    s.trouble_ns = 0;
+    s.rto_count = 0;
+    s.retrans_count = 0;
+    refresh(s, ctx);
+}
+
+fn on_trouble(ctx: &SockOpsContext, rto: bool) {
+    let Some(s) = SOCKETS.get_ptr_mut(cookie(ctx)) else { return };
+    // SAFETY: as in `on_ack`.
+    let s = unsafe { &mut *s };
+    let now = now();
+    // SAFETY: context pointer.
+    if unsafe { (*ctx.ops).snd_una } != s.snd_una {
+        // The peer acknowledged something since we last looked: progress after all.
+        s.last_ack_ns = now;
+        s.rto_count = 0;
+        s.retrans_count = 0;
+        s.trouble_ns = 0;
+    }
+    if s.trouble_ns == 0 {
+        s.trouble_ns = now;
+    }
+    if rto {
+        s.rto_count += 1;
+    } else {
+        s.retrans_count += 1;
+    }
+    s.last_event_ns = now;
+    refresh(s, ctx);
+}
+
+fn on_state(ctx: &SockOpsContext) {
+    let cookie = cookie(ctx);
+    let new_state = ctx.arg(1);
+    if new_state == BPF_TCP_CLOSE {
+        let _ = SOCKETS.remove(cookie);
+        let _ = ADOPT.remove(cookie);
+        let _ = OWNERS.remove(cookie);
+    } else if let Some(s) = SOCKETS.get_ptr_mut(cookie) {
+        #[allow(clippy::cast_possible_truncation, reason = "TCP states are < 16")]
+        // SAFETY: as in `on_ack`.
+        unsafe {
+            (*s).state = new_state as u8;
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! Verdicts: is a watched socket healthy, idle, suspect or stalled?
+//!
+//! Two witnesses must agree before anything is killed. The probe's record (kept by
+//! `sock_ops` callbacks) nominates a socket: it has retransmitted or hit an RTO and no
+//! ACK has made progress for `stall_timeout`. The kernel's current `tcp_info`, read
+//! through `sock_diag` at decision time, confirms it: data is still unacknowledged and
+//! no ACK of any kind arrived for `stall_timeout`. A slow peer still ACKs, a lossy path
+//! still makes progress, an idle socket has nothing outstanding: none of them pass.
+
+use std::time::Duration;
+
+use lifeline_common::SockState;
+use serde::Serialize;
+
+use crate::diag::TcpInfo;
+
+const TCP_ESTABLISHED: u8 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// ACKs arrive, or recently did.
+    Healthy,
+    /// Nothing outstanding and nothing recent: an idle connection (not a fault).
+    Idle,
+    /// Data went unanswered (retransmission or RTO) but not yet for `stall_timeout`.
+    Suspect,
+    /// Unacknowledged data, no ACK progress for at least `stall_timeout`.
+    Stalled,
+}
+
+fn age(now_ns: u64, then_ns: u64) -> Duration {
+    Duration::from_nanos(now_ns.saturating_sub(then_ns))
+}
+
+/// The probe's view, from the record alone.
+#[must_use]
+pub fn from_record(s: &SockState, now_ns: u64, stall: Duration) -> Verdict {
+    if s.state != TCP_ESTABLISHED {
+        return Verdict::Healthy;
+    }
+    if s.trouble_ns != 0 && s.packets_out > 0 {
+        // Trouble starts at the first retransmission, at least one RTO after the data
+        // left, so this under-estimates how long it has been unanswered: conservative.
+        if age(now_ns, s.trouble_ns) >= stall && age(now_ns, s.last_ack_ns) >= stall {
+            return Verdict::Stalled;
+        }
+        return Verdict::Suspect;
+    }
+    if age(now_ns, s.last_ack_ns) < stall { Verdict::Healthy } else { Verdict::Idle }
+}
+
+/// The kernel's view, from `tcp_info` alone (used to confirm, and for sockets the
+/// probe could not arm).
+#[must_use]
+pub fn from_info(i: &TcpInfo, stall: Duration) -> Verdict {
+    if i.state != TCP_ESTABLISHED {
+        return Verdict::Healthy;
+    }
+    let silent = Duration::from_millis(u64::from(i.last_ack_recv_ms));
+    if i.unacked > 0 && silent >= stall {
+        Verdict::Stalled
+    } else if i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0) {
+        Verdict::Suspect
+    } else if silent < stall {
+        Verdict::Healthy
+    } else {
+        Verdict::Idle
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+    const STALL: Duration = Duration::from_secs(10);
+
+    fn rec(last_ack_s: u64, trouble_s: u64, packets_out: u32) -> SockState {
+        SockState { state: 1, last_ack_ns: last_ack_s * S, trouble_ns: trouble_s * S, packets_out, ..Default::default() }
+    }
+
+    #[test]
+    fn record_verdicts() {
+        let now = 100 * S;
+        assert_eq!(from_record(&rec(99, 0, 3), now, STALL), Verdict::Healthy, "busy, ACKed");
+        assert_eq!(from_record(&rec(10, 0, 0), now, STALL), Verdict::Idle, "quiet");
+        assert_eq!(from_record(&rec(80, 95, 1), now, STALL), Verdict::Suspect, "retransmitting 5 s");
+        assert_eq!(from_record(&rec(80, 89, 1), now, STALL), Verdict::Stalled, "unanswered 11 s");
+        assert_eq!(from_record(&rec(80, 89, 0), now, STALL), Verdict::Idle, "trouble healed, nothing out");
+        let closing = SockState { state: 4, ..rec(0, 1, 1) };
+        assert_eq!(from_record(&closing, now, STALL), Verdict::Healthy, "not ours once closing");
+    }
+
+    fn info(unacked: u32, last_ack_ms: u32, retransmits: u8) -> TcpInfo {
+        TcpInfo { state: 1, unacked, last_ack_recv_ms: last_ack_ms, retransmits, ..Default::default() }
+    }
+
+    #[test]
+    fn kernel_verdicts_need_unacked_data_and_silence() {
+        assert_eq!(from_info(&info(2, 12_000, 4), STALL), Verdict::Stalled);
+        assert_eq!(from_info(&info(2, 3_000, 2), STALL), Verdict::Suspect, "slow but answering");
+        assert_eq!(from_info(&info(0, 60_000, 0), STALL), Verdict::Idle, "idle is not stalled");
+        assert_eq!(from_info(&info(5, 20, 0), STALL), Verdict::Healthy, "bulk transfer");
+    }
+}

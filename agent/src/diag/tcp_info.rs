@@ -1,0 +1,82 @@
+//! The few `struct tcp_info` fields lifeline reads (`include/uapi/linux/tcp.h`).
+//!
+//! Decoded by offset from the `INET_DIAG_INFO` attribute rather than by casting, so a
+//! shorter struct from an older kernel reads as zeros instead of out of bounds.
+
+/// Kernel's own view of a TCP socket, as `ss -i` shows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TcpInfo {
+    pub state: u8,
+    /// Consecutive RTO retransmissions of the head segment (`icsk_retransmits`).
+    pub retransmits: u8,
+    /// Unanswered zero-window or keepalive probes (`icsk_probes_out`).
+    pub probes: u8,
+    pub backoff: u8,
+    pub rto_us: u32,
+    /// Segments sent and not yet acknowledged.
+    pub unacked: u32,
+    pub last_data_sent_ms: u32,
+    pub last_data_recv_ms: u32,
+    /// Milliseconds since any ACK arrived (`tcp_sock.rcv_tstamp`).
+    pub last_ack_recv_ms: u32,
+    pub rtt_us: u32,
+    pub total_retrans: u32,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    b.get(off..off + 4).map_or(0, |s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    b.get(off..off + 8).map_or(0, |s| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        u64::from_ne_bytes(a)
+    })
+}
+
+impl TcpInfo {
+    /// Offsets follow `struct tcp_info` field order: eight u8 fields, then u32s from
+    /// `tcpi_rto` at 8, then the u64s from `tcpi_pacing_rate` at 104.
+    #[must_use]
+    pub fn parse(b: &[u8]) -> Self {
+        let byte = |i: usize| b.get(i).copied().unwrap_or(0);
+        Self {
+            state: byte(0),
+            retransmits: byte(2),
+            probes: byte(3),
+            backoff: byte(4),
+            rto_us: u32_at(b, 8),
+            unacked: u32_at(b, 24),
+            last_data_sent_ms: u32_at(b, 44),
+            last_data_recv_ms: u32_at(b, 52),
+            last_ack_recv_ms: u32_at(b, 56),
+            rtt_us: u32_at(b, 68),
+            total_retrans: u32_at(b, 100),
+            bytes_acked: u64_at(b, 120),
+            bytes_received: u64_at(b, 128),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TcpInfo;
+
+    #[test]
+    fn parses_fields_at_uapi_offsets_and_tolerates_short_structs() {
+        let mut b = vec![0u8; 232];
+        b[0] = 1;
+        b[2] = 3;
+        b[24..28].copy_from_slice(&2u32.to_ne_bytes());
+        b[56..60].copy_from_slice(&12_345u32.to_ne_bytes());
+        b[120..128].copy_from_slice(&99u64.to_ne_bytes());
+        let i = TcpInfo::parse(&b);
+        assert_eq!((i.state, i.retransmits, i.unacked), (1, 3, 2));
+        assert_eq!((i.last_ack_recv_ms, i.bytes_acked), (12_345, 99));
+        let short = TcpInfo::parse(&b[..60]);
+        assert_eq!((short.last_ack_recv_ms, short.bytes_acked), (12_345, 0));
+    }
+}

@@ -1,0 +1,90 @@
+//! Turning kernel and loader failures into one line an operator can act on.
+
+use std::io;
+
+use anyhow::anyhow;
+use aya::{programs::ProgramError, EbpfError};
+
+const PRIVILEGES: &str = "lifeline needs root, or CAP_BPF + CAP_PERFMON + CAP_NET_ADMIN";
+
+fn io_hint(e: &io::Error) -> Option<&'static str> {
+    match e.raw_os_error() {
+        Some(libc::EPERM | libc::EACCES) => Some(PRIVILEGES),
+        Some(libc::EINVAL | libc::ENOTSUP | libc::E2BIG) => {
+            Some("the kernel does not support this program type or attach point (see docs/ARCHITECTURE.md for minimum versions)")
+        }
+        _ => None,
+    }
+}
+
+fn find_io<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a io::Error> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<io::Error>() {
+            return Some(io);
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// Explain a failure to load the eBPF object.
+pub fn explain_load(e: EbpfError) -> anyhow::Error {
+    let hint = find_io(&e).and_then(io_hint);
+    match hint {
+        Some(h) => anyhow!("cannot load the eBPF probe: {e}: {h}"),
+        None => anyhow!("cannot load the eBPF probe: {e}"),
+    }
+}
+
+/// Explain a failure to load or attach one program.
+pub fn explain_program(name: &str, e: ProgramError) -> anyhow::Error {
+    // A verifier rejection also comes back as EACCES: that is not a privilege problem.
+    let hint = if matches!(e, ProgramError::LoadError { .. }) {
+        Some("the kernel's verifier rejected it (see docs/ARCHITECTURE.md for minimum kernel versions)")
+    } else {
+        find_io(&e).and_then(io_hint)
+    };
+    let detail = match &e {
+        ProgramError::LoadError { io_error, verifier_log } => {
+            let last = verifier_log.to_string();
+            tracing::debug!(program = name, verifier_log = %last, "verifier rejected the program");
+            let last = last.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_owned();
+            format!("{io_error} (verifier: {last})")
+        }
+        other => other.to_string(),
+    };
+    match hint {
+        Some(h) => anyhow!("cannot load or attach {name}: {detail}: {h}"),
+        None => anyhow!("cannot load or attach {name}: {detail}"),
+    }
+}
+
+/// Capabilities `lifeline run` needs, checked up front so that the message names
+/// them instead of whichever syscall happens to fail first.
+pub fn check_privileges() -> anyhow::Result<()> {
+    const CAP_NET_ADMIN: u32 = 12;
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |cap: u32| eff & (1u64 << cap) != 0;
+    let bpf_ok = has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON));
+    if bpf_ok && has(CAP_NET_ADMIN) {
+        return Ok(());
+    }
+    let missing: Vec<&str> = [
+        (!bpf_ok && !has(CAP_BPF)).then_some("CAP_BPF"),
+        (!bpf_ok && !has(CAP_PERFMON)).then_some("CAP_PERFMON"),
+        (!has(CAP_NET_ADMIN)).then_some("CAP_NET_ADMIN"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Err(anyhow!("missing privileges: this process lacks {}; {PRIVILEGES}", missing.join(", ")))
+}

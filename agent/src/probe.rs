@@ -1,0 +1,200 @@
+//! Loading the kernel probe, configuring its maps and attaching it to the target cgroup.
+
+use std::{collections::HashMap as StdHashMap, fs::File, io::Read, os::fd::AsFd};
+
+use anyhow::{Context as _, Result};
+use aya::{
+    maps::{Array, HashMap, MapData, PerCpuArray},
+    programs::{links::CgroupAttachMode, CgroupSockAddr, Iter, SockOps},
+    Btf, Ebpf, EbpfLoader,
+};
+use lifeline_common::{
+    config::{stats, CONFIG_COMM_FILTER},
+    maps, programs,
+    sock::ADOPT_PENDING,
+    SockState, COMM_LEN,
+};
+
+/// The object built from `agent-ebpf` by `build.rs` (the same routine as
+/// `cargo xtask build-ebpf`), embedded so the binary is self-contained.
+/// `BPF_NOEXIST` (include/uapi/linux/bpf.h): insert only if the key is absent.
+const BPF_NOEXIST: u64 = 1;
+
+/// On Linux >= 5.7 aya attaches through a bpf_link, which the kernel always runs
+/// alongside other programs on the cgroup (`cgroup_bpf_link_attach()` passes
+/// BPF_F_ALLOW_MULTI itself) and which rejects any flag: hence "Single" here still
+/// coexists with Cilium or systemd's own programs.
+const ATTACH_MODE: CgroupAttachMode = CgroupAttachMode::Single;
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("LIFELINE_EBPF_OBJECT"));
+
+pub struct ProbeConfig<'a> {
+    pub cgroup: &'a File,
+    pub ports: &'a [u16],
+    pub comms: &'a [String],
+    pub max_sockets: u32,
+}
+
+pub struct Probe {
+    ebpf: Ebpf,
+    /// `false` when the TCP iterator could not load (kernel < 6.12 or no BTF).
+    pub can_adopt: bool,
+}
+
+impl Probe {
+    /// Load the object, fill the configuration maps and attach every program.
+    ///
+    /// # Errors
+    /// With a message naming the program or map that failed and why.
+    pub fn load(cfg: &ProbeConfig<'_>) -> Result<Self> {
+        raise_memlock();
+        let mut ebpf = EbpfLoader::new()
+            .map_max_entries(maps::SOCKETS, cfg.max_sockets)
+            .load(OBJECT)
+            .map_err(crate::errors::explain_load)?;
+        configure(&mut ebpf, cfg)?;
+        let cgroup = cfg.cgroup.as_fd();
+        let sock_ops: &mut SockOps = program(&mut ebpf, programs::SOCK_OPS)?;
+        sock_ops.load().map_err(|e| crate::errors::explain_program(programs::SOCK_OPS, e))?;
+        sock_ops
+            .attach(cgroup, ATTACH_MODE)
+            .map_err(|e| crate::errors::explain_program(programs::SOCK_OPS, e))?;
+        for name in [programs::CONNECT4, programs::CONNECT6] {
+            let prog: &mut CgroupSockAddr = program(&mut ebpf, name)?;
+            prog.load().map_err(|e| crate::errors::explain_program(name, e))?;
+            prog.attach(cgroup, ATTACH_MODE)
+                .map_err(|e| crate::errors::explain_program(name, e))?;
+        }
+        let can_adopt = match load_iter(&mut ebpf) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "TCP iterator unavailable (needs Linux 6.12 and BTF): sockets that predate the agent are polled through sock_diag instead");
+                false
+            }
+        };
+        Ok(Self { ebpf, can_adopt })
+    }
+
+    /// Hand the probe's log ring buffer to a task that forwards it into `tracing`.
+    ///
+    /// # Errors
+    /// When the object has no log map.
+    pub fn take_logger(&mut self) -> Result<aya_log::EbpfLogger<&'static dyn log::Log>> {
+        aya_log::EbpfLogger::init(&mut self.ebpf).context("cannot start the probe's log reader")
+    }
+
+    /// Every record in `SOCKETS`.
+    ///
+    /// # Errors
+    /// When the map cannot be read.
+    pub fn sockets(&self) -> Result<Vec<(u64, SockState)>> {
+        let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(self.map(maps::SOCKETS)?)?;
+        // A record removed between key and value lookups is skipped, not an error.
+        Ok(map.iter().filter_map(Result::ok).collect())
+    }
+
+    /// Counters summed over CPUs, indexed by `lifeline_common::config::stats`.
+    ///
+    /// # Errors
+    /// When the map cannot be read.
+    pub fn stats(&self) -> Result<[u64; stats::LEN as usize]> {
+        let map: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map(maps::STATS)?)?;
+        let mut out = [0u64; stats::LEN as usize];
+        for (i, slot) in out.iter_mut().enumerate() {
+            *slot = map.get(&u32::try_from(i)?, 0)?.iter().sum();
+        }
+        Ok(out)
+    }
+
+    /// Record a socket found by `sock_diag` unless the kernel side already has it.
+    ///
+    /// # Errors
+    /// When the map is full or cannot be written.
+    pub fn seed(&mut self, cookie: u64, state: &SockState) -> Result<()> {
+        let mut map: HashMap<&mut MapData, u64, SockState> = HashMap::try_from(self.map_mut(maps::SOCKETS)?)?;
+        match map.insert(cookie, state, BPF_NOEXIST) {
+            Err(aya::maps::MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+            r => r.context("SOCKETS map full: a pre-existing socket is NOT watched"),
+        }
+    }
+
+    /// Drop a record whose socket no longer exists.
+    pub fn forget(&mut self, cookie: u64) {
+        if let Ok(m) = self.map_mut(maps::SOCKETS)
+            && let Ok(mut map) = HashMap::<&mut MapData, u64, SockState>::try_from(m)
+        {
+            let _ = map.remove(&cookie);
+        }
+    }
+
+    /// Arm `sock_ops` callbacks on pre-existing sockets through the TCP iterator.
+    /// Returns, per cookie, 0 when armed or the negative errno `bpf_setsockopt` gave.
+    ///
+    /// # Errors
+    /// When the iterator cannot run.
+    pub fn adopt(&mut self, cookies: &[u64]) -> Result<StdHashMap<u64, i32>> {
+        {
+            let mut adopt: HashMap<&mut MapData, u64, i32> = HashMap::try_from(self.map_mut(maps::ADOPT)?)?;
+            for c in cookies {
+                adopt.insert(c, ADOPT_PENDING, 0)?;
+            }
+        }
+        let iter: &mut Iter = program(&mut self.ebpf, programs::ADOPT_ITER)?;
+        let link_id = iter.attach()?;
+        let mut file = iter.take_link(link_id)?.into_file()?;
+        // Reading the iterator runs the program over every TCP socket once.
+        file.read_to_end(&mut Vec::new()).context("running the TCP iterator")?;
+        let adopt: HashMap<&MapData, u64, i32> = HashMap::try_from(self.map(maps::ADOPT)?)?;
+        Ok(cookies.iter().filter_map(|c| adopt.get(c, 0).ok().map(|v| (*c, v))).collect())
+    }
+
+    fn map(&self, name: &str) -> Result<&aya::maps::Map> {
+        self.ebpf.map(name).with_context(|| format!("map {name} missing from the eBPF object"))
+    }
+
+    fn map_mut(&mut self, name: &str) -> Result<&mut aya::maps::Map> {
+        self.ebpf.map_mut(name).with_context(|| format!("map {name} missing from the eBPF object"))
+    }
+}
+
+fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T>
+where
+    &'a mut T: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
+    let p = ebpf.program_mut(name).with_context(|| format!("program {name} missing from the eBPF object"))?;
+    p.try_into().with_context(|| format!("program {name} has an unexpected type"))
+}
+
+fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
+    let mut ports: HashMap<&mut MapData, u16, u8> = HashMap::try_from(ebpf.map_mut(maps::PORTS).context("PORTS")?)?;
+    for p in cfg.ports {
+        ports.insert(p, 1, 0)?;
+    }
+    let mut comms: HashMap<&mut MapData, [u8; COMM_LEN], u8> =
+        HashMap::try_from(ebpf.map_mut(maps::COMMS).context("COMMS")?)?;
+    for c in cfg.comms {
+        let mut key = [0u8; COMM_LEN];
+        // The kernel keeps 15 bytes of a task name plus NUL.
+        let n = c.len().min(COMM_LEN - 1);
+        key[..n].copy_from_slice(&c.as_bytes()[..n]);
+        comms.insert(key, 1, 0)?;
+    }
+    let mut config: Array<&mut MapData, u32> = Array::try_from(ebpf.map_mut(maps::CONFIG).context("CONFIG")?)?;
+    config.set(0, if cfg.comms.is_empty() { 0 } else { CONFIG_COMM_FILTER }, 0)?;
+    Ok(())
+}
+
+fn load_iter(ebpf: &mut Ebpf) -> Result<()> {
+    let btf = Btf::from_sys_fs().context("reading /sys/kernel/btf/vmlinux")?;
+    let iter: &mut Iter = program(ebpf, programs::ADOPT_ITER)?;
+    iter.load("tcp", &btf).context("loading the iter/tcp program")?;
+    Ok(())
+}
+
+/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; lift it so they load too.
+fn raise_memlock() {
+    let lim = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    // SAFETY: plain syscall with a valid struct; failure only matters on old kernels,
+    // where the load error that follows says so.
+    unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &lim) };
+}

@@ -1,0 +1,121 @@
+//! `lifeline run`: check the inputs, attach the probe, then sweep until told to stop.
+
+use std::{collections::HashSet, path::PathBuf, time::Duration};
+
+use anyhow::{bail, Context as _, Result};
+use tokio::{
+    io::{unix::AsyncFd, Interest},
+    signal::unix::{signal, SignalKind},
+    sync::watch,
+};
+
+use crate::{
+    action::Actor,
+    adopt::{self, Target},
+    cgroup,
+    cli::RunArgs,
+    daemon::Daemon,
+    diag::SockDiag,
+    errors, logging, mounts,
+    probe::{Probe, ProbeConfig},
+    status,
+};
+
+/// How soon a stalled socket is looked at again to confirm it.
+const CONFIRM_AFTER: Duration = Duration::from_millis(250);
+
+/// # Errors
+/// Bad input, missing privileges or kernel features, each with one clear message.
+pub fn run(args: &RunArgs) -> Result<()> {
+    if args.comms.iter().any(|c| c.is_empty() || c.len() > 15) {
+        bail!("invalid --comm: a process name is 1 to 15 bytes (the kernel's TASK_COMM_LEN - 1)");
+    }
+    errors::check_privileges()?;
+    let mount = cgroup::cgroup2_mount()?;
+    let path: PathBuf = match (&args.cgroup, args.comms.is_empty()) {
+        (Some(p), _) => cgroup::resolve(&mount, p),
+        (None, true) => cgroup::resolve(&mount, cgroup::DEFAULT_CGROUP.as_ref()),
+        (None, false) => mount.clone(),
+    };
+    let cgroup_file = cgroup::open(&path)?;
+    let cgroup_ids = (path != mount).then(|| cgroup::subtree_ids(&path));
+    logging::init(args.log)?;
+    mounts::ensure("bpf", "/sys/fs/bpf");
+    mounts::ensure("tracefs", "/sys/kernel/tracing");
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+    rt.block_on(async {
+        let cfg = ProbeConfig { cgroup: &cgroup_file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets };
+        let mut probe = Probe::load(&cfg)?;
+        spawn_probe_logger(&mut probe)?;
+        let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
+        let target = Target { ports: args.ports.clone(), cgroup_ids, comms: args.comms.clone() };
+        let polled = adopt::adopt(&mut probe, &mut diag, &target)?;
+        let (tx, rx) = watch::channel(status::Snapshot::default());
+        let server = status::serve(&args.status_socket, rx)?;
+        let mut daemon = Daemon {
+            probe,
+            diag,
+            polled,
+            stall: args.stall_timeout,
+            actor: Actor::new(args.dry_run, args.max_kills_per_minute),
+            status: tx,
+            seen_stalled: HashSet::new(),
+            sockets_full: 0,
+            unreadable: HashSet::new(),
+        };
+        tracing::info!(
+            event = "ready",
+            cgroup = %path.display(),
+            ports = ?args.ports,
+            comms = ?args.comms,
+            stall_timeout_ms = u64::try_from(args.stall_timeout.as_millis()).unwrap_or(u64::MAX),
+            dry_run = args.dry_run,
+            "probe attached; watching"
+        );
+        let result = sweep_until_signal(&mut daemon, args.sweep_interval).await;
+        server.abort();
+        let _ = std::fs::remove_file(&args.status_socket);
+        drop(daemon); // closes the links: every program is detached
+        tracing::info!(event = "stopped", "probe detached");
+        result
+    })
+}
+
+async fn sweep_until_signal(daemon: &mut Daemon, interval: Duration) -> Result<()> {
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut wait = interval;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = term.recv() => return Ok(()),
+            _ = int.recv() => return Ok(()),
+        }
+        wait = match daemon.sweep() {
+            Ok(true) => CONFIRM_AFTER.min(interval),
+            Ok(false) => interval,
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "sweep failed; retrying");
+                interval
+            }
+        };
+    }
+}
+
+/// Forward the probe's aya-log messages (map full, ...) into tracing, woken by the
+/// ring buffer's fd rather than polled.
+fn spawn_probe_logger(probe: &mut Probe) -> Result<()> {
+    let logger = probe.take_logger()?;
+    // SAFETY: the AsyncFd owns the logger, which owns the ring buffer's fd, so the fd
+    // stays open for as long as it is registered.
+    let mut fd = unsafe { AsyncFd::register_with_interest(logger, Interest::READABLE) }
+        .map_err(|e| anyhow::anyhow!("watching the probe's log buffer: {e}"))?;
+    tokio::spawn(async move {
+        while let Ok(mut guard) = fd.readable_mut().await {
+            guard.get_inner_mut().flush();
+            guard.clear_ready();
+        }
+    });
+    Ok(())
+}

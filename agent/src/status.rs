@@ -1,0 +1,106 @@
+//! `lifeline status`: the daemon publishes a snapshot after every sweep on a Unix
+//! socket; the command reads it and prints a table (or the JSON).
+
+use std::{io::Read as _, os::unix::net::UnixStream, path::Path};
+
+use anyhow::{anyhow, Context as _, Result};
+use serde::{Deserialize, Serialize};
+use tokio::{io::AsyncWriteExt as _, net::UnixListener, sync::watch};
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub stall_timeout_ms: u64,
+    pub kills: u64,
+    /// Sockets the probe could not record because its map was full.
+    pub sockets_full: u64,
+    pub sockets: Vec<SocketStatus>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SocketStatus {
+    pub cookie: u64,
+    pub local: String,
+    pub peer: String,
+    pub owner_pid: Option<u32>,
+    pub owner_comm: Option<String>,
+    pub established_age_ms: u64,
+    pub last_ack_age_ms: u64,
+    pub trouble_age_ms: Option<u64>,
+    pub unacked_segs: u32,
+    pub unacked_bytes: u32,
+    pub retransmits: u32,
+    pub rto_count: u32,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub verdict: String,
+    pub source: String,
+}
+
+/// Serve the latest snapshot to every client that connects.
+///
+/// # Errors
+/// When the socket cannot be created.
+pub fn serve(path: &Path, rx: watch::Receiver<Snapshot>) -> Result<tokio::task::JoinHandle<()>> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    // A socket file left by a previous, killed agent would make bind fail.
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
+    Ok(tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let body = serde_json::to_vec(&*rx.borrow()).unwrap_or_default();
+            let _ = conn.write_all(&body).await;
+            let _ = conn.shutdown().await;
+        }
+    }))
+}
+
+/// Read the running daemon's snapshot.
+///
+/// # Errors
+/// When no daemon answers at `path`.
+pub fn fetch(path: &Path) -> Result<(String, Snapshot)> {
+    let mut conn = UnixStream::connect(path)
+        .map_err(|e| anyhow!("cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)", path.display()))?;
+    let mut body = String::new();
+    conn.read_to_string(&mut body).context("reading the daemon's status")?;
+    let snap = serde_json::from_str(&body).context("the daemon's status is not valid JSON")?;
+    Ok((body, snap))
+}
+
+/// The table `lifeline status` prints.
+#[must_use]
+pub fn render(s: &Snapshot) -> String {
+    use std::fmt::Write as _;
+    let mut out = format!(
+        "watched sockets: {}   stall-timeout: {} ms   kills: {}{}\n",
+        s.sockets.len(),
+        s.stall_timeout_ms,
+        s.kills,
+        if s.sockets_full > 0 { format!("   NOT WATCHED (map full): {}", s.sockets_full) } else { String::new() }
+    );
+    let _ = writeln!(
+        out,
+        "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {}",
+        "VERDICT", "PEER", "LOCAL", "OWNER", "LAST-ACK", "TROUBLE", "UNACKED", "RETRANS", "RTO", "SOURCE"
+    );
+    for k in &s.sockets {
+        let owner = match (&k.owner_comm, k.owner_pid) {
+            (Some(c), Some(p)) => format!("{c}/{p}"),
+            _ => "-".to_owned(),
+        };
+        let trouble = k.trouble_age_ms.map_or_else(|| "-".to_owned(), secs);
+        let _ = writeln!(
+            out,
+            "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {}",
+            k.verdict, k.peer, k.local, owner, secs(k.last_ack_age_ms), trouble,
+            format!("{}/{}B", k.unacked_segs, k.unacked_bytes), k.retransmits, k.rto_count, k.source
+        );
+    }
+    out
+}
+
+fn secs(ms: u64) -> String {
+    format!("{}.{}s", ms / 1000, (ms % 1000) / 100)
+}

@@ -1,0 +1,36 @@
+//! Configuration the agent writes into the probe's maps, and per-socket owner records.
+
+/// Length of a task's `comm` in the kernel (`TASK_COMM_LEN`).
+pub const COMM_LEN: usize = 16;
+
+/// `CONFIG[0]` bit: only sockets whose connecting task's `comm` is in `COMMS` are watched.
+pub const CONFIG_COMM_FILTER: u32 = 1;
+
+/// Index of each counter in the `STATS` array.
+pub mod stats {
+    /// A watched socket could not be recorded because `SOCKETS` was full.
+    pub const SOCKETS_FULL: u32 = 0;
+    /// A callback arrived for a socket whose record is missing (evicted or never stored).
+    pub const MISSING_RECORD: u32 = 1;
+    /// Sockets that started being watched.
+    pub const WATCHED: u32 = 2;
+    pub const LEN: u32 = 4;
+}
+
+/// Who opened a socket: recorded by the cgroup `connect4`/`connect6` hook, which runs
+/// in the context of the connecting task (`sock_ops` callbacks mostly run in softirq
+/// context, where "current" is whoever happened to be on the CPU).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Owner {
+    pub pid: u32,
+    /// 1 when the owner matches the `--comm` filter (or no filter is set).
+    pub watched: u32,
+    pub comm: [u8; COMM_LEN],
+}
+
+const _: () = assert!(core::mem::size_of::<Owner>() == 24);
+
+#[cfg(feature = "user")]
+// SAFETY: `Owner` is `repr(C)`, has no padding (checked above) and every bit pattern is valid.
+unsafe impl aya::Pod for Owner {}

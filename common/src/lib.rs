@@ -1,0 +1,32 @@
+//! Types shared by the kernel probe (`agent-ebpf`) and the agent (`lifeline`).
+//!
+//! Every type here crosses the kernel/user boundary through a BPF map, so each is
+//! `#[repr(C)]` with its padding spelled out and its size checked at compile time:
+//! the eBPF object and the agent are built by different compilers for different
+//! targets and must agree byte for byte.
+#![no_std]
+
+pub mod config;
+pub mod sock;
+
+pub use config::{Owner, COMM_LEN};
+pub use sock::SockState;
+
+/// Names of the maps in the eBPF object, looked up by the agent.
+pub mod maps {
+    pub const SOCKETS: &str = "SOCKETS";
+    pub const OWNERS: &str = "OWNERS";
+    pub const PORTS: &str = "PORTS";
+    pub const COMMS: &str = "COMMS";
+    pub const CONFIG: &str = "CONFIG";
+    pub const ADOPT: &str = "ADOPT";
+    pub const STATS: &str = "STATS";
+}
+
+/// Names of the programs in the eBPF object.
+pub mod programs {
+    pub const SOCK_OPS: &str = "lifeline_sockops";
+    pub const CONNECT4: &str = "lifeline_connect4";
+    pub const CONNECT6: &str = "lifeline_connect6";
+    pub const ADOPT_ITER: &str = "lifeline_adopt";
+}

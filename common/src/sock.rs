@@ -1,0 +1,71 @@
+//! The per-socket record the probe keeps in the `SOCKETS` map, keyed by socket cookie.
+
+#[cfg(feature = "user")]
+mod user;
+
+/// The socket was first seen by the `sock_ops` program at connection establishment.
+pub const SOURCE_SOCK_OPS: u8 = 1;
+/// The socket predates the agent: seeded from `sock_diag` and armed by the TCP iterator.
+pub const SOURCE_ADOPTED: u8 = 2;
+
+/// `sock_ops` callbacks the probe asks for on a watched socket:
+/// RTO (1), RETRANS (2), STATE (4), RTT (8). See `BPF_SOCK_OPS_*_CB_FLAG` in
+/// <https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/bpf.h>.
+pub const WATCH_CB_FLAGS: u32 = 1 | 2 | 4 | 8;
+
+/// What the kernel probe knows about one watched TCP socket. Times are
+/// `bpf_ktime_get_ns()` (`CLOCK_MONOTONIC`), so the agent can age them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SockState {
+    pub established_ns: u64,
+    /// Last time `snd_una` moved forward (an ACK acknowledged new data).
+    pub last_ack_ns: u64,
+    /// First retransmission or RTO since the last ACK progress; 0 while there is none.
+    pub trouble_ns: u64,
+    /// Last callback of any kind.
+    pub last_event_ns: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    /// IPv4 addresses are stored in the first four bytes, network order.
+    pub local_addr: [u8; 16],
+    pub peer_addr: [u8; 16],
+    pub owner_comm: [u8; crate::COMM_LEN],
+    pub owner_pid: u32,
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    /// Segments sent and not yet acknowledged (`tp->packets_out`).
+    pub packets_out: u32,
+    pub retrans_out: u32,
+    pub total_retrans: u32,
+    /// RTO expiries since the last ACK progress.
+    pub rto_count: u32,
+    /// Retransmitted segments since the last ACK progress.
+    pub retrans_count: u32,
+    pub srtt_us: u32,
+    /// `AF_INET` or `AF_INET6`.
+    pub family: u16,
+    pub local_port: u16,
+    pub peer_port: u16,
+    /// `SOURCE_SOCK_OPS` or `SOURCE_ADOPTED`.
+    pub source: u8,
+    /// TCP state (`TCP_ESTABLISHED` = 1, ...).
+    pub state: u8,
+    pub _pad: [u8; 4],
+}
+
+const _: () = assert!(core::mem::size_of::<SockState>() == 144);
+const _: () = assert!(core::mem::align_of::<SockState>() == 8);
+
+impl SockState {
+    /// Bytes sent and not yet acknowledged, as of the last callback.
+    #[must_use]
+    pub const fn unacked_bytes(&self) -> u32 {
+        self.snd_nxt.wrapping_sub(self.snd_una)
+    }
+}
+
+/// `ADOPT` map values: the agent inserts `ADOPT_PENDING` for each pre-existing socket it
+/// wants armed; the TCP iterator replaces it with `ADOPT_ARMED` or a negative errno.
+pub const ADOPT_PENDING: i32 = 1;
+pub const ADOPT_ARMED: i32 = 0;
