@@ -34,7 +34,7 @@ impl KillBudget {
     }
 
     fn try_take(&mut self, now: Instant) -> bool {
-        while self.recent.front().is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(60)) {
+        while self.recent.front().is_some_and(|t| now.duration_since(*t) >= Duration::from_mins(1)) {
             self.recent.pop_front();
         }
         if self.recent.len() >= self.max {
@@ -81,7 +81,7 @@ impl Actor {
             }
         };
         if outcome != "killed" && outcome != "gone" {
-            let delay = self.hold.get(&ev.cookie).map_or(Duration::from_secs(5), |(_, d)| (*d * 2).min(Duration::from_secs(300)));
+            let delay = self.hold.get(&ev.cookie).map_or(Duration::from_secs(5), |(_, d)| (*d * 2).min(Duration::from_mins(5)));
             self.hold.insert(ev.cookie, (now + delay, delay));
         }
         log_decision(ev, if self.dry_run { "none" } else { "kill" }, &outcome);

@@ -34,8 +34,8 @@ fn comm_matches(filter: &[String], comm: &str) -> bool {
 pub fn adopt(probe: &mut Probe, diag: &mut SockDiag, target: &Target) -> Result<HashSet<u64>> {
     let mut found: Vec<DiagSock> = Vec::new();
     for family in [libc::AF_INET, libc::AF_INET6] {
-        #[allow(clippy::cast_possible_truncation, reason = "address families fit in u8")]
-        found.extend(diag.dump(family as u8, STATE_ESTABLISHED)?);
+        let family = u8::try_from(family).unwrap_or_default();
+        found.extend(diag.dump(family, STATE_ESTABLISHED)?);
     }
     found.retain(|d| {
         target.ports.contains(&d.peer.port())

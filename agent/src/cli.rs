@@ -8,8 +8,9 @@ pub const DEFAULT_STATUS_SOCKET: &str = "/run/lifeline/status.sock";
 
 /// lifeline finds black-holed TCP connections of a node daemon (kubelet -> API server)
 /// and heals them: a socket whose data has gone unacknowledged past --stall-timeout is
-/// destroyed (SOCK_DESTROY) so that its owner re-dials at once, instead of hanging for
+/// destroyed (SOCK_DESTROY, as `ss -K` does) so that its owner re-dials at once, instead of hanging for
 /// the ~15 minutes the kernel retransmits for.
+#[allow(clippy::doc_markdown, reason = "this doc comment is the --help text, where backticks would show")]
 #[derive(Debug, Parser)]
 #[command(name = "lifeline", version, propagate_version = true)]
 pub struct Cli {

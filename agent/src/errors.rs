@@ -29,8 +29,8 @@ fn find_io<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a io::Error
 }
 
 /// Explain a failure to load the eBPF object.
-pub fn explain_load(e: EbpfError) -> anyhow::Error {
-    let hint = find_io(&e).and_then(io_hint);
+pub fn explain_load(e: &EbpfError) -> anyhow::Error {
+    let hint = find_io(e).and_then(io_hint);
     match hint {
         Some(h) => anyhow!("cannot load the eBPF probe: {e}: {h}"),
         None => anyhow!("cannot load the eBPF probe: {e}"),
@@ -38,14 +38,14 @@ pub fn explain_load(e: EbpfError) -> anyhow::Error {
 }
 
 /// Explain a failure to load or attach one program.
-pub fn explain_program(name: &str, e: ProgramError) -> anyhow::Error {
+pub fn explain_program(name: &str, e: &ProgramError) -> anyhow::Error {
     // A verifier rejection also comes back as EACCES: that is not a privilege problem.
     let hint = if matches!(e, ProgramError::LoadError { .. }) {
         Some("the kernel's verifier rejected it (see docs/ARCHITECTURE.md for minimum kernel versions)")
     } else {
-        find_io(&e).and_then(io_hint)
+        find_io(e).and_then(io_hint)
     };
-    let detail = match &e {
+    let detail = match e {
         ProgramError::LoadError { io_error, verifier_log } => {
             let last = verifier_log.to_string();
             tracing::debug!(program = name, verifier_log = %last, "verifier rejected the program");

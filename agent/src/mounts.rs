@@ -18,7 +18,7 @@ fn unescape(field: &str) -> Option<PathBuf> {
     let b = field.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() + 0 && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
             out.push(u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).ok()?, 8).ok()?);
             i += 4;
         } else {

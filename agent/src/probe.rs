@@ -20,9 +20,9 @@ use lifeline_common::{
 /// `BPF_NOEXIST` (include/uapi/linux/bpf.h): insert only if the key is absent.
 const BPF_NOEXIST: u64 = 1;
 
-/// On Linux >= 5.7 aya attaches through a bpf_link, which the kernel always runs
+/// On Linux >= 5.7 aya attaches through a `bpf_link`, which the kernel always runs
 /// alongside other programs on the cgroup (`cgroup_bpf_link_attach()` passes
-/// BPF_F_ALLOW_MULTI itself) and which rejects any flag: hence "Single" here still
+/// `BPF_F_ALLOW_MULTI` itself) and which rejects any flag: hence "Single" here still
 /// coexists with Cilium or systemd's own programs.
 const ATTACH_MODE: CgroupAttachMode = CgroupAttachMode::Single;
 
@@ -51,19 +51,19 @@ impl Probe {
         let mut ebpf = EbpfLoader::new()
             .map_max_entries(maps::SOCKETS, cfg.max_sockets)
             .load(OBJECT)
-            .map_err(crate::errors::explain_load)?;
+            .map_err(|e| crate::errors::explain_load(&e))?;
         configure(&mut ebpf, cfg)?;
         let cgroup = cfg.cgroup.as_fd();
         let sock_ops: &mut SockOps = program(&mut ebpf, programs::SOCK_OPS)?;
-        sock_ops.load().map_err(|e| crate::errors::explain_program(programs::SOCK_OPS, e))?;
+        sock_ops.load().map_err(|e| crate::errors::explain_program(programs::SOCK_OPS, &e))?;
         sock_ops
             .attach(cgroup, ATTACH_MODE)
-            .map_err(|e| crate::errors::explain_program(programs::SOCK_OPS, e))?;
+            .map_err(|e| crate::errors::explain_program(programs::SOCK_OPS, &e))?;
         for name in [programs::CONNECT4, programs::CONNECT6] {
             let prog: &mut CgroupSockAddr = program(&mut ebpf, name)?;
-            prog.load().map_err(|e| crate::errors::explain_program(name, e))?;
+            prog.load().map_err(|e| crate::errors::explain_program(name, &e))?;
             prog.attach(cgroup, ATTACH_MODE)
-                .map_err(|e| crate::errors::explain_program(name, e))?;
+                .map_err(|e| crate::errors::explain_program(name, &e))?;
         }
         let can_adopt = match load_iter(&mut ebpf) {
             Ok(()) => true,
@@ -191,10 +191,10 @@ fn load_iter(ebpf: &mut Ebpf) -> Result<()> {
     Ok(())
 }
 
-/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK; lift it so they load too.
+/// Kernels before 5.11 charge BPF maps to `RLIMIT_MEMLOCK`; lift it so they load too.
 fn raise_memlock() {
     let lim = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
     // SAFETY: plain syscall with a valid struct; failure only matters on old kernels,
     // where the load error that follows says so.
-    unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &lim) };
+    unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &raw const lim) };
 }

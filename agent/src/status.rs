@@ -82,8 +82,8 @@ pub fn render(s: &Snapshot) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {}",
-        "VERDICT", "PEER", "LOCAL", "OWNER", "LAST-ACK", "TROUBLE", "UNACKED", "RETRANS", "RTO", "SOURCE"
+        "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} SOURCE",
+        "VERDICT", "PEER", "LOCAL", "OWNER", "LAST-ACK", "TROUBLE", "UNACKED", "RETRANS", "RTO"
     );
     for k in &s.sockets {
         let owner = match (&k.owner_comm, k.owner_pid) {

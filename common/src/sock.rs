@@ -51,7 +51,8 @@ pub struct SockState {
     pub source: u8,
     /// TCP state (`TCP_ESTABLISHED` = 1, ...).
     pub state: u8,
-    pub _pad: [u8; 4],
+    /// Explicit padding to the 8-byte alignment; always zero.
+    pub pad: [u8; 4],
 }
 
 const _: () = assert!(core::mem::size_of::<SockState>() == 144);

@@ -174,16 +174,17 @@ impl SockDiag {
                     _ => {}
                 }
             }
-            if answered && !self.dumping(&buf) {
+            if answered && !multipart(&buf) {
                 return Ok(());
             }
         }
         Err(DiagError::Malformed)
     }
 
-    /// Whether the message in `buf` is part of a multipart (dump) answer.
-    fn dumping(&self, buf: &[u8]) -> bool {
-        const NLM_F_MULTI: u16 = 2;
-        u16::from_ne_bytes([buf[6], buf[7]]) & NLM_F_MULTI != 0
-    }
+}
+
+/// Whether the first message in `buf` is part of a multipart (dump) answer.
+fn multipart(buf: &[u8]) -> bool {
+    const NLM_F_MULTI: u16 = 2;
+    u16::from_ne_bytes([buf[6], buf[7]]) & NLM_F_MULTI != 0
 }
