@@ -1,0 +1,110 @@
+//! `cargo xtask`: build the eBPF object, run the tests, run the demo.
+//!
+//! Arguments are parsed by hand: the library half of this crate is a build-dependency of the
+//! agent and is kept to anyhow alone, and three subcommands do not need clap.
+
+mod lab;
+mod packages;
+
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+use xtask::process::StepFailed;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  build-ebpf   build the eBPF object (installs the pinned nightly, rust-src and bpf-linker
+               when missing) and print its path
+  test         unit tests, then the lab tests (needs root): what CI runs
+  demo         run the black-hole scenario without and with lifeline (needs root) and print
+               both timelines
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut phases = Phases::default();
+    let result = match args.as_slice() {
+        ["build-ebpf"] => phases
+            .run("build-ebpf", || xtask::ebpf::build(&workspace()))
+            .map(|object| {
+                println!("{}", object.display());
+            }),
+        ["test"] => lab::test(&workspace(), &mut phases),
+        ["demo"] => lab::demo(&workspace(), &mut phases),
+        ["-h" | "--help" | "help"] => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => {
+            eprint!("{USAGE}");
+            match args.as_slice() {
+                [] => {}
+                [cmd, extra, ..] if ["build-ebpf", "test", "demo"].contains(cmd) => {
+                    eprintln!("xtask: error: `{cmd}` takes no arguments, got `{extra}`");
+                }
+                [cmd, ..] => eprintln!("xtask: error: unknown command `{cmd}`"),
+            }
+            return ExitCode::from(2);
+        }
+    };
+    phases.summary();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `{:#}` is the whole chain on one line, and never a backtrace (RUST_BACKTRACE=1
+            // is set on our machines and would make `{:?}` print one).
+            eprintln!("xtask: error: {err:#}");
+            let code = err
+                .downcast_ref::<StepFailed>()
+                .map_or(1, StepFailed::exit_code);
+            ExitCode::from(u8::try_from(code).ok().filter(|&c| c != 0).unwrap_or(1))
+        }
+    }
+}
+
+/// xtask lives at `<workspace>/xtask`; known at compile time, so it works from any directory.
+fn workspace() -> PathBuf {
+    let xtask_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
+}
+
+/// Times each phase, so CI logs show where the minutes go.
+#[derive(Default)]
+struct Phases(Vec<(&'static str, Duration, bool)>);
+
+impl Phases {
+    fn run<T>(&mut self, name: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        eprintln!("xtask: ==> {name}");
+        let start = Instant::now();
+        let result = f();
+        let elapsed = start.elapsed();
+        let verdict = if result.is_ok() { "done" } else { "FAILED" };
+        eprintln!(
+            "xtask: <== {name}: {verdict} in {:.1}s",
+            elapsed.as_secs_f64()
+        );
+        self.0.push((name, elapsed, result.is_ok()));
+        result
+    }
+
+    fn summary(&self) {
+        if self.0.len() < 2 {
+            return;
+        }
+        eprintln!("xtask: phase timings:");
+        for (name, elapsed, ok) in &self.0 {
+            let verdict = if *ok { "ok" } else { "FAILED" };
+            eprintln!(
+                "xtask:   {name:<22} {:>7.1}s  {verdict}",
+                elapsed.as_secs_f64()
+            );
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! The Debian packages the lab and the bpf-linker build need, installed when missing, so that
+//! `cargo xtask demo` and `cargo xtask test` do all the set-up on a fresh machine (and CI goes
+//! through the same code).
+
+use std::process::Command;
+
+use anyhow::{Result, bail};
+use xtask::process::{Output, run};
+
+/// (command that proves the package is installed, Debian package).
+const NEEDED: &[(&str, &str)] = &[
+    ("nft", "nftables"),   // black holes and random loss in the lab
+    ("ip", "iproute2"),    // namespaces, veth, bridge
+    ("nsenter", "util-linux"),
+    ("setpriv", "util-linux"),
+    ("ss", "iproute2"),
+    ("bpftool", "bpftool"), // inspecting what the agent attached
+    ("iperf3", "iperf3"),
+    ("cc", "build-essential"), // bpf-linker links against rustup's libLLVM
+];
+
+/// Packages whose command is missing, without duplicates.
+fn missing() -> Vec<&'static str> {
+    let mut out: Vec<&str> = Vec::new();
+    for (cmd, pkg) in NEEDED {
+        if xtask::which(cmd).is_none() && !out.contains(pkg) {
+            out.push(pkg);
+        }
+    }
+    out
+}
+
+/// Install what is missing with apt-get (a no-op when everything is there).
+///
+/// # Errors
+/// When packages are missing and apt-get is not available or fails.
+pub fn ensure() -> Result<()> {
+    let mut pkgs = missing();
+    if pkgs.is_empty() {
+        return Ok(());
+    }
+    if xtask::which("apt-get").is_none() {
+        bail!("missing packages {} and no apt-get to install them; install them and retry", pkgs.join(" "));
+    }
+    // zlib is linked by bpf-linker alongside the toolchain's libLLVM.
+    pkgs.push("zlib1g-dev");
+    eprintln!("xtask: installing {}", pkgs.join(" "));
+    let quiet = || {
+        let mut c = Command::new("apt-get");
+        c.env("DEBIAN_FRONTEND", "noninteractive");
+        c
+    };
+    run("apt-get update", quiet().args(["update", "-qq"]), Output::Inherit)?;
+    run(
+        "installing the lab's packages",
+        quiet().args(["install", "-y", "-qq", "--no-install-recommends"]).args(&pkgs),
+        Output::Inherit,
+    )
+}

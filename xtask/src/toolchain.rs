@@ -1,0 +1,112 @@
+//! The pinned nightly the eBPF crate is built with: checked on every build, installed once.
+
+use std::{path::PathBuf, process::Command};
+
+use anyhow::Result;
+
+use crate::{cargo_home, install, process::capture, which};
+
+/// Pinned rather than plain `nightly` so an eBPF object builds the same everywhere; its LLVM
+/// (22) is the one bpf-linker gets built against.
+pub const TOOLCHAIN: &str = "nightly-2026-05-20";
+
+/// The installed pinned toolchain.
+pub struct Toolchain {
+    pub rustup: PathBuf,
+    /// `rustc --print sysroot`: holds `lib/libLLVM.so.*` and `lib/rustlib/src` (rust-src).
+    pub sysroot: PathBuf,
+}
+
+impl Toolchain {
+    /// `rustup run <TOOLCHAIN> <program>`, with the environment of any outer cargo removed.
+    #[must_use]
+    pub fn run(&self, program: &str) -> Command {
+        let mut cmd = Command::new(&self.rustup);
+        cmd.args(["run", TOOLCHAIN, program]);
+        crate::cargo_env::scrub(&mut cmd);
+        cmd
+    }
+}
+
+/// Makes sure the pinned toolchain and its rust-src (needed by `-Z build-std=core`) are
+/// installed. `RUSTUP_AUTO_INSTALL=0` on our machines, so nothing installs it implicitly.
+///
+/// # Errors
+/// When rustup is missing or an install fails.
+pub fn ensure() -> Result<Toolchain> {
+    let rustup = rustup_path();
+    let list = capture(
+        "listing rustup toolchains",
+        Command::new(&rustup).args(["toolchain", "list"]),
+    )?;
+    if !lists_toolchain(&list) {
+        // --no-self-update: installing a toolchain must not replace rustup itself.
+        let mut cmd = Command::new(&rustup);
+        cmd.args(["toolchain", "install", TOOLCHAIN, "--no-self-update"]);
+        cmd.args(["--profile", "minimal", "--component", "rust-src"]);
+        let step = format!("installing toolchain {TOOLCHAIN}");
+        install(&step, "toolchain-install.log", &mut cmd)?;
+    }
+    let mut tc = Toolchain {
+        rustup,
+        sysroot: PathBuf::new(),
+    };
+    let mut cmd = tc.run("rustc");
+    let sysroot = capture(
+        &format!("asking {TOOLCHAIN} for its sysroot"),
+        cmd.args(["--print", "sysroot"]),
+    )?;
+    tc.sysroot = PathBuf::from(sysroot);
+    if !tc
+        .sysroot
+        .join("lib/rustlib/src/rust/library/core")
+        .is_dir()
+    {
+        let mut cmd = Command::new(&tc.rustup);
+        cmd.args(["component", "add", "rust-src", "--toolchain", TOOLCHAIN]);
+        install(
+            &format!("adding rust-src to {TOOLCHAIN}"),
+            "rust-src-install.log",
+            &mut cmd,
+        )?;
+    }
+    Ok(tc)
+}
+
+/// `rustup toolchain list` prints full names (`nightly-2026-05-20-x86_64-unknown-linux-gnu`),
+/// possibly followed by `(active, default)`.
+fn lists_toolchain(list: &str) -> bool {
+    let host_suffixed = format!("{TOOLCHAIN}-");
+    list.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .any(|name| {
+            name == TOOLCHAIN
+                || name
+                    .strip_prefix(&host_suffixed)
+                    .is_some_and(|host| host.contains("-unknown-"))
+        })
+}
+
+/// rustup from PATH, else where rustup-init puts it: a build script may run with a PATH that
+/// only has the toolchain's own bin directory.
+fn rustup_path() -> PathBuf {
+    which("rustup").unwrap_or_else(|| cargo_home().join("bin/rustup"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lists_toolchain;
+
+    #[test]
+    fn finds_the_pinned_toolchain_in_rustup_output() {
+        let list = "stable-x86_64-unknown-linux-gnu (active, default)\n\
+                    nightly-2026-05-20-x86_64-unknown-linux-gnu\n";
+        assert!(lists_toolchain(list));
+        assert!(!lists_toolchain(
+            "nightly-x86_64-unknown-linux-gnu\nno installed toolchains"
+        ));
+        assert!(!lists_toolchain(
+            "nightly-2026-05-200-x86_64-unknown-linux-gnu"
+        ));
+    }
+}
