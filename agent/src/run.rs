@@ -22,7 +22,7 @@ use crate::{
 };
 
 /// How soon a stalled socket is looked at again to confirm it.
-const CONFIRM_AFTER: Duration = Duration::from_millis(250);
+const CONFIRM_AFTER: Duration = Duration::from_millis(500);
 
 /// # Errors
 /// Bad input, missing privileges or kernel features, each with one clear message.

@@ -1,0 +1,196 @@
+//! lab-client: a long-lived TCP client like kubelet's connection to the API server.
+//!
+//! Prints one JSON line per event on stdout:
+//! `{"t_ms":..,"mono_ms":..,"event":"connected"|"ok"|"error"|"eof"|"redialed"|"done",
+//!   "peer":"198.51.100.2:6443" (connected),
+//!   "local_port":..,"errno":103,"error":"ECONNABORTED: ...","op":"read"}`
+//! `t_ms` counts from the client's start, `mono_ms` is `CLOCK_MONOTONIC` (the clock the tests
+//! and the demo use), so outages can be measured across processes.
+//!
+//! Blocking `std::net` with very long I/O timeouts (600 s by default): without lifeline a read
+//! on a black-holed connection must visibly hang, as it does for the real client.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use lifeline_tests::parse_duration;
+
+mod conn;
+mod report;
+use conn::{Conn, connect, read_line};
+use report::{Report, emit};
+
+#[derive(Parser)]
+#[command(about = "TCP client for the lifeline lab")]
+struct Args {
+    /// The server, e.g. `198.51.100.2:6443` or `[2001:db8::2]:6443`.
+    #[arg(long, default_value = "198.51.100.2:6443")]
+    peer: SocketAddr,
+    /// Read/write timeout; long so it never masks the kernel's behaviour.
+    #[arg(long, default_value = "600s", value_parser = parse_duration)]
+    io_timeout: Duration,
+    /// Exit by itself after this long (every fixture is bounded in time).
+    #[arg(long, default_value = "30m", value_parser = parse_duration)]
+    lifetime: Duration,
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+#[derive(Subcommand)]
+enum Mode {
+    /// Send a small request line and read the reply, every --interval, on one connection.
+    Heartbeat {
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        interval: Duration,
+        /// On an error, reconnect and carry on (a real client's re-dial).
+        #[arg(long)]
+        redial: bool,
+    },
+    /// Upload as fast as possible for --seconds, then hold the connection open.
+    Bulk {
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
+    /// Connect and hold the connection without traffic.
+    Idle,
+    /// Ask for an event line every --every seconds and read them (a watch stream).
+    Watch {
+        #[arg(long, default_value_t = 1)]
+        every: u64,
+    },
+}
+
+fn main() {
+    let args = Args::parse();
+    let lifetime = args.lifetime;
+    std::thread::spawn(move || {
+        std::thread::sleep(lifetime);
+        emit(&Report::new("done").note("lifetime over"));
+        std::process::exit(0);
+    });
+    let mut conn = connect(&args.peer, args.io_timeout).unwrap_or_else(|r| {
+        emit(&r);
+        std::process::exit(1);
+    });
+    let peer = args.peer.to_string();
+    emit(&Report::new("connected").port(conn.port).text("peer", &peer));
+    let failure = match args.mode {
+        Mode::Heartbeat { interval, redial } => heartbeat(&args, &mut conn, interval, redial),
+        Mode::Bulk { seconds } => bulk(&mut conn, Duration::from_secs(seconds))
+            .err()
+            .or_else(|| hold(&mut conn)),
+        Mode::Idle => hold(&mut conn),
+        Mode::Watch { every } => watch(&mut conn, every),
+    };
+    if let Some(r) = failure {
+        emit(&r);
+        std::process::exit(1);
+    }
+}
+
+fn heartbeat(args: &Args, conn: &mut Conn, interval: Duration, redial: bool) -> Option<Report> {
+    let mut line = String::new();
+    for seq in 1u64.. {
+        let t0 = Instant::now();
+        // One write per request: write! would split it into several tiny segments.
+        let res = conn
+            .writer
+            .write_all(format!("ping {seq}\n").as_bytes())
+            .map_err(|e| Report::io("write", &e, conn.port))
+            .and_then(|()| read_line(conn, &mut line));
+        match res {
+            Ok(()) => emit(
+                &Report::new("ok")
+                    .port(conn.port)
+                    .num("seq", seq)
+                    .num("rtt_ms", ms(t0.elapsed())),
+            ),
+            Err(r) if redial => {
+                emit(&r);
+                *conn = redial_loop(args);
+                emit(&Report::new("redialed").port(conn.port));
+                continue;
+            }
+            Err(r) => return Some(r),
+        }
+        std::thread::sleep(interval);
+    }
+    None
+}
+
+/// Re-dials until it works; bounded by the process lifetime watchdog.
+fn redial_loop(args: &Args) -> Conn {
+    loop {
+        match connect(&args.peer, args.io_timeout) {
+            Ok(c) => return c,
+            Err(r) => emit(&r),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn bulk(conn: &mut Conn, seconds: Duration) -> Result<(), Report> {
+    conn.writer
+        .write_all(b"bulk\n")
+        .map_err(|e| Report::io("write", &e, conn.port))?;
+    let buf = vec![b'x'; 64 * 1024];
+    let (start, mut last, mut bytes) = (Instant::now(), Instant::now(), 0u64);
+    while start.elapsed() < seconds {
+        conn.writer
+            .write_all(&buf)
+            .map_err(|e| Report::io("write", &e, conn.port))?;
+        bytes += buf.len() as u64;
+        if last.elapsed() >= Duration::from_secs(1) {
+            emit(&Report::new("ok").port(conn.port).num("bytes", bytes));
+            last = Instant::now();
+        }
+    }
+    emit(
+        &Report::new("ok")
+            .port(conn.port)
+            .num("bytes", bytes)
+            .note("bulk done, holding"),
+    );
+    Ok(())
+}
+
+/// Holds the connection: reads until the peer closes or an error (the server never writes).
+fn hold(conn: &mut Conn) -> Option<Report> {
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.reader.read(&mut buf) {
+            Ok(0) => {
+                return Some(
+                    Report::new("eof")
+                        .port(conn.port)
+                        .note("peer closed the connection"),
+                );
+            }
+            Ok(_) => {}
+            Err(e) => return Some(Report::io("read", &e, conn.port)),
+        }
+    }
+}
+
+fn watch(conn: &mut Conn, every: u64) -> Option<Report> {
+    if let Err(e) = conn
+        .writer
+        .write_all(format!("events {every}\n").as_bytes())
+    {
+        return Some(Report::io("write", &e, conn.port));
+    }
+    let mut line = String::new();
+    for seq in 1u64.. {
+        if let Err(r) = read_line(conn, &mut line) {
+            return Some(r);
+        }
+        emit(&Report::new("ok").port(conn.port).num("seq", seq));
+    }
+    None
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,37 @@
+//! The lifeline lab: network-namespace hosts and guards around the real `lifeline` binary.
+//!
+//! A lab is three network namespaces (client, wire with a bridge, server) joined by veth
+//! pairs. Faults are nft rules in the wire namespace, so they hit the packets in flight and
+//! neither end can see them, exactly like a load balancer that silently drops a flow.
+//! Every resource (namespace, process, cgroup, temp dir) is a guard removed on `Drop`, so a
+//! failing assertion still leaves the machine clean.
+
+pub mod agent;
+pub mod cgroup;
+pub mod client;
+pub mod cmd;
+pub mod decision;
+pub mod lab;
+pub mod netns;
+pub mod nft;
+pub mod paths;
+pub mod proc;
+pub mod scenario;
+pub mod setup;
+pub mod ss;
+mod stale;
+pub mod status;
+pub mod timeline;
+pub mod util;
+
+pub use agent::{Agent, AgentArgs};
+pub use cgroup::{Cgroup, cgroup2_mount};
+pub use client::{Client, ClientEvent};
+pub use decision::Decision;
+pub use lab::{CLIENT_V4, CLIENT_V6, Lab, SERVER_PORT, SERVER_V4, SERVER_V6};
+pub use netns::NetNs;
+pub use nft::Fault;
+pub use proc::Proc;
+pub use ss::{SsSocket, established};
+pub use status::{Status, StatusSocket};
+pub use util::{TempDir, mono_ms, parse_duration, require_root, unique_name, wait_until};

@@ -1,0 +1,95 @@
+//! `lifeline status --json`, typed just enough for assertions (docs/INTERFACES.md).
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+/// The whole status answer.
+#[derive(Clone, Debug)]
+pub struct Status {
+    pub stall_timeout_ms: u64,
+    pub kills: u64,
+    pub sockets: Vec<StatusSocket>,
+}
+
+/// One watched socket as the agent sees it.
+#[derive(Clone, Debug)]
+pub struct StatusSocket {
+    pub local: String,
+    pub peer: String,
+    pub verdict: String,
+    pub source: String,
+    pub last_ack_age_ms: u64,
+    pub trouble_age_ms: Option<u64>,
+    pub unacked_segs: u64,
+    pub unacked_bytes: u64,
+    pub retransmits: u64,
+    pub raw: Value,
+}
+
+impl Status {
+    /// # Errors
+    /// When a documented field is missing or has the wrong type.
+    pub fn from_json(v: &Value) -> Result<Self> {
+        let n = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_u64)
+                .with_context(|| format!("status lacks {k}: {v}"))
+        };
+        let socks = v
+            .get("sockets")
+            .and_then(Value::as_array)
+            .with_context(|| format!("status lacks sockets: {v}"))?;
+        Ok(Self {
+            stall_timeout_ms: n("stall_timeout_ms")?,
+            kills: n("kills")?,
+            sockets: socks
+                .iter()
+                .map(StatusSocket::from_json)
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    /// The socket whose local address ends with `:PORT`.
+    #[must_use]
+    pub fn socket_for_port(&self, local_port: u16) -> Option<&StatusSocket> {
+        let suffix = format!(":{local_port}");
+        self.sockets.iter().find(|s| s.local.ends_with(&suffix))
+    }
+}
+
+impl StatusSocket {
+    fn from_json(v: &Value) -> Result<Self> {
+        let s = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .with_context(|| format!("socket lacks {k}: {v}"))
+        };
+        let n = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_u64)
+                .with_context(|| format!("socket lacks {k}: {v}"))
+        };
+        Ok(Self {
+            local: s("local")?,
+            peer: s("peer")?,
+            verdict: s("verdict")?,
+            source: s("source")?,
+            last_ack_age_ms: n("last_ack_age_ms")?,
+            trouble_age_ms: v.get("trouble_age_ms").and_then(Value::as_u64),
+            unacked_segs: n("unacked_segs")?,
+            unacked_bytes: n("unacked_bytes")?,
+            retransmits: n("retransmits")?,
+            raw: v.clone(),
+        })
+    }
+
+    /// The agent shows trouble with evidence: stalled/suspect and something to back it.
+    #[must_use]
+    pub fn shows_trouble_with_evidence(&self) -> bool {
+        matches!(self.verdict.as_str(), "stalled" | "suspect")
+            && (self.trouble_age_ms.unwrap_or(0) > 0
+                || self.unacked_segs > 0
+                || self.unacked_bytes > 0)
+    }
+}

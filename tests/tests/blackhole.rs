@@ -1,0 +1,106 @@
+//! Scenario (a): the peer silently vanishes (every packet to and from it dropped).
+//! With lifeline the socket is killed within stall-timeout + 3 s and the client sees
+//! ECONNABORTED; without it the socket stays ESTABLISHED and the client hangs.
+
+use std::time::Duration;
+
+use lifeline_tests::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::{Agent, Lab, SERVER_V4, mono_ms, require_root, ss};
+
+const STALL: Duration = Duration::from_secs(4);
+
+#[test]
+fn blackhole_is_killed() -> anyhow::Result<()> {
+    require_root();
+    let s = Setup::new()?;
+    let client = s.heartbeat_client(&[])?;
+    let mut agent = Agent::start(&s.lab, &s.cgroup)?;
+    agent.wait_ready(Duration::from_mins(1))?;
+    let report = blackhole_until_killed(&s, &agent, &client, STALL)?;
+    eprintln!(
+        "killed {} ms after the black hole; client error: {}",
+        report.decision.at_ms - report.fault_ms,
+        report.client_error.raw
+    );
+    // Exactly one socket was in trouble, so exactly one kill.
+    let kills = agent
+        .decisions()
+        .iter()
+        .filter(|d| d.action == "kill")
+        .count();
+    assert_eq!(kills, 1, "decisions: {:?}", agent.decisions());
+    Ok(())
+}
+
+/// The same over IPv6: the probe, the kill and the client's error do not depend on the family.
+#[test]
+fn blackhole_v6_is_killed() -> anyhow::Result<()> {
+    require_root();
+    let s = Setup::new()?;
+    let client = s.heartbeat_client_to(true, &[])?;
+    let mut agent = Agent::start(&s.lab, &s.cgroup)?;
+    agent.wait_ready(Duration::from_mins(1))?;
+    let report = blackhole_until_killed(&s, &agent, &client, STALL)?;
+    assert!(
+        report.decision.peer.starts_with("[2001:db8::2]"),
+        "{}",
+        report.decision.raw
+    );
+    Ok(())
+}
+
+/// The control: the same fault with no agent. The kernel would retransmit for ~15 minutes
+/// (`tcp_retries2` = 15), so 3 x stall-timeout later the socket is still ESTABLISHED and the
+/// client is still blocked in its read, without any error.
+#[test]
+fn blackhole_without_agent_hangs() -> anyhow::Result<()> {
+    require_root();
+    let s = Setup::new()?;
+    let client = s.heartbeat_client(&[])?;
+    let port = client.local_port().expect("local port");
+    client.wait_event("a good heartbeat", Duration::from_secs(10), |e| {
+        e.event == "ok"
+    })?;
+    let fault = s.lab.blackhole(SERVER_V4.into())?;
+    let fault_ms = mono_ms();
+    std::thread::sleep(STALL * 3);
+
+    let sock = ss::find(&s.lab.client, port, Lab::server_addr(false))?;
+    let sock = sock.unwrap_or_else(|| {
+        panic!(
+            "socket gone without the agent:\n{}",
+            ss::dump(&s.lab.client)
+        )
+    });
+    eprintln!(
+        "{} ms after the black hole, still ESTABLISHED: {sock:?}",
+        mono_ms() - fault_ms
+    );
+    assert!(
+        sock.send_q > 0,
+        "the unanswered request should sit in Send-Q: {sock:?}"
+    );
+    assert!(
+        client.errors().is_empty(),
+        "client saw an error: {}",
+        client.dump()
+    );
+    let last_ok = client
+        .events()
+        .iter()
+        .rev()
+        .find(|e| e.event == "ok")
+        .map_or(0, |e| e.mono_ms);
+    assert!(
+        last_ok <= fault_ms + 1500,
+        "heartbeats went on through the black hole: {}",
+        client.dump()
+    );
+    let (_, dropped) = s.lab.counters(&fault)?;
+    assert!(
+        dropped > 0,
+        "the black hole dropped nothing:\n{}",
+        s.lab.nft_ruleset()
+    );
+    Ok(())
+}

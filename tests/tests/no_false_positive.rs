@@ -1,0 +1,113 @@
+//! Scenario (b): healthy traffic is never touched. For 60 s, at the same time and all in the
+//! watched cgroup: a bulk upload at full speed, an idle connection, a heartbeat, and a
+//! heartbeat whose flow loses 5 % of its packets (both directions). The agent must not kill
+//! anything, no client may see an error, and all four sockets stay ESTABLISHED.
+
+use std::time::Duration;
+
+use lifeline_tests::scenario::Setup;
+use lifeline_tests::{Agent, Client, Lab, require_root, ss};
+
+const RUN: Duration = Duration::from_mins(1);
+
+#[test]
+fn healthy_connections_are_left_alone() -> anyhow::Result<()> {
+    require_root();
+    let s = Setup::new()?;
+    let mut agent = Agent::start(&s.lab, &s.cgroup)?;
+    agent.wait_ready(Duration::from_mins(1))?;
+
+    let start = |args: &[&str]| Client::start(&s.lab, Some(&s.cgroup), args);
+    let secs = RUN.as_secs().to_string();
+    let bulk = start(&["bulk", "--seconds", &secs])?;
+    let idle = start(&["idle"])?;
+    let heartbeat = start(&["heartbeat", "--interval", "1s"])?;
+    let lossy = start(&["heartbeat", "--interval", "1s"])?;
+    let lossy_port = lossy.local_port().expect("port");
+    let loss = s.lab.loss_flow(lossy_port, 5)?;
+    let clients = [
+        ("bulk", &bulk),
+        ("idle", &idle),
+        ("heartbeat", &heartbeat),
+        ("lossy heartbeat", &lossy),
+    ];
+
+    // Watch the whole run, failing early on the first kill or client error.
+    let started = std::time::Instant::now();
+    for _ in 0..(RUN.as_secs() + 5) {
+        if started.elapsed() >= RUN + Duration::from_secs(1) {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        let kills: Vec<_> = agent
+            .decisions()
+            .into_iter()
+            .filter(|d| d.action == "kill")
+            .collect();
+        assert!(
+            kills.is_empty(),
+            "lifeline killed a healthy socket: {:?}",
+            kills.iter().map(|d| &d.raw).collect::<Vec<_>>()
+        );
+        for (name, c) in &clients {
+            assert!(
+                c.errors().is_empty(),
+                "{name} client saw an error:\n{}",
+                c.dump()
+            );
+        }
+    }
+
+    let established = ss::established(&s.lab.client)?;
+    for (name, c) in &clients {
+        let port = c.local_port().expect("port");
+        let found = established
+            .iter()
+            .any(|x| x.local.port() == port && x.peer == Lab::server_addr(false));
+        assert!(
+            found,
+            "{name} socket (port {port}) not ESTABLISHED:\n{}",
+            ss::dump(&s.lab.client)
+        );
+    }
+    // The traffic was real: the upload moved data, the heartbeats kept answering.
+    let bulk_bytes = bulk
+        .events()
+        .iter()
+        .filter_map(|e| e.raw["bytes"].as_u64())
+        .max()
+        .unwrap_or(0);
+    assert!(bulk_bytes > 100 << 20, "bulk moved only {bulk_bytes} bytes");
+    for (name, c) in [("heartbeat", &heartbeat), ("lossy heartbeat", &lossy)] {
+        let oks = c.events().iter().filter(|e| e.event == "ok").count();
+        assert!(
+            oks >= 40,
+            "{name} answered only {oks} heartbeats in {RUN:?}:\n{}",
+            c.dump()
+        );
+    }
+    // The loss was real: the rules saw the flow and (almost surely) dropped some of it.
+    let (seen, dropped) = s.lab.counters(&loss)?;
+    let lossy_ss = established.iter().find(|x| x.local.port() == lossy_port);
+    let retrans = lossy_ss.map_or("", |x| x.info.as_str());
+    eprintln!("lossy flow: {seen} packets, {dropped} dropped by the wire; ss: {retrans}");
+    assert!(
+        seen >= 100,
+        "the loss rule saw only {seen} packets of the lossy flow"
+    );
+    if let Ok(st) = agent.status() {
+        for sock in &st.sockets {
+            eprintln!(
+                "status: {} -> {} verdict={} retransmits={}",
+                sock.local, sock.peer, sock.verdict, sock.retransmits
+            );
+        }
+    }
+    let decisions = agent.decisions();
+    eprintln!("decisions during the run: {}", decisions.len());
+    assert!(
+        decisions.iter().all(|d| d.action != "kill"),
+        "kill decisions: {decisions:?}"
+    );
+    Ok(())
+}
