@@ -18,6 +18,7 @@ pub struct Cli {
     pub command: Command,
 }
 
+#[allow(clippy::large_enum_variant, reason = "parsed once at start; boxing would only add noise")]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the agent: attach the kernel probe, watch, decide, act (needs root).
@@ -70,6 +71,10 @@ pub struct RunArgs {
     /// Where logs go: journald when started by systemd (auto), stderr, or JSON lines.
     #[arg(long, value_enum, default_value_t = LogTarget::Auto)]
     pub log: LogTarget,
+
+    /// Node integration (issue 5): config file, restart escalation, metrics.
+    #[command(flatten)]
+    pub node: crate::node_args::NodeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -98,7 +103,7 @@ fn parse_port(s: &str) -> Result<u16, String> {
     }
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| format!("invalid duration '{s}': {e} (e.g. 10s, 500ms)"))?;
     if d.is_zero() {
         return Err(format!("invalid duration '{s}': must be greater than zero"));

@@ -5,12 +5,14 @@ mod adopt;
 mod cgroup;
 mod cli;
 mod clock;
+mod config;
 mod daemon;
 mod detect;
 mod diag;
 mod errors;
 mod logging;
 mod mounts;
+mod node_args;
 mod owners;
 mod probe;
 mod run;
@@ -18,18 +20,20 @@ mod status;
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
-
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace.
     std::panic::set_hook(Box::new(|info| {
         eprintln!("lifeline: error: internal error: {}", info.to_string().replace('\n', " "));
     }));
-    let cli = match cli::Cli::try_parse() {
+    let cli = match config::parse_cli(std::env::args_os().collect()) {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(config::CliError::Clap(e)) => {
             let _ = e.print();
             return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+        Err(config::CliError::Config(msg)) => {
+            eprintln!("lifeline: error: {msg}");
+            return ExitCode::from(config::EX_CONFIG);
         }
     };
     let result = match &cli.command {

@@ -1,0 +1,84 @@
+//! The `run`/`check` flags for running on a real node (issue 5): config file, escalation
+//! to a systemd restart, metrics. Kept apart from cli.rs and flattened into `RunArgs`, so
+//! the core flags and these evolve without stepping on each other.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use clap::{Args, ValueEnum};
+
+pub const DEFAULT_CONFIG: &str = "/etc/lifeline/lifeline.toml";
+
+#[allow(clippy::doc_markdown, reason = "these doc comments are the --help text, where backticks would show")]
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// TOML file with defaults for every flag of `run` (flags win). A missing default file
+    /// is fine; a missing file given here is an error. [default: /etc/lifeline/lifeline.toml]
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// What to do with a confirmed stalled socket: kill it (and restart --restart-unit only
+    /// when that does not help), or restart --restart-unit straight away.
+    #[arg(long, value_enum, default_value_t = ActionMode::Kill)]
+    pub action: ActionMode,
+
+    /// systemd unit to restart when killing the socket is impossible or does not help
+    /// (e.g. kubelet.service). Without it lifeline never restarts anything.
+    #[arg(long, value_name = "UNIT", value_parser = parse_unit)]
+    pub restart_unit: Option<String>,
+
+    /// After a kill, restart --restart-unit if the owner has no healthy connection to the
+    /// endpoint within this long.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::cli::parse_duration)]
+    pub escalate_after: Duration,
+
+    /// At most this many restarts of --restart-unit in any sliding hour.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=60))]
+    pub max_restarts: u32,
+
+    /// Which systemd manager owns --restart-unit: the system one (on the system bus), or a
+    /// user manager (on the session bus of DBUS_SESSION_BUS_ADDRESS).
+    #[arg(long, value_enum, default_value_t = SystemdBus::System)]
+    pub systemd_bus: SystemdBus,
+
+    /// Serve Prometheus metrics over HTTP at this address (off when not given).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+
+    /// Allow --metrics-addr on a non-loopback address (the metrics reveal peers and counts).
+    #[arg(long)]
+    pub metrics_allow_remote: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ActionMode {
+    Kill,
+    Restart,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SystemdBus {
+    System,
+    User,
+}
+
+/// A unit name as systemd accepts it: a known suffix, no path, no spaces.
+fn parse_unit(s: &str) -> Result<String, String> {
+    const SUFFIXES: [&str; 3] = [".service", ".scope", ".target"];
+    let ok_chars = s.chars().all(|c| c.is_ascii_alphanumeric() || ":-_.\\@".contains(c));
+    if ok_chars && SUFFIXES.iter().any(|x| s.len() > x.len() && s.ends_with(x)) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("invalid unit '{s}': expected a systemd unit name such as kubelet.service"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn unit_names_are_validated() {
+        assert_eq!(super::parse_unit("kubelet.service").as_deref(), Ok("kubelet.service"));
+        assert!(super::parse_unit("kubelet").is_err());
+        assert!(super::parse_unit("/etc/x.service").is_err());
+        assert!(super::parse_unit(".service").is_err());
+    }
+}
