@@ -61,10 +61,11 @@ impl Actor {
     }
 
     /// Kill a confirmed stalled socket (unless held back), logging the decision.
-    pub fn act(&mut self, diag: &mut SockDiag, ev: &Evidence<'_>) {
+    /// Returns the outcome ("killed", "gone", "failed: ...", ...), None when held back.
+    pub fn act(&mut self, diag: &mut SockDiag, ev: &Evidence<'_>) -> Option<String> {
         let now = Instant::now();
         if self.hold.get(&ev.cookie).is_some_and(|(until, _)| now < *until) {
-            return;
+            return None;
         }
         let outcome = if self.dry_run {
             "dry-run".to_owned()
@@ -85,6 +86,7 @@ impl Actor {
             self.hold.insert(ev.cookie, (now + delay, delay));
         }
         log_decision(ev, if self.dry_run { "none" } else { "kill" }, &outcome);
+        Some(outcome)
     }
 
     /// Forget sockets that no longer exist.

@@ -28,6 +28,8 @@ pub struct Daemon {
     pub sockets_full: u64,
     /// Sockets whose state could not be read, already reported (reported once each).
     pub unreadable: HashSet<u64>,
+    /// Restart escalation (issue 5); None without --restart-unit.
+    pub escalation: Option<crate::systemd::escalate::Escalation>,
 }
 
 impl Daemon {
@@ -67,7 +69,8 @@ impl Daemon {
             if verdict == Verdict::Stalled {
                 stalled_now.insert(*cookie);
                 if let (true, Some(info)) = (self.seen_stalled.contains(cookie), info.as_ref()) {
-                    self.actor.act(&mut self.diag, &Evidence { cookie: *cookie, rec, info, now_ns: now });
+                    let ev = Evidence { cookie: *cookie, rec, info, now_ns: now };
+                    crate::systemd::escalate::act(&mut self.actor, self.escalation.as_mut(), &mut self.diag, &ev);
                 }
             }
             out.push(status_of(*cookie, rec, info.as_ref(), verdict, now));
@@ -77,6 +80,10 @@ impl Daemon {
         let live: HashSet<u64> = records.iter().map(|(c, _)| *c).collect();
         self.actor.retain(|c| live.contains(&c));
         self.unreadable.retain(|c| live.contains(c));
+        if let Some(esc) = self.escalation.as_mut() {
+            esc.after_sweep(&out);
+            esc.retain(|c| live.contains(&c));
+        }
         self.status.send_replace(Snapshot {
             stall_timeout_ms: u64::try_from(self.stall.as_millis()).unwrap_or(u64::MAX),
             kills: self.actor.kills,

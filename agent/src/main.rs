@@ -12,11 +12,13 @@ mod diag;
 mod errors;
 mod logging;
 mod mounts;
+mod node;
 mod node_args;
 mod owners;
 mod probe;
 mod run;
 mod status;
+mod systemd;
 
 use std::process::ExitCode;
 

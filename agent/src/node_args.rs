@@ -35,9 +35,10 @@ pub struct NodeArgs {
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=60))]
     pub max_restarts: u32,
 
-    /// Which systemd manager owns --restart-unit: the system one (on the system bus), or a
-    /// user manager (on the session bus of DBUS_SESSION_BUS_ADDRESS).
-    #[arg(long, value_enum, default_value_t = SystemdBus::System)]
+    /// Which systemd manager owns --restart-unit: "system" (the system bus), "user" (a user
+    /// manager, on the session bus of DBUS_SESSION_BUS_ADDRESS), or a D-Bus address such as
+    /// unix:path=/host/run/dbus/system_bus_socket (a container with the host's socket mounted).
+    #[arg(long, value_name = "BUS", default_value = "system", value_parser = parse_bus)]
     pub systemd_bus: SystemdBus,
 
     /// Serve Prometheus metrics over HTTP at this address (off when not given).
@@ -55,10 +56,20 @@ pub enum ActionMode {
     Restart,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SystemdBus {
     System,
     User,
+    Address(String),
+}
+
+fn parse_bus(s: &str) -> Result<SystemdBus, String> {
+    match s {
+        "system" => Ok(SystemdBus::System),
+        "user" => Ok(SystemdBus::User),
+        a if a.starts_with("unix:") => Ok(SystemdBus::Address(a.to_owned())),
+        _ => Err(format!("invalid bus '{s}': expected system, user or a D-Bus address such as unix:path=/run/dbus/system_bus_socket")),
+    }
 }
 
 /// A unit name as systemd accepts it: a known suffix, no path, no spaces.

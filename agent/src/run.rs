@@ -30,6 +30,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if args.comms.iter().any(|c| c.is_empty() || c.len() > 15) {
         bail!("invalid --comm: a process name is 1 to 15 bytes (the kernel's TASK_COMM_LEN - 1)");
     }
+    crate::node::validate(args)?;
     errors::check_privileges()?;
     let mount = cgroup::cgroup2_mount()?;
     let path: PathBuf = match (&args.cgroup, args.comms.is_empty()) {
@@ -52,6 +53,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let target = Target { ports: args.ports.clone(), cgroup_ids, comms: args.comms.clone() };
         let polled = adopt::adopt(&mut probe, &mut diag, &target)?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
+        let (node, escalation) = crate::node::Node::start(args, &rx);
         let server = status::serve(&args.status_socket, rx)?;
         let mut daemon = Daemon {
             probe,
@@ -63,6 +65,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             seen_stalled: HashSet::new(),
             sockets_full: 0,
             unreadable: HashSet::new(),
+            escalation,
         };
         tracing::info!(
             event = "ready",
@@ -73,7 +76,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
             dry_run = args.dry_run,
             "probe attached; watching"
         );
+        node.ready(&daemon.status.borrow());
         let result = sweep_until_signal(&mut daemon, args.sweep_interval).await;
+        node.stop();
         server.abort();
         let _ = std::fs::remove_file(&args.status_socket);
         drop(daemon); // closes the links: every program is detached

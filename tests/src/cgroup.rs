@@ -81,6 +81,19 @@ impl Cgroup {
         c
     }
 
+    /// A command that joins this cgroup before it execs `prog` (in the caller's namespaces).
+    #[must_use]
+    pub fn command(&self, prog: &str, args: &[&str]) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(r#"echo $$ > "$1" && shift && exec "$@""#)
+            .arg("sh")
+            .arg(self.path.join("cgroup.procs"))
+            .arg(prog)
+            .args(args);
+        c
+    }
+
     /// Pids currently in the cgroup.
     #[must_use]
     pub fn pids(&self) -> Vec<i32> {

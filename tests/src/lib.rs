@@ -21,6 +21,7 @@ pub mod setup;
 pub mod ss;
 mod stale;
 pub mod status;
+pub mod systemd;
 pub mod timeline;
 pub mod util;
 

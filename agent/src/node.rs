@@ -1,0 +1,67 @@
+//! Node integration (issue 5), wired into `lifeline run` through three calls: `validate`
+//! before anything is attached, `start` once the status channel exists, `ready`/`stop`
+//! around the sweep loop. Behind them: systemd notify, the restart escalation, metrics.
+
+use anyhow::{bail, Result};
+use tokio::{sync::watch, task::JoinHandle};
+
+use crate::{
+    cli::RunArgs,
+    node_args::ActionMode,
+    status::Snapshot,
+    systemd::{
+        escalate::Escalation,
+        notify,
+        restarter::{Restarter, Unknown},
+    },
+};
+
+/// Flag combinations that make no sense, refused before anything is attached.
+///
+/// # Errors
+/// One line naming the flags.
+pub fn validate(args: &RunArgs) -> Result<()> {
+    let n = &args.node;
+    if n.action == ActionMode::Restart && n.restart_unit.is_none() {
+        bail!("invalid --action restart: it needs --restart-unit (the unit to restart, e.g. kubelet.service)");
+    }
+    if let Some(addr) = n.metrics_addr.filter(|a| !a.ip().is_loopback() && !n.metrics_allow_remote) {
+        bail!("invalid --metrics-addr {addr}: not a loopback address; add --metrics-allow-remote to serve metrics beyond this node");
+    }
+    Ok(())
+}
+
+pub struct Node {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Node {
+    /// Starts the background tasks; returns the escalation for the daemon (None without
+    /// --restart-unit: then lifeline never restarts anything).
+    pub fn start(args: &RunArgs, snapshots: &watch::Receiver<Snapshot>) -> (Self, Option<Escalation>) {
+        let mut tasks = Vec::new();
+        tasks.extend(notify::spawn(snapshots.clone(), args.sweep_interval));
+        let escalation = args.node.restart_unit.as_ref().map(|unit| {
+            let restarter =
+                Restarter { bus: args.node.systemd_bus.clone(), unit: unit.clone(), max_per_hour: args.node.max_restarts, health: Box::new(Unknown) };
+            let (tx, task) = restarter.spawn();
+            tasks.push(task);
+            Escalation::new(args.node.action, args.node.escalate_after, tx)
+        });
+        (Self { tasks }, escalation)
+    }
+
+    /// The probe is attached: tell systemd.
+    #[allow(clippy::unused_self, reason = "a method so that it can only be called once started")]
+    pub fn ready(&self, snapshot: &Snapshot) {
+        notify::ready(snapshot);
+    }
+
+    /// Leaving: tell systemd, end the tasks.
+    pub fn stop(self) {
+        notify::stopping();
+        for t in self.tasks {
+            t.abort();
+        }
+    }
+}

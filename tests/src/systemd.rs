@@ -1,0 +1,141 @@
+//! A real systemd manager for the tests: `/lib/systemd/systemd --user` on a private
+//! dbus-daemon, in its own cgroup (so every unit it starts lives under that cgroup and the
+//! agent can watch it) and its own mount namespace (slave: host mounts such as new
+//! /run/netns entries still appear in it; its own tmpfs on `/run/systemd`, where it
+//! insists on finding `/run/systemd/system`, stays private: the host
+//! /run is not touched).
+//! Drop: SIGTERM to the manager (it stops its units), then every process of the cgroup is
+//! killed and the cgroups it made (in cgroup2 and, on hybrid hosts, the v1 `name=systemd`
+//! mirror) are removed, deepest first.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use crate::cgroup::Cgroup;
+use crate::proc::Proc;
+use crate::util::{TempDir, wait_until};
+
+/// Where systemd mirrors its cgroups on hybrid hosts.
+const V1_SYSTEMD: &str = "/sys/fs/cgroup/systemd";
+
+/// Fields drop in order: manager, bus, then the cgroup (empty by then), then the runtime dir.
+pub struct UserManager {
+    manager: Proc,
+    bus: Proc,
+    pub cgroup: Cgroup,
+    runtime: TempDir,
+}
+
+impl UserManager {
+    /// Starts the bus and the manager and waits until `systemctl --user` answers.
+    ///
+    /// # Errors
+    /// When either does not start within 20 s.
+    pub fn start() -> Result<Self> {
+        let cgroup = Cgroup::new()?;
+        let runtime = TempDir::new()?;
+        std::fs::set_permissions(runtime.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+        std::fs::create_dir_all(runtime.path().join("systemd/user"))?;
+        let address = format!("unix:path={}", runtime.path().join("bus").display());
+        let mut bus = cgroup.command("dbus-daemon", &["--session", "--nofork", "--nopidfile"]);
+        bus.arg(format!("--address={address}"));
+        let bus = Proc::spawn("dbus-daemon", bus)?;
+        let script = "mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system && exec /lib/systemd/systemd --user";
+        let mut cmd = cgroup.command(
+            "unshare",
+            &["--mount", "--propagation", "slave", "sh", "-c", script],
+        );
+        cmd.env("XDG_RUNTIME_DIR", runtime.path()).env("DBUS_SESSION_BUS_ADDRESS", &address);
+        let manager = Proc::spawn("systemd --user", cmd)?;
+        let mut m = Self { manager, bus, cgroup, runtime };
+        let res = wait_until("the user manager", Duration::from_secs(20), Duration::from_millis(100), || {
+            if let Some(st) = m.manager.try_status() {
+                bail!("systemd --user exited ({st})");
+            }
+            Ok(m.systemctl(&["show", "-p", "SystemState", "--value"]).ok().filter(|s| s.trim() == "running"))
+        });
+        res.map_err(|e| anyhow::anyhow!("{e:#}; its stderr:\n{}", m.manager.stderr_text()))?;
+        Ok(m)
+    }
+
+    /// The bus address, for `lifeline run --systemd-bus`.
+    #[must_use]
+    pub fn bus_address(&self) -> String {
+        format!("unix:path={}", self.runtime.path().join("bus").display())
+    }
+
+    /// A directory for the tests' files (unit output, logs), removed with the manager.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        self.runtime.path()
+    }
+
+    /// `systemctl --user ARGS` against this manager.
+    ///
+    /// # Errors
+    /// When systemctl fails.
+    pub fn systemctl(&self, args: &[&str]) -> Result<String> {
+        let mut cmd = Command::new("systemctl");
+        cmd.arg("--user").args(args).env("XDG_RUNTIME_DIR", self.runtime.path()).env("DBUS_SESSION_BUS_ADDRESS", self.bus_address());
+        crate::cmd::run(&mut cmd)
+    }
+
+    /// Writes a unit file and reloads the manager.
+    ///
+    /// # Errors
+    /// When the file cannot be written or the reload fails.
+    pub fn install(&self, name: &str, text: &str) -> Result<()> {
+        std::fs::write(self.runtime.path().join("systemd/user").join(name), text)?;
+        self.systemctl(&["daemon-reload"]).map(drop)
+    }
+
+    /// One property of a unit (`systemctl --user show -p PROP --value UNIT`).
+    ///
+    /// # Errors
+    /// When systemctl fails.
+    pub fn prop(&self, unit: &str, prop: &str) -> Result<String> {
+        Ok(self.systemctl(&["show", "-p", prop, "--value", unit])?.trim().to_owned())
+    }
+
+    /// Every cgroup directory under `top`, deepest first.
+    fn subdirs(top: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        if let Ok(rd) = std::fs::read_dir(top) {
+            for d in rd.filter_map(Result::ok).filter(|e| e.path().is_dir()) {
+                out.extend(Self::subdirs(&d.path()));
+                out.push(d.path());
+            }
+        }
+        out
+    }
+}
+
+impl Drop for UserManager {
+    fn drop(&mut self) {
+        self.manager.signal(libc::SIGTERM);
+        if self.manager.wait_timeout(Duration::from_secs(15)).is_none() {
+            eprintln!("lab: systemd --user did not stop within 15 s; killing it");
+        }
+        let _ = std::fs::write(self.cgroup.path().join("cgroup.kill"), "1");
+        self.bus.kill();
+        self.manager.kill();
+        let name = self.cgroup.path().file_name().map(PathBuf::from).unwrap_or_default();
+        let v1 = Path::new(V1_SYSTEMD).join(&name);
+        for top in [self.cgroup.path().to_path_buf(), v1.clone()] {
+            for dir in Self::subdirs(&top) {
+                for _ in 0..50 {
+                    if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        if !name.as_os_str().is_empty() && v1.exists() && std::fs::remove_dir(&v1).is_err() {
+            eprintln!("lab: cannot remove {}", v1.display());
+        }
+    }
+}
