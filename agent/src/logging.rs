@@ -31,9 +31,21 @@ pub fn init(target: LogTarget) -> Result<()> {
         LogTarget::Journald => tracing_journald::layer()
             .context("journald is not reachable at /run/systemd/journal/socket")?
             .with_field_prefix(Some("LIFELINE".to_owned()))
+            .with_priority_mappings(journal_priorities())
             .boxed(),
         LogTarget::Json => tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).boxed(),
         _ => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).boxed(),
     };
     tracing_subscriber::registry().with(layer.with_filter(filter)).try_init().context("installing the logger")
+}
+
+/// syslog's meaning of the levels: info is Informational (6), not the crate's default of
+/// Notice (5), so `journalctl -p notice` shows warnings and decisions, not every ready line.
+fn journal_priorities() -> tracing_journald::PriorityMappings {
+    use tracing_journald::Priority;
+    let mut p = tracing_journald::PriorityMappings::new();
+    p.info = Priority::Informational;
+    p.debug = Priority::Debug;
+    p.trace = Priority::Debug;
+    p
 }

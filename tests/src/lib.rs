@@ -12,6 +12,7 @@ pub mod client;
 pub mod cmd;
 pub mod decision;
 pub mod kubelet_unit;
+pub mod journald;
 pub mod lab;
 pub mod netns;
 pub mod nft;
