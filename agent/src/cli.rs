@@ -25,6 +25,8 @@ pub enum Command {
     Run(RunArgs),
     /// Show the watched sockets and their health, read from the running agent.
     Status(StatusArgs),
+    /// Preflight: kernel, mounts, probe attach, socket destroy, D-Bus (same flags as run).
+    Check(RunArgs),
 }
 
 #[derive(Debug, Args)]

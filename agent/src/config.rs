@@ -8,7 +8,7 @@
 
 use std::{
     ffi::OsString,
-    path::PathBuf,
+    path::{Path, PathBuf},
 };
 
 use clap::{parser::ValueSource, Arg, ArgAction, ArgMatches, CommandFactory as _, FromArgMatches as _};
@@ -32,7 +32,7 @@ pub enum CliError {
 /// As `CliError` says.
 pub fn parse_cli(argv: Vec<OsString>) -> Result<Cli, CliError> {
     let matches = Cli::command().try_get_matches_from(&argv).map_err(CliError::Clap)?;
-    let Some((name @ "run", sub)) = matches.subcommand() else {
+    let Some((name @ ("run" | "check"), sub)) = matches.subcommand() else {
         return Cli::from_arg_matches(&matches).map_err(CliError::Clap);
     };
     let explicit = sub.value_source("config") == Some(ValueSource::CommandLine);
@@ -133,6 +133,13 @@ fn one_line(text: &str) -> String {
         .filter(|l| !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:"))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// For `check`: the file the settings came from, if any.
+#[must_use]
+pub fn source(args: &crate::cli::RunArgs) -> Option<&Path> {
+    let default = Path::new(DEFAULT_CONFIG);
+    args.node.config.as_deref().or_else(|| default.exists().then_some(default))
 }
 
 #[cfg(test)]

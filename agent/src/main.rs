@@ -3,6 +3,8 @@
 mod action;
 mod adopt;
 mod cgroup;
+mod check;
+mod check_probe;
 mod cli;
 mod clock;
 mod config;
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
+        cli::Command::Check(args) => check::run(args),
         cli::Command::Status(args) => status::fetch(&args.status_socket).map(|(raw, snap)| {
             if args.json {
                 println!("{raw}");
