@@ -36,7 +36,11 @@ pub fn init(target: LogTarget) -> Result<()> {
         LogTarget::Json => tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).boxed(),
         _ => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).boxed(),
     };
-    tracing_subscriber::registry().with(layer.with_filter(filter)).try_init().context("installing the logger")
+    tracing_subscriber::registry()
+        .with(layer.with_filter(filter))
+        .with(crate::metrics::DecisionLayer) // unfiltered: counts every decision
+        .try_init()
+        .context("installing the logger")
 }
 
 /// syslog's meaning of the levels: info is Informational (6), not the crate's default of

@@ -13,6 +13,8 @@ mod detect;
 mod diag;
 mod errors;
 mod logging;
+mod metrics;
+mod metrics_http;
 mod mounts;
 mod node;
 mod node_args;

@@ -38,8 +38,14 @@ pub struct Node {
 impl Node {
     /// Starts the background tasks; returns the escalation for the daemon (None without
     /// --restart-unit: then lifeline never restarts anything).
-    pub fn start(args: &RunArgs, snapshots: &watch::Receiver<Snapshot>) -> (Self, Option<Escalation>) {
+    ///
+    /// # Errors
+    /// When the metrics address cannot be bound.
+    pub fn start(args: &RunArgs, snapshots: &watch::Receiver<Snapshot>) -> Result<(Self, Option<Escalation>)> {
         let mut tasks = Vec::new();
+        if let Some(addr) = args.node.metrics_addr {
+            tasks.extend(crate::metrics_http::serve(addr, snapshots.clone())?);
+        }
         tasks.extend(notify::spawn(snapshots.clone(), args.sweep_interval));
         let escalation = args.node.restart_unit.as_ref().map(|unit| {
             let restarter =
@@ -48,7 +54,7 @@ impl Node {
             tasks.push(task);
             Escalation::new(args.node.action, args.node.escalate_after, tx)
         });
-        (Self { tasks }, escalation)
+        Ok((Self { tasks }, escalation))
     }
 
     /// The probe is attached: tell systemd.

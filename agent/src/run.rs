@@ -53,7 +53,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let target = Target { ports: args.ports.clone(), cgroup_ids, comms: args.comms.clone() };
         let polled = adopt::adopt(&mut probe, &mut diag, &target)?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
-        let (node, escalation) = crate::node::Node::start(args, &rx);
+        let (node, escalation) = crate::node::Node::start(args, &rx)?;
         let server = status::serve(&args.status_socket, rx)?;
         let mut daemon = Daemon {
             probe,

@@ -14,6 +14,7 @@ pub mod decision;
 pub mod kubelet_unit;
 pub mod journald;
 pub mod lab;
+pub mod metrics;
 pub mod netns;
 pub mod nft;
 pub mod paths;

@@ -1,0 +1,173 @@
+//! Prometheus metrics (prometheus-client, `OpenMetrics` text). The decision counters are
+//! fed by a tracing layer that sees every `lifeline::decision` event, so they count exactly
+//! what the log and the journal say, with no second bookkeeping; the socket gauges follow
+//! the daemon's status snapshots.
+
+use std::{collections::HashSet, sync::OnceLock};
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{
+        counter::Counter,
+        family::Family,
+        gauge::Gauge,
+        histogram::{exponential_buckets, Histogram},
+    },
+    registry::Registry,
+};
+use tracing::{field::Field, Event, Subscriber};
+use tracing_subscriber::{layer::Context, Layer};
+
+use crate::status::Snapshot;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    verdict: String,
+    action: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerdictLabel {
+    verdict: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HoldLabels {
+    action: String,
+    reason: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    watched: Gauge,
+    sockets: Family<VerdictLabel, Gauge>,
+    decisions: Family<DecisionLabels, Counter>,
+    kills: Counter,
+    restarts: Family<ResultLabel, Counter>,
+    holds: Family<HoldLabels, Counter>,
+    latency: Histogram,
+}
+
+/// The process's metrics, created on first use.
+pub fn get() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let mut m = Self {
+            registry: Registry::with_prefix("lifeline"),
+            watched: Gauge::default(),
+            sockets: Family::default(),
+            decisions: Family::default(),
+            kills: Counter::default(),
+            restarts: Family::default(),
+            holds: Family::default(),
+            latency: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+        };
+        let r = &mut m.registry;
+        r.register("watched_sockets", "TCP sockets the probe watches", m.watched.clone());
+        r.register("sockets", "Watched sockets by current verdict", m.sockets.clone());
+        r.register("decisions", "Decisions on stalled sockets, by verdict, action and outcome", m.decisions.clone());
+        r.register("kills", "Sockets destroyed with SOCK_DESTROY", m.kills.clone());
+        r.register("restarts", "Restarts of --restart-unit, by result (restarted, failed)", m.restarts.clone());
+        r.register("holds", "Actions held back (rate limit, backoff, no healthy endpoint)", m.holds.clone());
+        r.register(
+            "detection_latency_seconds",
+            "From a socket's first unanswered retransmission to the decision to act on it",
+            m.latency.clone(),
+        );
+        m
+    }
+
+    /// The `OpenMetrics` text exposition.
+    #[must_use]
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Socket gauges from a status snapshot; verdicts seen before and gone now drop to 0.
+    pub fn observe(&self, s: &Snapshot, seen: &mut HashSet<String>) {
+        self.watched.set(i64::try_from(s.sockets.len()).unwrap_or(i64::MAX));
+        seen.extend(s.sockets.iter().map(|k| k.verdict.clone()));
+        for v in seen.iter() {
+            let n = s.sockets.iter().filter(|k| &k.verdict == v).count();
+            self.sockets.get_or_create(&VerdictLabel { verdict: v.clone() }).set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
+    fn decision(&self, d: &DecisionFields) {
+        // "failed: <why>" carries free text: the label keeps the class only.
+        let outcome = d.outcome.split(':').next().unwrap_or_default().to_owned();
+        let labels = DecisionLabels { verdict: d.verdict.clone(), action: d.action.clone(), outcome: outcome.clone() };
+        self.decisions.get_or_create(&labels).inc();
+        match (d.action.as_str(), outcome.as_str()) {
+            ("kill", "killed") => {
+                self.kills.inc();
+            }
+            ("restart", "restarted" | "failed") => {
+                self.restarts.get_or_create(&ResultLabel { result: outcome.clone() }).inc();
+            }
+            (action, "rate-limited" | "backoff" | "held") => {
+                let reason = d.outcome.trim_start_matches("held: ").replace(' ', "-");
+                self.holds.get_or_create(&HoldLabels { action: action.to_owned(), reason }).inc();
+            }
+            _ => return,
+        }
+        // Acted (or tried, or was held): how long the socket had been in trouble.
+        #[allow(clippy::cast_precision_loss, reason = "milliseconds far below 2^52")]
+        self.latency.observe(d.trouble_age_ms as f64 / 1000.0);
+    }
+}
+
+#[derive(Default)]
+struct DecisionFields {
+    verdict: String,
+    action: String,
+    outcome: String,
+    trouble_age_ms: u64,
+}
+
+impl tracing::field::Visit for DecisionFields {
+    fn record_str(&mut self, f: &Field, v: &str) {
+        match f.name() {
+            "verdict" => v.clone_into(&mut self.verdict),
+            "action" => v.clone_into(&mut self.action),
+            "outcome" => v.clone_into(&mut self.outcome),
+            _ => {}
+        }
+    }
+    fn record_u64(&mut self, f: &Field, v: u64) {
+        if f.name() == "trouble_age_ms" {
+            self.trouble_age_ms = v;
+        }
+    }
+    fn record_debug(&mut self, f: &Field, v: &dyn std::fmt::Debug) {
+        self.record_str(f, format!("{v:?}").trim_matches('"'));
+    }
+}
+
+/// Counts every decision event, whatever the log filter lets through.
+pub struct DecisionLayer;
+
+impl<S: Subscriber> Layer<S> for DecisionLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        if event.metadata().target() == "lifeline::decision" {
+            let mut d = DecisionFields::default();
+            event.record(&mut d);
+            if !d.action.is_empty() {
+                get().decision(&d);
+            }
+        }
+    }
+}
