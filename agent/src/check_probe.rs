@@ -115,7 +115,11 @@ fn destroy_row(client: &TcpStream, _server: &TcpStream, cookie: u64) -> Row {
     })();
     match result {
         Ok(d) => Row::pass("SOCK_DESTROY", d),
-        Err(e) => Row::fail("SOCK_DESTROY", format!("{e:#} (needs CONFIG_INET_DIAG_DESTROY=y); kills are impossible, only --restart-unit can help")),
+        Err(e) => {
+            let e = format!("{e:#}");
+            let why = if e.contains("not permitted") { "needs CAP_NET_ADMIN" } else { "needs CONFIG_INET_DIAG_DESTROY=y" };
+            Row::fail("SOCK_DESTROY", format!("{e} ({why}); kills are impossible, only --restart-unit can help"))
+        }
     }
 }
 

@@ -43,7 +43,12 @@ impl UserManager {
         let mut bus = cgroup.command("dbus-daemon", &["--session", "--nofork", "--nopidfile"]);
         bus.arg(format!("--address={address}"));
         let bus = Proc::spawn("dbus-daemon", bus)?;
-        let script = "mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system && exec /lib/systemd/systemd --user";
+        // /run/systemd/inaccessible: the nodes systemd bind-mounts over what ProtectHome=,
+        // ProtectKernelLogs=, InaccessiblePaths= hide; PID 1 makes them at boot, we must.
+        let script = "mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system && \
+                      d=/run/systemd/inaccessible && mkdir -p $d/dir && touch $d/reg && mkfifo $d/fifo && \
+                      mknod $d/chr c 0 0 && mknod $d/blk b 0 0 && chmod 000 $d/* && \
+                      exec /lib/systemd/systemd --user";
         let mut cmd = cgroup.command(
             "unshare",
             &["--mount", "--propagation", "slave", "sh", "-c", script],
@@ -83,12 +88,34 @@ impl UserManager {
         crate::cmd::run(&mut cmd)
     }
 
+    /// `systemctl --user ARGS`' output whatever its exit code (for `status` in failures).
+    #[must_use]
+    pub fn systemctl_text(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new("systemctl");
+        cmd.arg("--user").args(args).env("XDG_RUNTIME_DIR", self.runtime.path()).env("DBUS_SESSION_BUS_ADDRESS", self.bus_address());
+        crate::cmd::output(&mut cmd).map_or_else(
+            |e| format!("{e:#}"),
+            |o| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)),
+        )
+    }
+
     /// Writes a unit file and reloads the manager.
     ///
     /// # Errors
     /// When the file cannot be written or the reload fails.
     pub fn install(&self, name: &str, text: &str) -> Result<()> {
         std::fs::write(self.runtime.path().join("systemd/user").join(name), text)?;
+        self.systemctl(&["daemon-reload"]).map(drop)
+    }
+
+    /// Writes a drop-in `UNIT.d/NAME` and reloads the manager.
+    ///
+    /// # Errors
+    /// When the file cannot be written or the reload fails.
+    pub fn install_dropin(&self, unit: &str, name: &str, text: &str) -> Result<()> {
+        let dir = self.runtime.path().join("systemd/user").join(format!("{unit}.d"));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join(name), text)?;
         self.systemctl(&["daemon-reload"]).map(drop)
     }
 

@@ -1,4 +1,5 @@
-//! Scenario (issue 5, b): lifeline as a `Type=notify` unit under a real systemd manager.
+//! Scenario (issue 5, b): lifeline as a `Type=notify` unit under a real systemd manager,
+//! from the packaged unit file (packaging/lifeline.service) with a test drop-in.
 //! The unit becomes active only after the probe is attached (READY=1 follows the `ready`
 //! event), `systemctl show` carries its STATUS= text, the watchdog pings keep it alive past
 //! several `WatchdogSec` periods, and a stop is clean (STOPPING=1, exit 0, probe detached).
@@ -12,18 +13,21 @@ use lifeline_tests::{NetNs, require_root, wait_until};
 
 const UNIT: &str = "lifeline-test.service";
 
-fn unit_text(m: &UserManager, ns: &NetNs) -> Result<String> {
-    let bin = lifeline()?;
+/// The packaged unit verbatim, plus a drop-in that points it at the test's namespace,
+/// cgroup and files: so the hardening, capabilities and Type=notify really run here.
+fn install_unit(m: &UserManager, ns: &NetNs) -> Result<()> {
+    let unit = lifeline_tests::paths::workspace().join("packaging/lifeline.service");
+    m.install(UNIT, &std::fs::read_to_string(&unit).with_context(|| format!("read {}", unit.display()))?)?;
     let dir = m.dir().display();
-    Ok(format!(
-        "[Unit]\nDescription=lifeline under test\n\n[Service]\nType=notify\nWatchdogSec=4s\nTimeoutStartSec=60s\n\
-         ExecStart=/usr/bin/nsenter --net={net} -- /usr/bin/unshare --mount --propagation private -- \
-         {bin} run --log json --cgroup {cg} --ports 6443 --status-socket {dir}/status.sock\n\
-         StandardError=append:{dir}/lifeline.log\n",
+    let dropin = format!(
+        "[Service]\nWatchdogSec=4s\nNetworkNamespacePath={net}\nPrivateMounts=yes\nExecStart=\n\
+         ExecStart={bin} run --log json --cgroup {cg} --ports 6443 --status-socket {dir}/lifeline/status.sock\n\
+         StandardError=append:{dir}/lifeline.log\nPrivateTmp=no\nReadWritePaths={dir}\n",
         net = ns.path(),
-        bin = bin.display(),
+        bin = lifeline()?.display(),
         cg = m.cgroup.path().display(),
-    ))
+    );
+    m.install_dropin(UNIT, "test.conf", &dropin)
 }
 
 fn log_has(m: &UserManager, event: &str) -> bool {
@@ -42,17 +46,23 @@ fn notify_unit_ready_status_watchdog_and_stop() -> Result<()> {
     require_root();
     let m = UserManager::start()?;
     let ns = NetNs::new("n")?;
-    m.install(UNIT, &unit_text(&m, &ns)?)?;
+    install_unit(&m, &ns)?;
     m.systemctl(&["start", "--no-block", UNIT])?;
 
     // Until READY=1 the unit is "activating"; the ready event must precede "active".
     let mut saw_activating = false;
+    let diag = |e: anyhow::Error| {
+        let status = m.systemctl_text(&["status", "--no-pager", "-l", UNIT]);
+        let log = std::fs::read_to_string(m.dir().join("lifeline.log")).unwrap_or_default();
+        anyhow::anyhow!("{e:#}\n{status}\nlifeline's log:\n{log}")
+    };
     wait_until("the unit to become active", Duration::from_mins(1), Duration::from_millis(20), || {
         let state = m.prop(UNIT, "ActiveState")?;
         saw_activating |= state == "activating";
         ensure!(state != "failed", "the unit failed: {}", std::fs::read_to_string(m.dir().join("lifeline.log")).unwrap_or_default());
         Ok((state == "active").then_some(()))
-    })?;
+    })
+    .map_err(diag)?;
     let ready_logged = log_has(&m, "ready");
     assert!(ready_logged, "active before lifeline logged ready");
     assert!(saw_activating, "never saw the unit activating: not waiting for READY=1?");

@@ -1,0 +1,43 @@
+//! The capability set of packaging/lifeline.service, measured: the real agent, confined to
+//! `CAP_BPF` + `CAP_PERFMON` + `CAP_NET_ADMIN` (bounding set; nothing else, not even
+//! `CAP_SYS_ADMIN` or `CAP_SYS_RESOURCE`), attaches, detects a black hole and kills it.
+//! Its own process (one test per file) because it points `LIFELINE_BIN` at a wrapper.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::time::Duration;
+
+use anyhow::Result;
+use lifeline_tests::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::{Agent, TempDir, require_root};
+
+const CAPS: &str = "+bpf,+perfmon,+net_admin";
+
+#[test]
+fn three_capabilities_suffice() -> Result<()> {
+    require_root();
+    let real = lifeline_tests::paths::lifeline()?;
+    let dir = TempDir::new()?;
+    let wrapper = dir.path().join("lifeline");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec setpriv --bounding-set=-all,{CAPS} --inh-caps=-all -- {} \"$@\"\n",
+            real.display()
+        ),
+    )?;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
+    // SAFETY: set before any other thread of this test binary reads the environment.
+    unsafe { std::env::set_var("LIFELINE_BIN", &wrapper) };
+
+    let s = Setup::new()?;
+    let mut agent = Agent::start(&s.lab, &s.cgroup)?;
+    agent.wait_ready(Duration::from_mins(1))?;
+    // Started after the agent, so the connect hook names the owner. (A socket older than
+    // the agent is owned per /proc/PID/fd, which needs CAP_SYS_PTRACE to read another
+    // process's fds; without it such a socket is still watched and killed, as "-/0".)
+    let client = s.heartbeat_client(&[])?;
+    let caps = std::fs::read_to_string(format!("/proc/{}/status", agent.proc.pid()))?;
+    eprintln!("{}", caps.lines().filter(|l| l.starts_with("Cap")).collect::<Vec<_>>().join("\n"));
+    blackhole_until_killed(&s, &agent, &client, Duration::from_secs(4))?;
+    Ok(())
+}
