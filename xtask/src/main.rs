@@ -3,6 +3,7 @@
 //! Arguments are parsed by hand: the library half of this crate is a build-dependency of the
 //! agent and is kept to anyhow alone, and three subcommands do not need clap.
 
+mod deb;
 mod lab;
 mod packages;
 
@@ -24,6 +25,8 @@ commands:
   test         unit tests, then the lab tests (needs root): what CI runs
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
+  deb          build the Debian package (installs cargo-deb when missing):
+               target/debian/lifeline_<version>_<arch>.deb
 ";
 
 fn main() -> ExitCode {
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
             }),
         ["test"] => lab::test(&workspace(), &mut phases),
         ["demo"] => lab::demo(&workspace(), &mut phases),
+        ["deb"] => deb::deb(&workspace(), &mut phases),
         ["-h" | "--help" | "help"] => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -46,7 +50,7 @@ fn main() -> ExitCode {
             eprint!("{USAGE}");
             match args.as_slice() {
                 [] => {}
-                [cmd, extra, ..] if ["build-ebpf", "test", "demo"].contains(cmd) => {
+                [cmd, extra, ..] if ["build-ebpf", "test", "demo", "deb"].contains(cmd) => {
                     eprintln!("xtask: error: `{cmd}` takes no arguments, got `{extra}`");
                 }
                 [cmd, ..] => eprintln!("xtask: error: unknown command `{cmd}`"),

@@ -17,6 +17,11 @@ const NEEDED: &[(&str, &str)] = &[
     ("bpftool", "bpftool"), // inspecting what the agent attached
     ("iperf3", "iperf3"),
     ("cc", "build-essential"), // bpf-linker links against rustup's libLLVM
+    // A real systemd manager, its bus and journald for the node-integration tests.
+    ("systemctl", "systemd"),
+    ("journalctl", "systemd"),
+    ("dbus-daemon", "dbus-daemon"),
+    ("unshare", "util-linux"),
 ];
 
 /// Packages whose command is missing, without duplicates.
