@@ -10,6 +10,7 @@ use lifeline_common::SockState;
 
 use crate::{
     clock,
+    detect::Verdict,
     diag::{Destroyed, SockDiag, TcpInfo},
 };
 
@@ -18,6 +19,7 @@ pub struct Evidence<'a> {
     pub cookie: u64,
     pub rec: &'a SockState,
     pub info: &'a TcpInfo,
+    pub verdict: Verdict,
     pub now_ns: u64,
 }
 
@@ -60,7 +62,7 @@ impl Actor {
         Self { dry_run, kills: 0, budget: KillBudget::new(max_kills_per_minute), hold: HashMap::new() }
     }
 
-    /// Kill a confirmed stalled socket (unless held back), logging the decision.
+    /// Kill a confirmed stalled or silent socket (unless held back), logging the decision.
     pub fn act(&mut self, diag: &mut SockDiag, ev: &Evidence<'_>) {
         let now = Instant::now();
         if self.hold.get(&ev.cookie).is_some_and(|(until, _)| now < *until) {
@@ -98,10 +100,12 @@ fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
     let owner_comm = r.comm().unwrap_or("-");
     let trouble_age_ms = clock::age_ms(ev.now_ns, r.trouble_ns);
     let fields = (r.peer(), r.local(), r.owner_pid, ev.info.last_ack_recv_ms, ev.info.unacked);
-    let message = format!(
-        "stalled socket {} -> {} ({owner_comm}/{}): no ACK for {} ms with {} segments unacknowledged; {action}: {outcome}",
-        fields.1, fields.0, fields.2, fields.3, fields.4
-    );
+    let (verdict, why) = if ev.verdict == Verdict::Silent {
+        ("silent", format!("idle, {} keepalive probes unanswered, nothing from the peer for {} ms", ev.info.probes, fields.3))
+    } else {
+        ("stalled", format!("no ACK for {} ms with {} segments unacknowledged", fields.3, fields.4))
+    };
+    let message = format!("{verdict} socket {} -> {} ({owner_comm}/{}): {why}; {action}: {outcome}", fields.1, fields.0, fields.2);
     let level_is_error = outcome.starts_with("failed");
     macro_rules! decision {
         ($lvl:ident) => {
@@ -111,7 +115,7 @@ fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
                 local = %fields.1,
                 owner_pid = r.owner_pid,
                 owner_comm,
-                verdict = "stalled",
+                verdict,
                 action,
                 outcome,
                 last_ack_age_ms = ev.info.last_ack_recv_ms,
@@ -121,6 +125,7 @@ fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
                 retransmits = r.retrans_count,
                 rto_count = r.rto_count,
                 total_retrans = ev.info.total_retrans,
+                keepalive_probes = ev.info.probes,
                 "{message}"
             )
         };

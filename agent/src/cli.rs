@@ -26,6 +26,7 @@ pub enum Command {
     Status(StatusArgs),
 }
 
+#[allow(clippy::doc_markdown, reason = "these doc comments are the --help text, where backticks would show")]
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Cgroup (v2) whose TCP sockets are watched: a path under the cgroup2 mount, or
@@ -46,6 +47,22 @@ pub struct RunArgs {
     /// A socket with unacknowledged data and no ACK progress for this long is stalled.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub stall_timeout: Duration,
+
+    /// TCP keepalive armed on every watched socket, as IDLE,INTERVAL,COUNT, or `off`. A
+    /// socket's stricter values (set by its application) are kept; looser ones are lowered.
+    #[arg(long, value_name = "IDLE,INTERVAL,COUNT", default_value = "10s,3s,3", value_parser = parse_keepalive)]
+    pub keepalive: KeepaliveSpec,
+
+    /// An idle socket whose keepalive probes have gone unanswered, with nothing at all
+    /// from the peer for this long, is silent (dead) and killed. Default: IDLE + 2 x INTERVAL.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub silent_timeout: Option<Duration>,
+
+    /// Also set TCP_USER_TIMEOUT on watched sockets (lowering only), so the kernel itself
+    /// aborts a connection whose data stays unacknowledged this long, even if the agent is
+    /// gone. Off by default.
+    #[arg(long, value_name = "DURATION", value_parser = parse_user_timeout)]
+    pub user_timeout: Option<Duration>,
 
     /// How often the agent evaluates the probe's records.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
@@ -70,6 +87,27 @@ pub struct RunArgs {
     /// Where logs go: journald when started by systemd (auto), stderr, or JSON lines.
     #[arg(long, value_enum, default_value_t = LogTarget::Auto)]
     pub log: LogTarget,
+}
+
+/// `--keepalive`: `off`, or the values armed on watched sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeepaliveSpec(pub Option<KeepaliveArg>);
+
+/// The values of an enabled `--keepalive`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeepaliveArg {
+    pub idle: Duration,
+    pub interval: Duration,
+    pub count: u32,
+}
+
+impl RunArgs {
+    /// `--silent-timeout`, or its default from `--keepalive`; `None` when keepalive is off.
+    #[must_use]
+    pub fn silent_timeout(&self) -> Option<Duration> {
+        let ka = self.keepalive.0?;
+        Some(self.silent_timeout.unwrap_or(ka.idle + ka.interval * 2))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -106,6 +144,36 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `IDLE,INTERVAL,COUNT` (e.g. `10s,3s,3`) within the kernel's limits, or `off`.
+fn parse_keepalive(s: &str) -> Result<KeepaliveSpec, String> {
+    use lifeline_common::keepalive::{MAX_KEEPCNT, MAX_KEEPIDLE_S, MAX_KEEPINTVL_S};
+    if s.trim() == "off" {
+        return Ok(KeepaliveSpec(None));
+    }
+    let bad = |why: &str| format!("invalid --keepalive '{s}': {why} (expected IDLE,INTERVAL,COUNT like 10s,3s,3, or off)");
+    let [idle, interval, count] = s.split(',').map(str::trim).collect::<Vec<_>>()[..] else {
+        return Err(bad("three comma-separated values needed"));
+    };
+    let secs = |v: &str, max: u32| -> Result<Duration, String> {
+        let d = parse_duration(v).map_err(|e| bad(&e))?;
+        if d.subsec_nanos() != 0 || d.as_secs() > u64::from(max) {
+            return Err(bad(&format!("'{v}' must be whole seconds from 1s to {max}s")));
+        }
+        Ok(d)
+    };
+    let count: u32 = count.parse().ok().filter(|c| (1..=MAX_KEEPCNT).contains(c))
+        .ok_or_else(|| bad(&format!("COUNT '{count}' must be a number from 1 to {MAX_KEEPCNT}")))?;
+    Ok(KeepaliveSpec(Some(KeepaliveArg { idle: secs(idle, MAX_KEEPIDLE_S)?, interval: secs(interval, MAX_KEEPINTVL_S)?, count })))
+}
+
+fn parse_user_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.as_millis() > i32::MAX as u128 {
+        return Err(format!("invalid duration '{s}': at most {} ms (TCP_USER_TIMEOUT is an int)", i32::MAX));
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +187,27 @@ mod tests {
         assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("ten").is_err());
+    }
+
+    #[test]
+    fn keepalive_is_validated() {
+        let ka = parse_keepalive("10s,3s,3").unwrap().0.unwrap();
+        assert_eq!((ka.idle, ka.interval, ka.count), (Duration::from_secs(10), Duration::from_secs(3), 3));
+        assert_eq!(parse_keepalive("off"), Ok(KeepaliveSpec(None)));
+        assert!(parse_keepalive("10s,3s").unwrap_err().contains("three"));
+        assert!(parse_keepalive("10s,3s,0").unwrap_err().contains("COUNT"));
+        assert!(parse_keepalive("1500ms,3s,3").unwrap_err().contains("whole seconds"));
+        assert!(parse_keepalive("10h,3s,3").unwrap_err().contains("32767"));
+    }
+
+    #[test]
+    fn silent_timeout_defaults_to_idle_plus_two_intervals() {
+        let cli = Cli::try_parse_from(["lifeline", "run"]).unwrap();
+        let Command::Run(run) = cli.command else { panic!("not run") };
+        assert_eq!(run.silent_timeout(), Some(Duration::from_secs(16)));
+        let cli = Cli::try_parse_from(["lifeline", "run", "--keepalive", "off"]).unwrap();
+        let Command::Run(run) = cli.command else { panic!("not run") };
+        assert_eq!(run.silent_timeout(), None);
     }
 
     #[test]

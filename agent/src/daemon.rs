@@ -11,6 +11,7 @@ use crate::{
     clock,
     detect::{self, Verdict},
     diag::{SockDiag, TcpInfo},
+    idle::{self, IdleWatch},
     probe::Probe,
     status::{Snapshot, SocketStatus},
 };
@@ -23,15 +24,17 @@ pub struct Daemon {
     pub stall: Duration,
     pub actor: Actor,
     pub status: watch::Sender<Snapshot>,
-    /// Stalled sockets seen in the previous sweep: a kill needs two looks in a row.
-    pub seen_stalled: HashSet<u64>,
+    /// Stalled or silent sockets seen in the previous sweep: a kill needs two looks in a row.
+    pub seen_dead: HashSet<u64>,
+    /// When idle sockets are due a keepalive look.
+    pub idle: IdleWatch,
     pub sockets_full: u64,
     /// Sockets whose state could not be read, already reported (reported once each).
     pub unreadable: HashSet<u64>,
 }
 
 impl Daemon {
-    /// One sweep. Returns `true` when a stalled socket awaits its confirming second
+    /// One sweep. Returns `true` when a dead socket awaits its confirming second
     /// look, so the caller can come back sooner than the regular interval.
     ///
     /// # Errors
@@ -40,50 +43,74 @@ impl Daemon {
         let now = clock::now_ns();
         self.check_capacity()?;
         let records = self.probe.sockets()?;
-        let mut stalled_now = HashSet::new();
+        let mut dead_now = HashSet::new();
         let mut out = Vec::with_capacity(records.len());
         for (cookie, rec) in &records {
-            let polled = self.polled.contains(cookie);
-            let mut verdict = detect::from_record(rec, now, self.stall);
-            let mut info = None;
-            if polled || verdict == Verdict::Stalled {
-                match self.diag.get(rec.local(), rec.peer(), *cookie) {
-                    Ok(None) => {
-                        // Closed between the map read and now (or in another netns).
-                        self.probe.forget(*cookie);
-                        self.polled.remove(cookie);
-                        continue;
-                    }
-                    Ok(Some(d)) => info = d.info,
-                    Err(e) => self.report_unreadable(*cookie, rec, &e),
-                }
-                // Only the kernel's current view can confirm; without it, never act.
-                verdict = match (info.map(|i| detect::from_info(&i, self.stall)), polled) {
-                    (Some(v), true) => v,
-                    (Some(Verdict::Stalled), false) => Verdict::Stalled,
-                    _ => Verdict::Suspect,
-                };
-            }
-            if verdict == Verdict::Stalled {
-                stalled_now.insert(*cookie);
-                if let (true, Some(info)) = (self.seen_stalled.contains(cookie), info.as_ref()) {
-                    self.actor.act(&mut self.diag, &Evidence { cookie: *cookie, rec, info, now_ns: now });
+            let Some((verdict, info)) = self.judge(*cookie, rec, now) else { continue };
+            if verdict.is_dead() {
+                dead_now.insert(*cookie);
+                if let (true, Some(info)) = (self.seen_dead.contains(cookie), info.as_ref()) {
+                    self.actor.act(&mut self.diag, &Evidence { cookie: *cookie, rec, info, verdict, now_ns: now });
                 }
             }
-            out.push(status_of(*cookie, rec, info.as_ref(), verdict, now));
+            let keepalive = idle::describe(rec, &self.idle.want, self.probe.can_adopt);
+            out.push(status_of(*cookie, rec, info.as_ref(), verdict, keepalive, now));
         }
-        let pending = stalled_now.iter().any(|c| !self.seen_stalled.contains(c));
-        self.seen_stalled = stalled_now;
+        let pending = dead_now.iter().any(|c| !self.seen_dead.contains(c));
+        self.seen_dead = dead_now;
         let live: HashSet<u64> = records.iter().map(|(c, _)| *c).collect();
         self.actor.retain(|c| live.contains(&c));
+        self.idle.retain(|c| live.contains(&c));
         self.unreadable.retain(|c| live.contains(c));
         self.status.send_replace(Snapshot {
             stall_timeout_ms: u64::try_from(self.stall.as_millis()).unwrap_or(u64::MAX),
+            silent_timeout_ms: self.idle.silent.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             kills: self.actor.kills,
             sockets_full: self.sockets_full,
             sockets: out,
         });
         Ok(pending)
+    }
+
+    /// One socket's verdict, and the kernel's `tcp_info` when it was read. `None`: the
+    /// socket is gone.
+    ///
+    /// The record nominates (stalled), or the socket is idle long enough to be due a
+    /// keepalive look, or it is a polled socket; then only the kernel's current view can
+    /// confirm, and without it nothing is ever dead.
+    fn judge(&mut self, cookie: u64, rec: &SockState, now: u64) -> Option<(Verdict, Option<TcpInfo>)> {
+        let polled = self.polled.contains(&cookie);
+        let from_record = detect::from_record(rec, now, self.stall);
+        let idle_due = !polled && matches!(from_record, Verdict::Idle | Verdict::Healthy) && self.idle.due(cookie, rec, now);
+        if !(polled || idle_due || from_record == Verdict::Stalled) {
+            return Some((from_record, None));
+        }
+        let info = match self.diag.get(rec.local(), rec.peer(), cookie) {
+            Ok(None) => {
+                // Closed between the map read and now (or in another netns).
+                self.probe.forget(cookie);
+                self.polled.remove(&cookie);
+                return None;
+            }
+            Ok(Some(d)) => d.info,
+            Err(e) => {
+                self.report_unreadable(cookie, rec, &e);
+                None
+            }
+        };
+        let Some(i) = info else { return Some((Verdict::Suspect, None)) };
+        if polled || idle_due {
+            self.idle.looked(cookie, &i, now);
+        }
+        let kernel = detect::from_info(&i, self.stall, self.idle.silent);
+        let verdict = match kernel {
+            _ if polled => kernel,
+            Verdict::Stalled if from_record == Verdict::Stalled => Verdict::Stalled,
+            Verdict::Silent | Verdict::Suspect if idle_due => kernel,
+            _ if idle_due => from_record,
+            _ => Verdict::Suspect,
+        };
+        Some((verdict, info))
     }
 
     fn report_unreadable(&mut self, cookie: u64, rec: &SockState, e: &crate::diag::DiagError) {
@@ -105,7 +132,7 @@ impl Daemon {
     }
 }
 
-fn status_of(cookie: u64, r: &SockState, info: Option<&TcpInfo>, verdict: Verdict, now: u64) -> SocketStatus {
+fn status_of(cookie: u64, r: &SockState, info: Option<&TcpInfo>, verdict: Verdict, keepalive: String, now: u64) -> SocketStatus {
     SocketStatus {
         cookie,
         local: r.local().to_string(),
@@ -122,6 +149,8 @@ fn status_of(cookie: u64, r: &SockState, info: Option<&TcpInfo>, verdict: Verdic
         bytes_acked: r.bytes_acked,
         bytes_received: r.bytes_received,
         verdict: serde_json::to_value(verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+        keepalive,
+        keepalive_probes: info.map(|i| i.probes),
         source: if r.source == SOURCE_ADOPTED { "adopted" } else { "sock_ops" }.to_owned(),
     }
 }

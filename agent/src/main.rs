@@ -9,6 +9,7 @@ mod daemon;
 mod detect;
 mod diag;
 mod errors;
+mod idle;
 mod logging;
 mod mounts;
 mod owners;

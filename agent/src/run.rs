@@ -3,6 +3,7 @@
 use std::{collections::HashSet, path::PathBuf, time::Duration};
 
 use anyhow::{bail, Context as _, Result};
+use lifeline_common::Keepalive;
 use tokio::{
     io::{unix::AsyncFd, Interest},
     signal::unix::{signal, SignalKind},
@@ -16,7 +17,9 @@ use crate::{
     cli::RunArgs,
     daemon::Daemon,
     diag::SockDiag,
-    errors, logging, mounts,
+    errors,
+    idle::IdleWatch,
+    logging, mounts,
     probe::{Probe, ProbeConfig},
     status,
 };
@@ -45,12 +48,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
     rt.block_on(async {
-        let cfg = ProbeConfig { cgroup: &cgroup_file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets };
+        let keepalive = keepalive_config(args);
+        let cfg = ProbeConfig { cgroup: &cgroup_file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets, keepalive };
         let mut probe = Probe::load(&cfg)?;
         spawn_probe_logger(&mut probe)?;
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
         let target = Target { ports: args.ports.clone(), cgroup_ids, comms: args.comms.clone() };
-        let polled = adopt::adopt(&mut probe, &mut diag, &target)?;
+        let polled = adopt::adopt(&mut probe, &mut diag, &target, keepalive != Keepalive::default())?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let server = status::serve(&args.status_socket, rx)?;
         let mut daemon = Daemon {
@@ -58,9 +62,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
             diag,
             polled,
             stall: args.stall_timeout,
+            idle: IdleWatch::new(args.silent_timeout(), keepalive),
             actor: Actor::new(args.dry_run, args.max_kills_per_minute),
             status: tx,
-            seen_stalled: HashSet::new(),
+            seen_dead: HashSet::new(),
             sockets_full: 0,
             unreadable: HashSet::new(),
         };
@@ -70,6 +75,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             ports = ?args.ports,
             comms = ?args.comms,
             stall_timeout_ms = u64::try_from(args.stall_timeout.as_millis()).unwrap_or(u64::MAX),
+            keepalive = %args.keepalive.0.map_or_else(|| "off".to_owned(), |k| format!("{:?},{:?},{}", k.idle, k.interval, k.count)),
+            silent_timeout_ms = args.silent_timeout().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             dry_run = args.dry_run,
             "probe attached; watching"
         );
@@ -79,6 +86,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
         drop(daemon); // closes the links: every program is detached
         tracing::info!(event = "stopped", "probe detached");
         result
+    })
+}
+
+/// `--keepalive` and `--user-timeout` as the probe's `KEEPALIVE` map entry.
+fn keepalive_config(args: &RunArgs) -> Keepalive {
+    let secs = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
+    let user_timeout_ms = args.user_timeout.map_or(0, |d| u32::try_from(d.as_millis()).unwrap_or(u32::MAX));
+    args.keepalive.0.map_or(Keepalive { user_timeout_ms, ..Keepalive::default() }, |k| Keepalive {
+        idle_s: secs(k.idle),
+        intvl_s: secs(k.interval),
+        cnt: k.count,
+        user_timeout_ms,
     })
 }
 

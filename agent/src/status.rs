@@ -10,6 +10,8 @@ use tokio::{io::AsyncWriteExt as _, net::UnixListener, sync::watch};
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     pub stall_timeout_ms: u64,
+    /// `None` when keepalive is off.
+    pub silent_timeout_ms: Option<u64>,
     pub kills: u64,
     /// Sockets the probe could not record because its map was full.
     pub sockets_full: u64,
@@ -33,6 +35,10 @@ pub struct SocketStatus {
     pub bytes_acked: u64,
     pub bytes_received: u64,
     pub verdict: String,
+    /// Keepalive in force ("10s,3s,3"), "off", or why it is not armed.
+    pub keepalive: String,
+    /// Keepalive probes unanswered, when the kernel's `tcp_info` was read in this sweep.
+    pub keepalive_probes: Option<u8>,
     pub source: String,
 }
 
@@ -74,16 +80,17 @@ pub fn fetch(path: &Path) -> Result<(String, Snapshot)> {
 pub fn render(s: &Snapshot) -> String {
     use std::fmt::Write as _;
     let mut out = format!(
-        "watched sockets: {}   stall-timeout: {} ms   kills: {}{}\n",
+        "watched sockets: {}   stall-timeout: {} ms   silent-timeout: {}   kills: {}{}\n",
         s.sockets.len(),
         s.stall_timeout_ms,
+        s.silent_timeout_ms.map_or_else(|| "off (no keepalive)".to_owned(), |t| format!("{t} ms")),
         s.kills,
         if s.sockets_full > 0 { format!("   NOT WATCHED (map full): {}", s.sockets_full) } else { String::new() }
     );
     let _ = writeln!(
         out,
-        "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} SOURCE",
-        "VERDICT", "PEER", "LOCAL", "OWNER", "LAST-ACK", "TROUBLE", "UNACKED", "RETRANS", "RTO"
+        "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} KEEPALIVE",
+        "VERDICT", "PEER", "LOCAL", "OWNER", "LAST-ACK", "TROUBLE", "UNACKED", "RETRANS", "RTO", "SOURCE"
     );
     for k in &s.sockets {
         let owner = match (&k.owner_comm, k.owner_pid) {
@@ -93,9 +100,10 @@ pub fn render(s: &Snapshot) -> String {
         let trouble = k.trouble_age_ms.map_or_else(|| "-".to_owned(), secs);
         let _ = writeln!(
             out,
-            "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {}",
+            "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {}{}",
             k.verdict, k.peer, k.local, owner, secs(k.last_ack_age_ms), trouble,
-            format!("{}/{}B", k.unacked_segs, k.unacked_bytes), k.retransmits, k.rto_count, k.source
+            format!("{}/{}B", k.unacked_segs, k.unacked_bytes), k.retransmits, k.rto_count, k.source,
+            k.keepalive, k.keepalive_probes.filter(|p| *p > 0).map_or_else(String::new, |p| format!(", {p} probes unanswered"))
         );
     }
     out

@@ -11,6 +11,7 @@ pub mod cgroup;
 pub mod client;
 pub mod cmd;
 pub mod decision;
+pub mod keepalive;
 pub mod lab;
 pub mod netns;
 pub mod nft;

@@ -23,6 +23,8 @@ pub struct StatusSocket {
     pub unacked_segs: u64,
     pub unacked_bytes: u64,
     pub retransmits: u64,
+    /// Keepalive in force ("10s,3s,3"), "off", or why it is not armed.
+    pub keepalive: String,
     pub raw: Value,
 }
 
@@ -47,6 +49,16 @@ impl Status {
                 .map(StatusSocket::from_json)
                 .collect::<Result<_>>()?,
         })
+    }
+
+    /// Every socket whose local address ends with `:PORT` (one, unless something is wrong).
+    #[must_use]
+    pub fn sockets_for_port(&self, local_port: u16) -> Vec<&StatusSocket> {
+        let suffix = format!(":{local_port}");
+        self.sockets
+            .iter()
+            .filter(|s| s.local.ends_with(&suffix))
+            .collect()
     }
 
     /// The socket whose local address ends with `:PORT`.
@@ -80,6 +92,7 @@ impl StatusSocket {
             unacked_segs: n("unacked_segs")?,
             unacked_bytes: n("unacked_bytes")?,
             retransmits: n("retransmits")?,
+            keepalive: s("keepalive")?,
             raw: v.clone(),
         })
     }
