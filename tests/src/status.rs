@@ -9,6 +9,22 @@ pub struct Status {
     pub stall_timeout_ms: u64,
     pub kills: u64,
     pub sockets: Vec<StatusSocket>,
+    /// The followed endpoints (empty when the agent follows none, or predates them).
+    pub endpoints: Vec<EndpointStatus>,
+}
+
+/// One followed endpoint: its current address set and how its resolution goes.
+#[derive(Clone, Debug)]
+pub struct EndpointStatus {
+    /// `NAME:PORT`, as given to `--endpoint`.
+    pub endpoint: String,
+    /// The set in force (the last good answer), as the agent prints it.
+    pub addrs: Vec<String>,
+    pub last_refresh_age_ms: u64,
+    /// DNS failures counted so far.
+    pub failures: u64,
+    pub last_error: Option<String>,
+    pub raw: Value,
 }
 
 /// One watched socket as the agent sees it.
@@ -25,6 +41,9 @@ pub struct StatusSocket {
     pub retransmits: u64,
     /// Keepalive in force ("10s,3s,3"), "off", or why it is not armed.
     pub keepalive: String,
+    /// Whether the peer is in its endpoint's set: "in-set", "leaving", "orphaned", "unknown";
+    /// None when the socket belongs to no followed endpoint (or the agent predates endpoints).
+    pub endpoint_member: Option<String>,
     pub raw: Value,
 }
 
@@ -48,7 +67,20 @@ impl Status {
                 .iter()
                 .map(StatusSocket::from_json)
                 .collect::<Result<_>>()?,
+            endpoints: match v.get("endpoints").and_then(Value::as_array) {
+                Some(eps) => eps
+                    .iter()
+                    .map(EndpointStatus::from_json)
+                    .collect::<Result<_>>()?,
+                None => Vec::new(),
+            },
         })
+    }
+
+    /// The status of endpoint `NAME:PORT`.
+    #[must_use]
+    pub fn endpoint(&self, endpoint: &str) -> Option<&EndpointStatus> {
+        self.endpoints.iter().find(|e| e.endpoint == endpoint)
     }
 
     /// Every socket whose local address ends with `:PORT` (one, unless something is wrong).
@@ -93,6 +125,10 @@ impl StatusSocket {
             unacked_bytes: n("unacked_bytes")?,
             retransmits: n("retransmits")?,
             keepalive: s("keepalive")?,
+            endpoint_member: v
+                .get("endpoint_member")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             raw: v.clone(),
         })
     }
@@ -104,5 +140,37 @@ impl StatusSocket {
             && (self.trouble_age_ms.unwrap_or(0) > 0
                 || self.unacked_segs > 0
                 || self.unacked_bytes > 0)
+    }
+}
+
+impl EndpointStatus {
+    fn from_json(v: &Value) -> Result<Self> {
+        let addrs = v
+            .get("addrs")
+            .and_then(Value::as_array)
+            .with_context(|| format!("endpoint lacks addrs: {v}"))?;
+        let n = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_u64)
+                .with_context(|| format!("endpoint lacks {k}: {v}"))
+        };
+        Ok(Self {
+            endpoint: v
+                .get("endpoint")
+                .and_then(Value::as_str)
+                .with_context(|| format!("endpoint lacks endpoint: {v}"))?
+                .to_owned(),
+            addrs: addrs
+                .iter()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect(),
+            last_refresh_age_ms: n("last_refresh_age_ms")?,
+            failures: n("failures")?,
+            last_error: v
+                .get("last_error")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            raw: v.clone(),
+        })
     }
 }
