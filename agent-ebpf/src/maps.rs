@@ -2,7 +2,7 @@
 
 use aya_ebpf::{
     macros::map,
-    maps::{Array, HashMap, LruHashMap, PerCpuArray},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use lifeline_common::{config::stats, Keepalive, Owner, SockState, COMM_LEN};
 
@@ -39,6 +39,12 @@ pub static KEEPALIVE: Array<Keepalive> = Array::with_max_entries(1, 0);
 /// Pre-existing sockets the agent asks the TCP iterator to arm.
 #[map]
 pub static ADOPT: HashMap<u64, i32> = HashMap::with_max_entries(65_536, 0);
+
+/// Cookies of sockets entering trouble (first retransmission or RTO since the last ACK
+/// progress): at most one event per episode, never per packet, so the agent can probe the
+/// peer at once instead of at its next sweep. A full buffer only delays that to the sweep.
+#[map]
+pub static TROUBLE: RingBuf = RingBuf::with_byte_size(16 * 4096, 0);
 
 /// Counters, indexed by `lifeline_common::config::stats`.
 #[map]

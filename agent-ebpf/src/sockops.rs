@@ -30,7 +30,7 @@ use lifeline_common::{
 
 use crate::{
     keepalive,
-    maps::{config_flag, count, ADOPT, OWNERS, PORTS, SCRATCH, SOCKETS},
+    maps::{config_flag, count, ADOPT, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE},
 };
 
 const AF_INET: u32 = 2;
@@ -207,6 +207,7 @@ fn on_trouble(ctx: &SockOpsContext, rto: bool) {
     }
     if s.trouble_ns == 0 {
         s.trouble_ns = now;
+        let _ = TROUBLE.output::<u64>(cookie(ctx), 0);
     }
     if rto {
         s.rto_count += 1;

@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the agent: attach the kernel probe, watch, decide, act (needs root).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show the watched sockets and their health, read from the running agent.
     Status(StatusArgs),
 }
@@ -63,6 +63,44 @@ pub struct RunArgs {
     /// gone. Off by default.
     #[arg(long, value_name = "DURATION", value_parser = parse_user_timeout)]
     pub user_timeout: Option<Duration>,
+
+    /// The API endpoint to follow, as NAME:PORT (repeatable). NAME is resolved (A and AAAA,
+    /// CNAMEs followed, TTL honoured); an IP literal is a fixed set. Default: the `server:`
+    /// of --kubeconfig.
+    #[arg(long = "endpoint", value_name = "NAME:PORT", value_parser = parse_endpoint)]
+    pub endpoints: Vec<(String, u16)>,
+
+    /// Kubelet's kubeconfig, read for the endpoint when no --endpoint is given (a missing
+    /// default file just means no endpoint) [default: /etc/kubernetes/kubelet.conf].
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// DNS server to ask, as IP or IP:PORT (repeatable). Default: /etc/resolv.conf.
+    #[arg(long = "dns-server", value_name = "ADDR", value_parser = parse_dns_server)]
+    pub dns_servers: Vec<std::net::SocketAddr>,
+
+    /// Re-resolve no sooner than this after an answer, whatever its TTL.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub min_refresh: Duration,
+
+    /// Re-resolve no later than this after an answer, whatever its TTL.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub max_refresh: Duration,
+
+    /// An address counts as gone from the endpoint only after every answer has lacked it
+    /// for this long (round-robin DNS answering with rotating subsets orphans nobody).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub orphan_grace: Duration,
+
+    /// What to do with a socket whose peer left the endpoint's set: kill it at a quiet
+    /// moment so the client re-dials a current address (migrate), or only log.
+    #[arg(long, value_enum, default_value_t = OnOrphan::Migrate)]
+    pub on_orphan: OnOrphan,
+
+    /// Migrations are spread at random over this window, so that a fleet hit by the same
+    /// DNS change does not reconnect in lockstep.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub migrate_spread: Duration,
 
     /// How often the agent evaluates the probe's records.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
@@ -122,6 +160,12 @@ pub struct StatusArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOrphan {
+    Migrate,
+    Log,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogTarget {
     Auto,
     Stderr,
@@ -134,6 +178,26 @@ fn parse_port(s: &str) -> Result<u16, String> {
         Ok(p) if (1..=65_535).contains(&p) => Ok(u16::try_from(p).unwrap_or_default()),
         _ => Err(format!("invalid port '{s}': expected a number from 1 to 65535")),
     }
+}
+
+/// `NAME:PORT`, `IPV4:PORT` or `[IPV6]:PORT`.
+fn parse_endpoint(s: &str) -> Result<(String, u16), String> {
+    let bad = |why: &str| format!("invalid --endpoint '{s}': {why} (expected NAME:PORT, e.g. api.example.com:6443)");
+    let (host, port) = s.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+    let (host, bracketed) = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(h) => (h, true),
+        None => (host, false),
+    };
+    if host.is_empty() || host.contains(':') && (!bracketed || host.parse::<std::net::Ipv6Addr>().is_err()) {
+        return Err(bad("bad host (write IPv6 addresses as [ADDR]:PORT)"));
+    }
+    Ok((host.to_owned(), parse_port(port).map_err(|e| bad(&e))?))
+}
+
+fn parse_dns_server(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse::<std::net::SocketAddr>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(|ip| std::net::SocketAddr::new(ip, 53)))
+        .map_err(|_| format!("invalid --dns-server '{s}': expected IP or IP:PORT"))
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -187,6 +251,17 @@ mod tests {
         assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("ten").is_err());
+    }
+
+    #[test]
+    fn endpoints_and_dns_servers_are_validated() {
+        assert_eq!(parse_endpoint("api.lab.test:6443"), Ok(("api.lab.test".into(), 6443)));
+        assert_eq!(parse_endpoint("[2001:db8::2]:6443"), Ok(("2001:db8::2".into(), 6443)));
+        assert!(parse_endpoint("api.lab.test").unwrap_err().contains("no port"));
+        assert!(parse_endpoint("2001:db8::2:6443").unwrap_err().contains("IPv6"));
+        assert!(parse_endpoint("api:0").is_err());
+        assert_eq!(parse_dns_server("198.51.100.53").unwrap().port(), 53);
+        assert!(parse_dns_server("dns.example").is_err());
     }
 
     #[test]

@@ -1,19 +1,24 @@
 //! The agent's loop: sweep the probe's records, decide, act, publish status.
 
-use std::{collections::HashSet, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    time::{Duration, Instant},
+};
 
 use anyhow::Result;
-use lifeline_common::{config::stats, sock::SOURCE_ADOPTED, SockState};
+use lifeline_common::{config::stats, SockState};
 use tokio::sync::watch;
 
 use crate::{
-    action::{Actor, Evidence},
+    action::{Actor, Evidence, Reason},
     clock,
     detect::{self, Verdict},
     diag::{SockDiag, TcpInfo},
+    endpoint::{guard, Follow},
     idle::{self, IdleWatch},
     probe::Probe,
-    status::{Snapshot, SocketStatus},
+    snapshot,
+    status::Snapshot,
 };
 
 pub struct Daemon {
@@ -31,45 +36,103 @@ pub struct Daemon {
     pub sockets_full: u64,
     /// Sockets whose state could not be read, already reported (reported once each).
     pub unreadable: HashSet<u64>,
+    /// Following the API endpoint; `None` when no endpoint is configured.
+    pub follow: Option<Follow>,
+    /// When each orphaned socket is due to be migrated (jittered over `--migrate-spread`).
+    pub migrations: HashMap<u64, Instant>,
+    /// Orphaned sockets already reported under `--on-orphan log`.
+    pub orphans_logged: HashSet<u64>,
 }
 
+/// How soon a stalled or silent socket is looked at again to confirm it.
+pub const CONFIRM_AFTER: Duration = Duration::from_millis(500);
+
 impl Daemon {
-    /// One sweep. Returns `true` when a dead socket awaits its confirming second
-    /// look, so the caller can come back sooner than the regular interval.
+    /// One sweep: judge every record, decide, act, publish status. Returns how soon the
+    /// next sweep is due (a dead socket awaiting its confirming look, a jittered kill, a
+    /// held batch's re-check), at most `interval`.
     ///
     /// # Errors
     /// When the probe's maps cannot be read.
-    pub fn sweep(&mut self) -> Result<bool> {
+    pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
         let now = clock::now_ns();
+        let at = Instant::now();
         self.check_capacity()?;
         let records = self.probe.sockets()?;
         let mut dead_now = HashSet::new();
         let mut out = Vec::with_capacity(records.len());
+        let mut kills = Vec::new();
+        let mut wake = interval;
         for (cookie, rec) in &records {
-            let Some((verdict, info)) = self.judge(*cookie, rec, now) else { continue };
+            let Some((verdict, mut info)) = self.judge(*cookie, rec, now) else { continue };
+            let member = self.follow.as_ref().and_then(|f| f.endpoints.membership(rec.peer(), f.grace));
+            let mut reason = None;
             if verdict.is_dead() {
                 dead_now.insert(*cookie);
-                if let (true, Some(info)) = (self.seen_dead.contains(cookie), info.as_ref()) {
-                    self.actor.act(&mut self.diag, &Evidence { cookie: *cookie, rec, info, verdict, now_ns: now });
+                if self.seen_dead.contains(cookie) && info.is_some() {
+                    reason = Some(Reason::Dead(verdict));
                 }
             }
+            if reason.is_none() && self.follow.is_some() {
+                let (r, due) = self.endpoint_reason(*cookie, rec, verdict, &mut info, member.as_ref(), at);
+                reason = r;
+                wake = wake.min(due);
+            }
+            if let (Some(reason), Some(info)) = (reason, info) {
+                kills.push((*cookie, *rec, info, reason));
+            }
             let keepalive = idle::describe(rec, &self.idle.want, self.probe.can_adopt);
-            out.push(status_of(*cookie, rec, info.as_ref(), verdict, keepalive, now));
+            let mut row = snapshot::row(*cookie, rec, info.as_ref(), verdict, keepalive, now);
+            row.endpoint = member.as_ref().map(|m| m.0.clone());
+            row.endpoint_member = member.map(|m| m.1.label().to_owned());
+            out.push(row);
         }
-        let pending = dead_now.iter().any(|c| !self.seen_dead.contains(c));
+        if dead_now.iter().any(|c| !self.seen_dead.contains(c)) {
+            wake = wake.min(CONFIRM_AFTER);
+        }
         self.seen_dead = dead_now;
+        self.execute(&kills, now).await;
+        if let Some(t) = self.follow.as_ref().and_then(|f| f.guard.next_check()) {
+            wake = wake.min(t.saturating_duration_since(Instant::now()).max(Duration::from_millis(50)));
+        }
         let live: HashSet<u64> = records.iter().map(|(c, _)| *c).collect();
         self.actor.retain(|c| live.contains(&c));
         self.idle.retain(|c| live.contains(&c));
         self.unreadable.retain(|c| live.contains(c));
+        self.migrations.retain(|c, _| live.contains(c));
+        if let Some(f) = &self.follow {
+            f.prober.prune();
+        }
         self.status.send_replace(Snapshot {
             stall_timeout_ms: u64::try_from(self.stall.as_millis()).unwrap_or(u64::MAX),
             silent_timeout_ms: self.idle.silent.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             kills: self.actor.kills,
+            holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             sockets_full: self.sockets_full,
+            endpoints: self.follow.as_ref().map(|f| f.endpoints.status(Instant::now())).unwrap_or_default(),
             sockets: out,
         });
-        Ok(pending)
+        Ok(wake)
+    }
+
+    /// Kill the batch, unless no endpoint is healthy: then hold it, say so, and re-check
+    /// with backoff.
+    async fn execute(&mut self, kills: &[(u64, SockState, TcpInfo, Reason)], now: u64) {
+        if kills.is_empty() {
+            return;
+        }
+        let verdict = match self.follow.as_mut() {
+            Some(f) => f.guard.check(&f.endpoints).await,
+            None => guard::Verdict::Go,
+        };
+        for (cookie, rec, info, reason) in kills {
+            let ev = Evidence { cookie: *cookie, rec, info, reason, now_ns: now };
+            match verdict {
+                guard::Verdict::Go => self.actor.act(&mut self.diag, &ev),
+                guard::Verdict::Hold => Actor::hold(&ev),
+                guard::Verdict::Wait => {}
+            }
+        }
     }
 
     /// One socket's verdict, and the kernel's `tcp_info` when it was read. `None`: the
@@ -129,28 +192,5 @@ impl Daemon {
             self.sockets_full = full;
         }
         Ok(())
-    }
-}
-
-fn status_of(cookie: u64, r: &SockState, info: Option<&TcpInfo>, verdict: Verdict, keepalive: String, now: u64) -> SocketStatus {
-    SocketStatus {
-        cookie,
-        local: r.local().to_string(),
-        peer: r.peer().to_string(),
-        owner_pid: (r.owner_pid != 0).then_some(r.owner_pid),
-        owner_comm: r.comm().map(str::to_owned),
-        established_age_ms: clock::age_ms(now, r.established_ns),
-        last_ack_age_ms: info.map_or_else(|| clock::age_ms(now, r.last_ack_ns), |i| u64::from(i.last_ack_recv_ms)),
-        trouble_age_ms: (r.trouble_ns != 0).then(|| clock::age_ms(now, r.trouble_ns)),
-        unacked_segs: info.map_or(r.packets_out, |i| i.unacked),
-        unacked_bytes: r.unacked_bytes(),
-        retransmits: r.retrans_count,
-        rto_count: r.rto_count,
-        bytes_acked: r.bytes_acked,
-        bytes_received: r.bytes_received,
-        verdict: serde_json::to_value(verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
-        keepalive,
-        keepalive_probes: info.map(|i| i.probes),
-        source: if r.source == SOURCE_ADOPTED { "adopted" } else { "sock_ops" }.to_owned(),
     }
 }

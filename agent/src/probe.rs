@@ -4,7 +4,7 @@ use std::{collections::HashMap as StdHashMap, fs::File, io::Read, os::fd::AsFd};
 
 use anyhow::{Context as _, Result};
 use aya::{
-    maps::{Array, HashMap, MapData, PerCpuArray},
+    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
     programs::{links::CgroupAttachMode, CgroupSockAddr, Iter, SockOps},
     Btf, Ebpf, EbpfLoader, VerifierLogLevel,
 };
@@ -88,6 +88,15 @@ impl Probe {
     /// When the object has no log map.
     pub fn take_logger(&mut self) -> Result<aya_log::EbpfLogger<&'static dyn log::Log>> {
         aya_log::EbpfLogger::init(&mut self.ebpf).context("cannot start the probe's log reader")
+    }
+
+    /// The ring buffer of sockets entering trouble, for the agent to wait on.
+    ///
+    /// # Errors
+    /// When the object has no such map.
+    pub fn take_trouble(&mut self) -> Result<RingBuf<MapData>> {
+        let map = self.ebpf.take_map(maps::TROUBLE).context("map TROUBLE missing from the eBPF object")?;
+        Ok(RingBuf::try_from(map)?)
     }
 
     /// Every record in `SOCKETS`.

@@ -1,13 +1,17 @@
 //! `lifeline run`: check the inputs, attach the probe, then sweep until told to stop.
 
-use std::{collections::HashSet, path::PathBuf, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    path::PathBuf,
+    sync::Arc,
+    time::Duration,
+};
 
 use anyhow::{bail, Context as _, Result};
 use lifeline_common::Keepalive;
 use tokio::{
-    io::{unix::AsyncFd, Interest},
     signal::unix::{signal, SignalKind},
-    sync::watch,
+    sync::{watch, Notify},
 };
 
 use crate::{
@@ -17,15 +21,13 @@ use crate::{
     cli::RunArgs,
     daemon::Daemon,
     diag::SockDiag,
+    endpoint,
     errors,
     idle::IdleWatch,
     logging, mounts,
     probe::{Probe, ProbeConfig},
-    status,
+    readers, status,
 };
-
-/// How soon a stalled socket is looked at again to confirm it.
-const CONFIRM_AFTER: Duration = Duration::from_millis(500);
 
 /// # Errors
 /// Bad input, missing privileges or kernel features, each with one clear message.
@@ -33,6 +35,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if args.comms.iter().any(|c| c.is_empty() || c.len() > 15) {
         bail!("invalid --comm: a process name is 1 to 15 bytes (the kernel's TASK_COMM_LEN - 1)");
     }
+    endpoint::setup::check(args)?;
+    let endpoints = endpoint::setup::configured(args)?;
     errors::check_privileges()?;
     let mount = cgroup::cgroup2_mount()?;
     let path: PathBuf = match (&args.cgroup, args.comms.is_empty()) {
@@ -51,10 +55,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let keepalive = keepalive_config(args);
         let cfg = ProbeConfig { cgroup: &cgroup_file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets, keepalive };
         let mut probe = Probe::load(&cfg)?;
-        spawn_probe_logger(&mut probe)?;
+        readers::spawn_probe_logger(&mut probe)?;
+        let wake = Arc::new(Notify::new());
+        readers::spawn_trouble_reader(&mut probe, &wake)?;
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
         let target = Target { ports: args.ports.clone(), cgroup_ids, comms: args.comms.clone() };
         let polled = adopt::adopt(&mut probe, &mut diag, &target, keepalive != Keepalive::default())?;
+        let follow = endpoint::setup::start(args, &endpoints, &wake)?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let server = status::serve(&args.status_socket, rx)?;
         let mut daemon = Daemon {
@@ -68,6 +75,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
             seen_dead: HashSet::new(),
             sockets_full: 0,
             unreadable: HashSet::new(),
+            follow,
+            migrations: HashMap::new(),
+            orphans_logged: HashSet::new(),
         };
         tracing::info!(
             event = "ready",
@@ -78,9 +88,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
             keepalive = %args.keepalive.0.map_or_else(|| "off".to_owned(), |k| format!("{:?},{:?},{}", k.idle, k.interval, k.count)),
             silent_timeout_ms = args.silent_timeout().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             dry_run = args.dry_run,
+            endpoints = ?endpoints,
             "probe attached; watching"
         );
-        let result = sweep_until_signal(&mut daemon, args.sweep_interval).await;
+        let result = sweep_until_signal(&mut daemon, args.sweep_interval, &wake).await;
         server.abort();
         let _ = std::fs::remove_file(&args.status_socket);
         drop(daemon); // closes the links: every program is detached
@@ -101,40 +112,21 @@ fn keepalive_config(args: &RunArgs) -> Keepalive {
     })
 }
 
-async fn sweep_until_signal(daemon: &mut Daemon, interval: Duration) -> Result<()> {
+async fn sweep_until_signal(daemon: &mut Daemon, interval: Duration, wake: &Notify) -> Result<()> {
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut wait = interval;
     loop {
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
+            // A DNS answer changed or a peer probe finished: act on it now.
+            () = wake.notified() => {}
             _ = term.recv() => return Ok(()),
             _ = int.recv() => return Ok(()),
         }
-        wait = match daemon.sweep() {
-            Ok(true) => CONFIRM_AFTER.min(interval),
-            Ok(false) => interval,
-            Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), "sweep failed; retrying");
-                interval
-            }
-        };
+        wait = daemon.sweep(interval).await.unwrap_or_else(|e| {
+            tracing::error!(error = %format!("{e:#}"), "sweep failed; retrying");
+            interval
+        });
     }
-}
-
-/// Forward the probe's aya-log messages (map full, ...) into tracing, woken by the
-/// ring buffer's fd rather than polled.
-fn spawn_probe_logger(probe: &mut Probe) -> Result<()> {
-    let logger = probe.take_logger()?;
-    // SAFETY: the AsyncFd owns the logger, which owns the ring buffer's fd, so the fd
-    // stays open for as long as it is registered.
-    let mut fd = unsafe { AsyncFd::register_with_interest(logger, Interest::READABLE) }
-        .map_err(|e| anyhow::anyhow!("watching the probe's log buffer: {e}"))?;
-    tokio::spawn(async move {
-        while let Ok(mut guard) = fd.readable_mut().await {
-            guard.get_inner_mut().flush();
-            guard.clear_ready();
-        }
-    });
-    Ok(())
 }

@@ -23,6 +23,7 @@ pub mod maps {
     pub const CONFIG: &str = "CONFIG";
     pub const ADOPT: &str = "ADOPT";
     pub const KEEPALIVE: &str = "KEEPALIVE";
+    pub const TROUBLE: &str = "TROUBLE";
     pub const STATS: &str = "STATS";
 }
 
