@@ -95,22 +95,36 @@ impl ApiLab {
     }
 
     /// A `kube-client` in the watched cgroup resolving `API_NAME` through the lab's dnsmasq
-    /// (`extra`: e.g. `--watch-only`), once it is connected.
+    /// over IPv4 (`extra`: e.g. `--watch-only`), once it is connected.
     ///
     /// # Errors
     /// When it cannot start or connect within 15 s.
     pub fn kube_client(&self, extra: &[&str]) -> Result<Client> {
-        let dns = DNS_V4.to_string();
+        self.kube_client_via(DNS_V4.into(), extra)
+    }
+
+    /// `kube_client`, asking dnsmasq at `dns` (`DNS_V4` or `DNS_V6`).
+    ///
+    /// # Errors
+    /// When it cannot start or connect within 15 s.
+    pub fn kube_client_via(&self, dns: IpAddr, extra: &[&str]) -> Result<Client> {
+        let dns = dns.to_string();
         let mut args = vec!["--server", API_NAME, "--dns-server", &dns];
         args.extend_from_slice(extra);
         Client::start_bin("kube-client", &self.lab, Some(&self.cgroup), &args)
     }
 
-    /// The agent's arguments for this lab: the endpoint and the lab's DNS server, then
-    /// `extra`. `stall` is `--stall-timeout` (None: the agent's default, 10 s).
+    /// The agent's arguments for this lab: the endpoint and the lab's DNS server (IPv4),
+    /// then `extra`. `stall` is `--stall-timeout` (None: the agent's default, 10 s).
     #[must_use]
     pub fn agent_args(stall: Option<&str>, extra: &[&str]) -> AgentArgs {
-        let dns = DNS_V4.to_string();
+        Self::agent_args_via(DNS_V4.into(), stall, extra)
+    }
+
+    /// `agent_args`, with `--dns-server dns`.
+    #[must_use]
+    pub fn agent_args_via(dns: IpAddr, stall: Option<&str>, extra: &[&str]) -> AgentArgs {
+        let dns = dns.to_string();
         let mut all = vec!["--endpoint", ENDPOINT, "--dns-server", &dns];
         all.extend_from_slice(extra);
         AgentArgs {
