@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
-use hyper::client::conn::http2::{self, SendRequest};
+use hyper::client::conn::http2::SendRequest;
 use hyper::{Request, Uri};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 
 use crate::Args;
 use crate::dial::Dialed;
@@ -27,7 +27,7 @@ pub struct Seq {
 pub async fn session(args: &Args, conn: Dialed, seq: &mut Seq) -> Report {
     let port = conn.port;
     let (sender, connection) =
-        match http2::handshake(TokioExecutor::new(), TokioIo::new(conn.stream)).await {
+        match crate::tuning::handshake(args.h2_ping, TokioIo::new(conn.stream)).await {
             Ok(pair) => pair,
             Err(e) => return failure("handshake", &e, port),
         };

@@ -43,6 +43,7 @@ async fn dial_once(args: &Args) -> Option<Dialed> {
         match tokio::time::timeout(args.connect_timeout, TcpStream::connect(peer)).await {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
+                crate::tuning::apply_user_timeout(&stream, args.user_timeout);
                 let port = stream.local_addr().map_or(0, |a| a.port());
                 return Some(Dialed { stream, peer, port });
             }

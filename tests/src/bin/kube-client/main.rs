@@ -21,6 +21,7 @@ use lifeline_tests::parse_duration;
 
 mod calls;
 mod dial;
+mod tuning;
 #[path = "../lab-client/report.rs"]
 mod report;
 use report::{Report, emit};
@@ -51,6 +52,12 @@ pub struct Args {
     /// Timeout of one TCP connect to one address.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     connect_timeout: Duration,
+    /// client-go's HTTP/2 health check as READ_IDLE,TIMEOUT (e.g. `30s,15s`); off by default.
+    #[arg(long, value_parser = tuning::parse_h2_ping)]
+    h2_ping: Option<(Duration, Duration)>,
+    /// Set `TCP_USER_TIMEOUT` on each connection (the application's own defence).
+    #[arg(long, value_parser = parse_duration)]
+    user_timeout: Option<Duration>,
     /// Exit by itself after this long (every fixture is bounded in time).
     #[arg(long, default_value = "30m", value_parser = parse_duration)]
     lifetime: Duration,
