@@ -8,13 +8,17 @@
 //! `bpf_sol_tcp_setsockopt()` in
 //! <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>). On older kernels
 //! the load fails and the agent polls those few sockets through `sock_diag` instead.
+//! The same pass arms keepalive on them (`keepalive.rs`), as `sock_ops` does for new ones.
 
 use core::ffi::c_void;
 
 use aya_ebpf::helpers::generated::{bpf_get_socket_cookie, bpf_getsockopt, bpf_setsockopt};
-use lifeline_common::sock::{ADOPT_ARMED, WATCH_CB_FLAGS};
+use lifeline_common::sock::{ADOPT_ALREADY, ADOPT_ARMED, WATCH_CB_FLAGS};
 
-use crate::maps::ADOPT;
+use crate::{
+    keepalive,
+    maps::{ADOPT, SOCKETS},
+};
 
 const SOL_TCP: i32 = 6;
 const TCP_BPF_SOCK_OPS_CB_FLAGS: i32 = 1008;
@@ -47,17 +51,31 @@ pub fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
     // Keep whatever flags other programs set; only add ours.
     // SAFETY: `opt` points at a live i32 of `len` bytes.
     let mut ret = unsafe { bpf_getsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, opt, len) };
+    let mut already = false;
     if ret == 0 {
         #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
+        let watch = WATCH_CB_FLAGS as i32;
         // SAFETY: `flags_ptr` points at the live local above.
-        unsafe {
-            *flags_ptr |= WATCH_CB_FLAGS as i32;
+        already = unsafe { *flags_ptr } & watch == watch;
+        if !already {
+            // SAFETY: as above.
+            unsafe { *flags_ptr |= watch };
+            // SAFETY: as above.
+            ret = unsafe { bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, opt, len) };
         }
-        // SAFETY: as above.
-        ret = unsafe { bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, opt, len) };
+    }
+    if ret == 0 && let Some(rec) = SOCKETS.get_ptr_mut(cookie) {
+        // Lowering only, so a socket a killed agent armed keeps exactly its values.
+        // SAFETY: map value of the right type; the iterator holds the socket's lock.
+        let rec = unsafe { &mut *rec };
+        rec.ka_result = keepalive::arm(sk, &mut rec.keepalive);
     }
     #[allow(clippy::cast_possible_truncation, reason = "helpers return 0 or -errno")]
-    let result = if ret == 0 { ADOPT_ARMED } else { ret as i32 };
+    let result = match (ret, already) {
+        (0, true) => ADOPT_ALREADY,
+        (0, false) => ADOPT_ARMED,
+        _ => ret as i32,
+    };
     // SAFETY: map value of type i32.
     unsafe { *status = result };
     0

@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `lifeline_sockops` | `sock_ops` on the watched cgroup: ESTABLISHED, RTO, RETRANS, STATE and RTT callbacks | 5.3 (RTT_CB; the rest 4.16) |
 //! | `lifeline_connect4/6` | `cgroup/connect4`, `cgroup/connect6`: the connecting task's pid and comm | 4.17 |
+//! | `lifeline_sockops` + `bpf_{get,set}sockopt` | keepalive / TCP_USER_TIMEOUT on watched sockets, lowering only | 6.1 (reading TCP options; setting them 5.9) |
 //! | `lifeline_adopt` | `iter/tcp` + `bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS)`: arms sockets that predate the agent | 6.12 (iterator 5.9, setsockopt in it 5.15) |
 //!
 //! No kprobes (many hardened kernels, including this project's CI, have none) and no
@@ -14,6 +15,7 @@
 #![no_main]
 
 mod adopt;
+mod keepalive;
 mod maps;
 mod owner;
 mod sockops;

@@ -2,13 +2,19 @@
 
 use aya_ebpf::{
     macros::map,
-    maps::{Array, HashMap, LruHashMap, PerCpuArray},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use lifeline_common::{config::stats, Owner, SockState, COMM_LEN};
+use lifeline_common::{config::stats, Keepalive, Owner, SockState, COMM_LEN};
 
 /// Watched sockets by cookie. The agent may resize it at load time (`--max-sockets`).
 #[map]
 pub static SOCKETS: HashMap<u64, SockState> = HashMap::with_max_entries(65_536, 0);
+
+/// Where `sock_ops` builds a new record: a 160-byte `SockState` on the 512-byte BPF stack,
+/// plus the copies LLVM makes of it, would leave no room for the keepalive helpers' frames
+/// ("combined stack size ... Too large").
+#[map]
+pub static SCRATCH: PerCpuArray<SockState> = PerCpuArray::with_max_entries(1, 0);
 
 /// Owner of each socket connecting to a watched port, by cookie. LRU so that sockets
 /// that never reach ESTABLISHED cannot fill it.
@@ -26,9 +32,19 @@ pub static COMMS: HashMap<[u8; COMM_LEN], u8> = HashMap::with_max_entries(16, 0)
 #[map]
 pub static CONFIG: Array<u32> = Array::with_max_entries(1, 0);
 
+/// The keepalive values to arm watched sockets with (one entry; idle 0: do not arm).
+#[map]
+pub static KEEPALIVE: Array<Keepalive> = Array::with_max_entries(1, 0);
+
 /// Pre-existing sockets the agent asks the TCP iterator to arm.
 #[map]
 pub static ADOPT: HashMap<u64, i32> = HashMap::with_max_entries(65_536, 0);
+
+/// Cookies of sockets entering trouble (first retransmission or RTO since the last ACK
+/// progress): at most one event per episode, never per packet, so the agent can probe the
+/// peer at once instead of at its next sweep. A full buffer only delays that to the sweep.
+#[map]
+pub static TROUBLE: RingBuf = RingBuf::with_byte_size(16 * 4096, 0);
 
 /// Counters, indexed by `lifeline_common::config::stats`.
 #[map]

@@ -28,7 +28,10 @@ use lifeline_common::{
     SockState,
 };
 
-use crate::maps::{config_flag, count, ADOPT, OWNERS, PORTS, SOCKETS};
+use crate::{
+    keepalive,
+    maps::{config_flag, count, ADOPT, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE},
+};
 
 const AF_INET: u32 = 2;
 const TCP_ESTABLISHED: u8 = 1;
@@ -71,20 +74,23 @@ fn on_established(ctx: &SockOpsContext) {
     if config_flag(CONFIG_COMM_FILTER) && !owner.is_some_and(|o| o.watched != 0) {
         return;
     }
+    let Some(s) = SCRATCH.get_ptr_mut(0) else { return };
+    // SAFETY: this CPU's slot; nothing else runs on this CPU while the program does.
+    let s = unsafe { &mut *s };
+    *s = SockState::default();
     let now = now();
-    let mut s = SockState {
-        established_ns: now,
-        last_ack_ns: now,
-        last_event_ns: now,
-        peer_port: port,
-        #[allow(clippy::cast_possible_truncation, reason = "local_port is host-order 16 bits")]
-        local_port: ctx.local_port() as u16,
-        #[allow(clippy::cast_possible_truncation, reason = "AF_INET/AF_INET6")]
-        family: ctx.family() as u16,
-        source: SOURCE_SOCK_OPS,
-        state: TCP_ESTABLISHED,
-        ..SockState::default()
-    };
+    s.established_ns = now;
+    s.last_ack_ns = now;
+    s.last_event_ns = now;
+    s.peer_port = port;
+    #[allow(clippy::cast_possible_truncation, reason = "local_port is host-order 16 bits")]
+    let local_port = ctx.local_port() as u16;
+    s.local_port = local_port;
+    #[allow(clippy::cast_possible_truncation, reason = "AF_INET/AF_INET6")]
+    let family = ctx.family() as u16;
+    s.family = family;
+    s.source = SOURCE_SOCK_OPS;
+    s.state = TCP_ESTABLISHED;
     let ip = Addresses::read(ctx);
     if ctx.family() == AF_INET {
         s.local_addr[..4].copy_from_slice(&ip.local4.to_ne_bytes());
@@ -97,8 +103,8 @@ fn on_established(ctx: &SockOpsContext) {
         s.owner_pid = o.pid;
         s.owner_comm = o.comm;
     }
-    refresh(&mut s, ctx);
-    if SOCKETS.insert(cookie, s, 0).is_err() {
+    refresh(s, ctx);
+    if SOCKETS.insert(cookie, &*s, 0).is_err() {
         // Loud, never silent: the agent reports this counter and logs every drop.
         count(stats::SOCKETS_FULL);
         error!(ctx, "SOCKETS map full: socket {} to port {} is NOT watched", cookie, port);
@@ -107,6 +113,12 @@ fn on_established(ctx: &SockOpsContext) {
     #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
     let flags = (ctx.cb_flags() | WATCH_CB_FLAGS) as i32;
     let _ = ctx.set_cb_flags(flags);
+    // Armed only once the socket is recorded: nothing is changed on a socket we do not watch.
+    if let Some(rec) = SOCKETS.get_ptr_mut(cookie) {
+        // SAFETY: map value of the right type, under the socket's lock.
+        let rec = unsafe { &mut *rec };
+        rec.ka_result = keepalive::arm(ctx.ops.cast(), &mut rec.keepalive);
+    }
     count(stats::WATCHED);
 }
 
@@ -195,6 +207,7 @@ fn on_trouble(ctx: &SockOpsContext, rto: bool) {
     }
     if s.trouble_ns == 0 {
         s.trouble_ns = now;
+        let _ = TROUBLE.output::<u64>(cookie(ctx), 0);
     }
     if rto {
         s.rto_count += 1;

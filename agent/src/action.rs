@@ -10,14 +10,39 @@ use lifeline_common::SockState;
 
 use crate::{
     clock,
+    detect::Verdict,
     diag::{Destroyed, SockDiag, TcpInfo},
 };
 
-/// What the decision rests on: the probe's record and the kernel's `tcp_info`.
+/// Why a socket is to be killed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Confirmed stalled or silent (two witnesses, two looks).
+    Dead(Verdict),
+    /// The peer's address left the endpoint's set for longer than the grace.
+    Orphaned { endpoint: String, absent_for: Duration },
+    /// A fresh connection to the peer timed out twice.
+    DeadPeer { endpoint: Option<String> },
+}
+
+impl Reason {
+    #[must_use]
+    pub const fn verdict(&self) -> &'static str {
+        match self {
+            Self::Dead(Verdict::Silent) => "silent",
+            Self::Dead(_) => "stalled",
+            Self::Orphaned { .. } => "orphaned",
+            Self::DeadPeer { .. } => "dead-peer",
+        }
+    }
+}
+
+/// What the decision rests on: the probe's record, the kernel's `tcp_info`, and the reason.
 pub struct Evidence<'a> {
     pub cookie: u64,
     pub rec: &'a SockState,
     pub info: &'a TcpInfo,
+    pub reason: &'a Reason,
     pub now_ns: u64,
 }
 
@@ -60,7 +85,7 @@ impl Actor {
         Self { dry_run, kills: 0, budget: KillBudget::new(max_kills_per_minute), hold: HashMap::new() }
     }
 
-    /// Kill a confirmed stalled socket (unless held back), logging the decision.
+    /// Kill a socket (unless held back), logging the decision.
     /// Returns the outcome ("killed", "gone", "failed: ...", ...), None when held back.
     pub fn act(&mut self, diag: &mut SockDiag, ev: &Evidence<'_>) -> Option<String> {
         let now = Instant::now();
@@ -89,6 +114,11 @@ impl Actor {
         Some(outcome)
     }
 
+    /// The kill is held back because no endpoint address accepts connections.
+    pub fn hold(ev: &Evidence<'_>) {
+        log_decision(ev, "hold", "held: no healthy endpoint");
+    }
+
     /// Forget sockets that no longer exist.
     pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
         self.hold.retain(|c, _| live(*c));
@@ -99,35 +129,47 @@ fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
     let r = ev.rec;
     let owner_comm = r.comm().unwrap_or("-");
     let trouble_age_ms = clock::age_ms(ev.now_ns, r.trouble_ns);
-    let fields = (r.peer(), r.local(), r.owner_pid, ev.info.last_ack_recv_ms, ev.info.unacked);
-    let message = format!(
-        "stalled socket {} -> {} ({owner_comm}/{}): no ACK for {} ms with {} segments unacknowledged; {action}: {outcome}",
-        fields.1, fields.0, fields.2, fields.3, fields.4
-    );
-    let level_is_error = outcome.starts_with("failed");
+    let (peer, local, i) = (r.peer(), r.local(), ev.info);
+    let verdict = ev.reason.verdict();
+    let (endpoint, orphaned_for_ms) = match ev.reason {
+        Reason::Orphaned { endpoint, absent_for } => (Some(endpoint.as_str()), Some(u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX))),
+        Reason::DeadPeer { endpoint } => (endpoint.as_deref(), None),
+        Reason::Dead(_) => (None, None),
+    };
+    let why = match ev.reason {
+        Reason::Dead(Verdict::Silent) => format!("idle, {} keepalive probes unanswered, nothing from the peer for {} ms", i.probes, i.last_ack_recv_ms),
+        Reason::Dead(_) => format!("no ACK for {} ms with {} segments unacknowledged", i.last_ack_recv_ms, i.unacked),
+        Reason::Orphaned { endpoint, absent_for } => format!("its peer left {endpoint}'s DNS set {} s ago", absent_for.as_secs()),
+        Reason::DeadPeer { .. } => "a fresh connection to its peer timed out twice".to_owned(),
+    };
+    let hold = if action == "hold" { "; no healthy endpoint, holding" } else { "" };
+    let message = format!("{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}", r.owner_pid);
     macro_rules! decision {
         ($lvl:ident) => {
             tracing::$lvl!(
                 target: "lifeline::decision",
-                peer = %fields.0,
-                local = %fields.1,
+                peer = %peer,
+                local = %local,
                 owner_pid = r.owner_pid,
                 owner_comm,
-                verdict = "stalled",
+                verdict,
                 action,
                 outcome,
-                last_ack_age_ms = ev.info.last_ack_recv_ms,
+                endpoint,
+                orphaned_for_ms,
+                last_ack_age_ms = i.last_ack_recv_ms,
                 trouble_age_ms,
-                unacked_segs = ev.info.unacked,
+                unacked_segs = i.unacked,
                 unacked_bytes = r.unacked_bytes(),
                 retransmits = r.retrans_count,
                 rto_count = r.rto_count,
-                total_retrans = ev.info.total_retrans,
+                total_retrans = i.total_retrans,
+                keepalive_probes = i.probes,
                 "{message}"
             )
         };
     }
-    if level_is_error {
+    if outcome.starts_with("failed") {
         decision!(error);
     } else {
         decision!(warn);

@@ -5,7 +5,11 @@
 use std::collections::HashSet;
 
 use anyhow::Result;
-use lifeline_common::{sock::SOURCE_ADOPTED, SockState, COMM_LEN};
+use lifeline_common::{
+    keepalive::{KA_OFF, KA_PENDING},
+    sock::{ADOPT_ALREADY, ADOPT_ARMED, SOURCE_ADOPTED},
+    SockState, COMM_LEN,
+};
 
 use crate::{
     clock,
@@ -27,11 +31,12 @@ fn comm_matches(filter: &[String], comm: &str) -> bool {
     filter.is_empty() || filter.iter().any(|f| f.as_bytes().iter().take(COMM_LEN - 1).eq(comm.as_bytes()))
 }
 
-/// Adopt pre-existing sockets; returns the cookies that must be polled.
+/// Adopt pre-existing sockets; returns the cookies that must be polled. `keepalive`: the
+/// iterator is to arm keepalive on them too (their records say `KA_PENDING` until it has).
 ///
 /// # Errors
 /// When the dump fails.
-pub fn adopt(probe: &mut Probe, diag: &mut SockDiag, target: &Target) -> Result<HashSet<u64>> {
+pub fn adopt(probe: &mut Probe, diag: &mut SockDiag, target: &Target, keepalive: bool) -> Result<HashSet<u64>> {
     let mut found: Vec<DiagSock> = Vec::new();
     for family in [libc::AF_INET, libc::AF_INET6] {
         let family = u8::try_from(family).unwrap_or_default();
@@ -55,6 +60,7 @@ pub fn adopt(probe: &mut Probe, diag: &mut SockDiag, target: &Target) -> Result<
         s.state = d.state;
         s.established_ns = now;
         s.last_event_ns = now;
+        s.ka_result = if keepalive { KA_PENDING } else { KA_OFF };
         if let Some(i) = d.info {
             s.last_ack_ns = now.saturating_sub(u64::from(i.last_ack_recv_ms) * 1_000_000);
             s.packets_out = i.unacked;
@@ -77,20 +83,28 @@ pub fn adopt(probe: &mut Probe, diag: &mut SockDiag, target: &Target) -> Result<
         }
     }
     let mut polled: HashSet<u64> = cookies.iter().copied().collect();
+    let mut already = 0usize;
     if probe.can_adopt && !cookies.is_empty() {
         match probe.adopt(&cookies) {
             Ok(results) => {
                 for (cookie, rc) in results {
-                    if rc == 0 {
-                        polled.remove(&cookie);
-                    } else {
-                        tracing::warn!(cookie, errno = -rc, "could not arm a pre-existing socket; polling it");
+                    match rc {
+                        ADOPT_ARMED => {}
+                        ADOPT_ALREADY => already += 1,
+                        _ => {
+                            tracing::warn!(cookie, errno = -rc, "could not arm a pre-existing socket; polling it");
+                            continue;
+                        }
                     }
+                    polled.remove(&cookie);
                 }
             }
             Err(e) => tracing::warn!(error = %format!("{e:#}"), "TCP iterator failed; polling pre-existing sockets"),
         }
     }
-    tracing::info!(adopted = cookies.len(), armed = cookies.len() - polled.len(), polled = polled.len(), "pre-existing sockets adopted");
+    // `already_armed`: sockets a previous agent armed (it was killed before they closed);
+    // their callback flags and keepalive values were left exactly as they were.
+    tracing::info!(adopted = cookies.len(), armed = cookies.len() - polled.len(), already_armed = already,
+        polled = polled.len(), "pre-existing sockets adopted");
     Ok(polled)
 }

@@ -48,7 +48,7 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(PathBuf, std::fs::File)>) -> 
             None
         }
         Some((path, file)) => {
-            let cfg = ProbeConfig { cgroup: file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets };
+            let cfg = ProbeConfig { cgroup: file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets, keepalive: crate::run::keepalive_config(args) };
             match Probe::load(&cfg) {
                 Ok(p) => {
                     rows.push(Row::pass("sock_ops attach", format!("loaded, attached to {} and detached", path.display())));

@@ -22,13 +22,14 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the agent: attach the kernel probe, watch, decide, act (needs root).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show the watched sockets and their health, read from the running agent.
     Status(StatusArgs),
     /// Preflight: kernel, mounts, probe attach, socket destroy, D-Bus (same flags as run).
-    Check(RunArgs),
+    Check(Box<RunArgs>),
 }
 
+#[allow(clippy::doc_markdown, reason = "these doc comments are the --help text, where backticks would show")]
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Cgroup (v2) whose TCP sockets are watched: a path under the cgroup2 mount, or
@@ -49,6 +50,60 @@ pub struct RunArgs {
     /// A socket with unacknowledged data and no ACK progress for this long is stalled.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub stall_timeout: Duration,
+
+    /// TCP keepalive armed on every watched socket, as IDLE,INTERVAL,COUNT, or `off`. A
+    /// socket's stricter values (set by its application) are kept; looser ones are lowered.
+    #[arg(long, value_name = "IDLE,INTERVAL,COUNT", default_value = "10s,3s,3", value_parser = parse_keepalive)]
+    pub keepalive: KeepaliveSpec,
+
+    /// An idle socket whose keepalive probes have gone unanswered, with nothing at all
+    /// from the peer for this long, is silent (dead) and killed. Default: IDLE + 2 x INTERVAL.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub silent_timeout: Option<Duration>,
+
+    /// Also set TCP_USER_TIMEOUT on watched sockets (lowering only), so the kernel itself
+    /// aborts a connection whose data stays unacknowledged this long, even if the agent is
+    /// gone. Off by default.
+    #[arg(long, value_name = "DURATION", value_parser = parse_user_timeout)]
+    pub user_timeout: Option<Duration>,
+
+    /// The API endpoint to follow, as NAME:PORT (repeatable). NAME is resolved (A and AAAA,
+    /// CNAMEs followed, TTL honoured); an IP literal is a fixed set. Default: the `server:`
+    /// of --kubeconfig.
+    #[arg(long = "endpoint", value_name = "NAME:PORT", value_parser = parse_endpoint)]
+    pub endpoints: Vec<(String, u16)>,
+
+    /// Kubelet's kubeconfig, read for the endpoint when no --endpoint is given (a missing
+    /// default file just means no endpoint) [default: /etc/kubernetes/kubelet.conf].
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// DNS server to ask, as IP or IP:PORT (repeatable). Default: /etc/resolv.conf.
+    #[arg(long = "dns-server", value_name = "ADDR", value_parser = parse_dns_server)]
+    pub dns_servers: Vec<std::net::SocketAddr>,
+
+    /// Re-resolve no sooner than this after an answer, whatever its TTL.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub min_refresh: Duration,
+
+    /// Re-resolve no later than this after an answer, whatever its TTL.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub max_refresh: Duration,
+
+    /// An address counts as gone from the endpoint only after every answer has lacked it
+    /// for this long (round-robin DNS answering with rotating subsets orphans nobody).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub orphan_grace: Duration,
+
+    /// What to do with a socket whose peer left the endpoint's set: kill it at a quiet
+    /// moment so the client re-dials a current address (migrate), or only log.
+    #[arg(long, value_enum, default_value_t = OnOrphan::Migrate)]
+    pub on_orphan: OnOrphan,
+
+    /// Migrations are spread at random over this window, so that a fleet hit by the same
+    /// DNS change does not reconnect in lockstep.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub migrate_spread: Duration,
 
     /// How often the agent evaluates the probe's records.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
@@ -79,6 +134,27 @@ pub struct RunArgs {
     pub node: crate::node_args::NodeArgs,
 }
 
+/// `--keepalive`: `off`, or the values armed on watched sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeepaliveSpec(pub Option<KeepaliveArg>);
+
+/// The values of an enabled `--keepalive`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeepaliveArg {
+    pub idle: Duration,
+    pub interval: Duration,
+    pub count: u32,
+}
+
+impl RunArgs {
+    /// `--silent-timeout`, or its default from `--keepalive`; `None` when keepalive is off.
+    #[must_use]
+    pub fn silent_timeout(&self) -> Option<Duration> {
+        let ka = self.keepalive.0?;
+        Some(self.silent_timeout.unwrap_or(ka.idle + ka.interval * 2))
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Unix socket of the running agent.
@@ -88,6 +164,12 @@ pub struct StatusArgs {
     /// Print the raw JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOrphan {
+    Migrate,
+    Log,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -105,10 +187,60 @@ fn parse_port(s: &str) -> Result<u16, String> {
     }
 }
 
+/// `NAME:PORT`, `IPV4:PORT` or `[IPV6]:PORT`.
+fn parse_endpoint(s: &str) -> Result<(String, u16), String> {
+    let bad = |why: &str| format!("invalid --endpoint '{s}': {why} (expected NAME:PORT, e.g. api.example.com:6443)");
+    let (host, port) = s.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+    let (host, bracketed) = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(h) => (h, true),
+        None => (host, false),
+    };
+    if host.is_empty() || host.contains(':') && (!bracketed || host.parse::<std::net::Ipv6Addr>().is_err()) {
+        return Err(bad("bad host (write IPv6 addresses as [ADDR]:PORT)"));
+    }
+    Ok((host.to_owned(), parse_port(port).map_err(|e| bad(&e))?))
+}
+
+fn parse_dns_server(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse::<std::net::SocketAddr>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(|ip| std::net::SocketAddr::new(ip, 53)))
+        .map_err(|_| format!("invalid --dns-server '{s}': expected IP or IP:PORT"))
+}
+
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| format!("invalid duration '{s}': {e} (e.g. 10s, 500ms)"))?;
     if d.is_zero() {
         return Err(format!("invalid duration '{s}': must be greater than zero"));
+    }
+    Ok(d)
+}
+
+/// `IDLE,INTERVAL,COUNT` (e.g. `10s,3s,3`) within the kernel's limits, or `off`.
+fn parse_keepalive(s: &str) -> Result<KeepaliveSpec, String> {
+    use lifeline_common::keepalive::{MAX_KEEPCNT, MAX_KEEPIDLE_S, MAX_KEEPINTVL_S};
+    if s.trim() == "off" {
+        return Ok(KeepaliveSpec(None));
+    }
+    let bad = |why: &str| format!("invalid --keepalive '{s}': {why} (expected IDLE,INTERVAL,COUNT like 10s,3s,3, or off)");
+    let [idle, interval, count] = s.split(',').map(str::trim).collect::<Vec<_>>()[..] else {
+        return Err(bad("three comma-separated values needed"));
+    };
+    let secs = |v: &str, max: u32| -> Result<Duration, String> {
+        let d = parse_duration(v).map_err(|e| bad(&e))?;
+        if d.subsec_nanos() != 0 || d.as_secs() > u64::from(max) {
+            return Err(bad(&format!("'{v}' must be whole seconds from 1s to {max}s")));
+        }
+        Ok(d)
+    };
+    let count: u32 = count.parse().ok().filter(|c| (1..=MAX_KEEPCNT).contains(c))
+        .ok_or_else(|| bad(&format!("COUNT '{count}' must be a number from 1 to {MAX_KEEPCNT}")))?;
+    Ok(KeepaliveSpec(Some(KeepaliveArg { idle: secs(idle, MAX_KEEPIDLE_S)?, interval: secs(interval, MAX_KEEPINTVL_S)?, count })))
+}
+
+fn parse_user_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.as_millis() > i32::MAX as u128 {
+        return Err(format!("invalid duration '{s}': at most {} ms (TCP_USER_TIMEOUT is an int)", i32::MAX));
     }
     Ok(d)
 }
@@ -126,6 +258,38 @@ mod tests {
         assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("ten").is_err());
+    }
+
+    #[test]
+    fn endpoints_and_dns_servers_are_validated() {
+        assert_eq!(parse_endpoint("api.lab.test:6443"), Ok(("api.lab.test".into(), 6443)));
+        assert_eq!(parse_endpoint("[2001:db8::2]:6443"), Ok(("2001:db8::2".into(), 6443)));
+        assert!(parse_endpoint("api.lab.test").unwrap_err().contains("no port"));
+        assert!(parse_endpoint("2001:db8::2:6443").unwrap_err().contains("IPv6"));
+        assert!(parse_endpoint("api:0").is_err());
+        assert_eq!(parse_dns_server("198.51.100.53").unwrap().port(), 53);
+        assert!(parse_dns_server("dns.example").is_err());
+    }
+
+    #[test]
+    fn keepalive_is_validated() {
+        let ka = parse_keepalive("10s,3s,3").unwrap().0.unwrap();
+        assert_eq!((ka.idle, ka.interval, ka.count), (Duration::from_secs(10), Duration::from_secs(3), 3));
+        assert_eq!(parse_keepalive("off"), Ok(KeepaliveSpec(None)));
+        assert!(parse_keepalive("10s,3s").unwrap_err().contains("three"));
+        assert!(parse_keepalive("10s,3s,0").unwrap_err().contains("COUNT"));
+        assert!(parse_keepalive("1500ms,3s,3").unwrap_err().contains("whole seconds"));
+        assert!(parse_keepalive("10h,3s,3").unwrap_err().contains("32767"));
+    }
+
+    #[test]
+    fn silent_timeout_defaults_to_idle_plus_two_intervals() {
+        let cli = Cli::try_parse_from(["lifeline", "run"]).unwrap();
+        let Command::Run(run) = cli.command else { panic!("not run") };
+        assert_eq!(run.silent_timeout(), Some(Duration::from_secs(16)));
+        let cli = Cli::try_parse_from(["lifeline", "run", "--keepalive", "off"]).unwrap();
+        let Command::Run(run) = cli.command else { panic!("not run") };
+        assert_eq!(run.silent_timeout(), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ fn parse_with(file: &str, flags: &[&str]) -> Result<crate::cli::RunArgs, String>
     let out = parse_cli(argv);
     let _ = std::fs::remove_dir_all(&dir);
     match out {
-        Ok(Cli { command: Command::Run(run) }) => Ok(run),
+        Ok(Cli { command: Command::Run(run) }) => Ok(*run),
         Ok(_) => Err("not run".into()),
         Err(CliError::Config(e)) => Err(e),
         Err(CliError::Clap(e)) => Err(format!("clap: {e}")),

@@ -1,18 +1,24 @@
 //! The agent's loop: sweep the probe's records, decide, act, publish status.
 
-use std::{collections::HashSet, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    time::{Duration, Instant},
+};
 
 use anyhow::Result;
-use lifeline_common::{config::stats, sock::SOURCE_ADOPTED, SockState};
+use lifeline_common::{config::stats, SockState};
 use tokio::sync::watch;
 
 use crate::{
-    action::{Actor, Evidence},
+    action::{Actor, Evidence, Reason},
     clock,
     detect::{self, Verdict},
     diag::{SockDiag, TcpInfo},
+    endpoint::{guard, Follow},
+    idle::{self, IdleWatch},
     probe::Probe,
-    status::{Snapshot, SocketStatus},
+    snapshot,
+    status::Snapshot,
 };
 
 pub struct Daemon {
@@ -23,74 +29,157 @@ pub struct Daemon {
     pub stall: Duration,
     pub actor: Actor,
     pub status: watch::Sender<Snapshot>,
-    /// Stalled sockets seen in the previous sweep: a kill needs two looks in a row.
-    pub seen_stalled: HashSet<u64>,
+    /// Stalled or silent sockets seen in the previous sweep: a kill needs two looks in a row.
+    pub seen_dead: HashSet<u64>,
+    /// When idle sockets are due a keepalive look.
+    pub idle: IdleWatch,
     pub sockets_full: u64,
     /// Sockets whose state could not be read, already reported (reported once each).
     pub unreadable: HashSet<u64>,
-    /// Restart escalation (issue 5); None without --restart-unit.
+    /// Restart escalation; None without --restart-unit.
     pub escalation: Option<crate::systemd::escalate::Escalation>,
+    /// Following the API endpoint; `None` when no endpoint is configured.
+    pub follow: Option<Follow>,
+    /// When each orphaned socket is due to be migrated (jittered over `--migrate-spread`).
+    pub migrations: HashMap<u64, Instant>,
+    /// Orphaned sockets already reported under `--on-orphan log`.
+    pub orphans_logged: HashSet<u64>,
 }
 
+/// How soon a stalled or silent socket is looked at again to confirm it.
+pub const CONFIRM_AFTER: Duration = Duration::from_millis(500);
+
 impl Daemon {
-    /// One sweep. Returns `true` when a stalled socket awaits its confirming second
-    /// look, so the caller can come back sooner than the regular interval.
+    /// One sweep: judge every record, decide, act, publish status. Returns how soon the
+    /// next sweep is due (a dead socket awaiting its confirming look, a jittered kill, a
+    /// held batch's re-check), at most `interval`.
     ///
     /// # Errors
     /// When the probe's maps cannot be read.
-    pub fn sweep(&mut self) -> Result<bool> {
+    pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
         let now = clock::now_ns();
+        let at = Instant::now();
         self.check_capacity()?;
         let records = self.probe.sockets()?;
-        let mut stalled_now = HashSet::new();
+        let mut dead_now = HashSet::new();
         let mut out = Vec::with_capacity(records.len());
+        let mut kills = Vec::new();
+        let mut wake = interval;
         for (cookie, rec) in &records {
-            let polled = self.polled.contains(cookie);
-            let mut verdict = detect::from_record(rec, now, self.stall);
-            let mut info = None;
-            if polled || verdict == Verdict::Stalled {
-                match self.diag.get(rec.local(), rec.peer(), *cookie) {
-                    Ok(None) => {
-                        // Closed between the map read and now (or in another netns).
-                        self.probe.forget(*cookie);
-                        self.polled.remove(cookie);
-                        continue;
-                    }
-                    Ok(Some(d)) => info = d.info,
-                    Err(e) => self.report_unreadable(*cookie, rec, &e),
-                }
-                // Only the kernel's current view can confirm; without it, never act.
-                verdict = match (info.map(|i| detect::from_info(&i, self.stall)), polled) {
-                    (Some(v), true) => v,
-                    (Some(Verdict::Stalled), false) => Verdict::Stalled,
-                    _ => Verdict::Suspect,
-                };
-            }
-            if verdict == Verdict::Stalled {
-                stalled_now.insert(*cookie);
-                if let (true, Some(info)) = (self.seen_stalled.contains(cookie), info.as_ref()) {
-                    let ev = Evidence { cookie: *cookie, rec, info, now_ns: now };
-                    crate::systemd::escalate::act(&mut self.actor, self.escalation.as_mut(), &mut self.diag, &ev);
+            let Some((verdict, mut info)) = self.judge(*cookie, rec, now) else { continue };
+            let member = self.follow.as_ref().and_then(|f| f.endpoints.membership(rec.peer(), f.grace));
+            let mut reason = None;
+            if verdict.is_dead() {
+                dead_now.insert(*cookie);
+                if self.seen_dead.contains(cookie) && info.is_some() {
+                    reason = Some(Reason::Dead(verdict));
                 }
             }
-            out.push(status_of(*cookie, rec, info.as_ref(), verdict, now));
+            if reason.is_none() && self.follow.is_some() {
+                let (r, due) = self.endpoint_reason(*cookie, rec, verdict, &mut info, member.as_ref(), at);
+                reason = r;
+                wake = wake.min(due);
+            }
+            if let (Some(reason), Some(info)) = (reason, info) {
+                kills.push((*cookie, *rec, info, reason));
+            }
+            let keepalive = idle::describe(rec, &self.idle.want, self.probe.can_adopt);
+            let mut row = snapshot::row(*cookie, rec, info.as_ref(), verdict, keepalive, now);
+            row.endpoint = member.as_ref().map(|m| m.0.clone());
+            row.endpoint_member = member.map(|m| m.1.label().to_owned());
+            out.push(row);
         }
-        let pending = stalled_now.iter().any(|c| !self.seen_stalled.contains(c));
-        self.seen_stalled = stalled_now;
+        if dead_now.iter().any(|c| !self.seen_dead.contains(c)) {
+            wake = wake.min(CONFIRM_AFTER);
+        }
+        self.seen_dead = dead_now;
+        self.execute(&kills, now).await;
+        if let Some(t) = self.follow.as_ref().and_then(|f| f.guard.next_check()) {
+            wake = wake.min(t.saturating_duration_since(Instant::now()).max(Duration::from_millis(50)));
+        }
         let live: HashSet<u64> = records.iter().map(|(c, _)| *c).collect();
         self.actor.retain(|c| live.contains(&c));
+        self.idle.retain(|c| live.contains(&c));
         self.unreadable.retain(|c| live.contains(c));
         if let Some(esc) = self.escalation.as_mut() {
             esc.after_sweep(&out);
             esc.retain(|c| live.contains(&c));
         }
+        self.migrations.retain(|c, _| live.contains(c));
+        if let Some(f) = &self.follow {
+            f.prober.prune();
+        }
         self.status.send_replace(Snapshot {
             stall_timeout_ms: u64::try_from(self.stall.as_millis()).unwrap_or(u64::MAX),
+            silent_timeout_ms: self.idle.silent.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             kills: self.actor.kills,
+            holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             sockets_full: self.sockets_full,
+            endpoints: self.follow.as_ref().map(|f| f.endpoints.status(Instant::now())).unwrap_or_default(),
             sockets: out,
         });
-        Ok(pending)
+        Ok(wake)
+    }
+
+    /// Kill the batch, unless no endpoint is healthy: then hold it, say so, and re-check
+    /// with backoff.
+    async fn execute(&mut self, kills: &[(u64, SockState, TcpInfo, Reason)], now: u64) {
+        if kills.is_empty() {
+            return;
+        }
+        let verdict = match self.follow.as_mut() {
+            Some(f) => f.guard.check(&f.endpoints).await,
+            None => guard::Verdict::Go,
+        };
+        for (cookie, rec, info, reason) in kills {
+            let ev = Evidence { cookie: *cookie, rec, info, reason, now_ns: now };
+            match verdict {
+                guard::Verdict::Go => crate::systemd::escalate::act(&mut self.actor, self.escalation.as_mut(), &mut self.diag, &ev),
+                guard::Verdict::Hold => Actor::hold(&ev),
+                guard::Verdict::Wait => {}
+            }
+        }
+    }
+
+    /// One socket's verdict, and the kernel's `tcp_info` when it was read. `None`: the
+    /// socket is gone.
+    ///
+    /// The record nominates (stalled), or the socket is idle long enough to be due a
+    /// keepalive look, or it is a polled socket; then only the kernel's current view can
+    /// confirm, and without it nothing is ever dead.
+    fn judge(&mut self, cookie: u64, rec: &SockState, now: u64) -> Option<(Verdict, Option<TcpInfo>)> {
+        let polled = self.polled.contains(&cookie);
+        let from_record = detect::from_record(rec, now, self.stall);
+        let idle_due = !polled && matches!(from_record, Verdict::Idle | Verdict::Healthy) && self.idle.due(cookie, rec, now);
+        if !(polled || idle_due || from_record == Verdict::Stalled) {
+            return Some((from_record, None));
+        }
+        let info = match self.diag.get(rec.local(), rec.peer(), cookie) {
+            Ok(None) => {
+                // Closed between the map read and now (or in another netns).
+                self.probe.forget(cookie);
+                self.polled.remove(&cookie);
+                return None;
+            }
+            Ok(Some(d)) => d.info,
+            Err(e) => {
+                self.report_unreadable(cookie, rec, &e);
+                None
+            }
+        };
+        let Some(i) = info else { return Some((Verdict::Suspect, None)) };
+        if polled || idle_due {
+            self.idle.looked(cookie, &i, now);
+        }
+        let kernel = detect::from_info(&i, self.stall, self.idle.silent);
+        let verdict = match kernel {
+            _ if polled => kernel,
+            Verdict::Stalled if from_record == Verdict::Stalled => Verdict::Stalled,
+            Verdict::Silent | Verdict::Suspect if idle_due => kernel,
+            _ if idle_due => from_record,
+            _ => Verdict::Suspect,
+        };
+        Some((verdict, info))
     }
 
     fn report_unreadable(&mut self, cookie: u64, rec: &SockState, e: &crate::diag::DiagError) {
@@ -109,26 +198,5 @@ impl Daemon {
             self.sockets_full = full;
         }
         Ok(())
-    }
-}
-
-fn status_of(cookie: u64, r: &SockState, info: Option<&TcpInfo>, verdict: Verdict, now: u64) -> SocketStatus {
-    SocketStatus {
-        cookie,
-        local: r.local().to_string(),
-        peer: r.peer().to_string(),
-        owner_pid: (r.owner_pid != 0).then_some(r.owner_pid),
-        owner_comm: r.comm().map(str::to_owned),
-        established_age_ms: clock::age_ms(now, r.established_ns),
-        last_ack_age_ms: info.map_or_else(|| clock::age_ms(now, r.last_ack_ns), |i| u64::from(i.last_ack_recv_ms)),
-        trouble_age_ms: (r.trouble_ns != 0).then(|| clock::age_ms(now, r.trouble_ns)),
-        unacked_segs: info.map_or(r.packets_out, |i| i.unacked),
-        unacked_bytes: r.unacked_bytes(),
-        retransmits: r.retrans_count,
-        rto_count: r.rto_count,
-        bytes_acked: r.bytes_acked,
-        bytes_received: r.bytes_received,
-        verdict: serde_json::to_value(verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
-        source: if r.source == SOURCE_ADOPTED { "adopted" } else { "sock_ops" }.to_owned(),
     }
 }

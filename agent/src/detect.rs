@@ -1,4 +1,4 @@
-//! Verdicts: is a watched socket healthy, idle, suspect or stalled?
+//! Verdicts: is a watched socket healthy, idle, suspect, stalled or silent?
 //!
 //! Two witnesses must agree before anything is killed. The probe's record (kept by
 //! `sock_ops` callbacks) nominates a socket: it has retransmitted or hit an RTO and no
@@ -27,6 +27,17 @@ pub enum Verdict {
     Suspect,
     /// Unacknowledged data, no ACK progress for at least `stall_timeout`.
     Stalled,
+    /// Nothing outstanding, keepalive probes unanswered and nothing at all received from
+    /// the peer for at least `silent_timeout`: a dead peer behind an idle connection.
+    Silent,
+}
+
+impl Verdict {
+    /// The verdicts that lead to a kill (once confirmed).
+    #[must_use]
+    pub const fn is_dead(self) -> bool {
+        matches!(self, Self::Stalled | Self::Silent)
+    }
 }
 
 fn age(now_ns: u64, then_ns: u64) -> Duration {
@@ -51,9 +62,13 @@ pub fn from_record(s: &SockState, now_ns: u64, stall: Duration) -> Verdict {
 }
 
 /// The kernel's view, from `tcp_info` alone (used to confirm, and for sockets the
-/// probe could not arm).
+/// probe could not arm). `silent_timeout`: `None` when keepalive is off.
+///
+/// `tcpi_probes` counts keepalive (or zero-window) probes sent since the peer last
+/// answered, and `tcpi_last_ack_recv` ages the last segment of any kind from it: `tcp_ack()`
+/// resets both (<https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>).
 #[must_use]
-pub fn from_info(i: &TcpInfo, stall: Duration) -> Verdict {
+pub fn from_info(i: &TcpInfo, stall: Duration, silent_timeout: Option<Duration>) -> Verdict {
     if i.state != TCP_ESTABLISHED {
         return Verdict::Healthy;
     }
@@ -62,6 +77,8 @@ pub fn from_info(i: &TcpInfo, stall: Duration) -> Verdict {
         Verdict::Stalled
     } else if i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0) {
         Verdict::Suspect
+    } else if i.unacked == 0 && i.probes > 0 {
+        if silent_timeout.is_some_and(|t| silent >= t) { Verdict::Silent } else { Verdict::Suspect }
     } else if silent < stall {
         Verdict::Healthy
     } else {
@@ -92,15 +109,26 @@ mod tests {
         assert_eq!(from_record(&closing, now, STALL), Verdict::Healthy, "not ours once closing");
     }
 
+    #[test]
+    fn silent_needs_unanswered_probes_for_the_silent_timeout() {
+        let t = Some(Duration::from_secs(16));
+        let idle = |last_ack_ms, probes| TcpInfo { state: 1, last_ack_recv_ms: last_ack_ms, probes, ..Default::default() };
+        assert_eq!(from_info(&idle(17_000, 2), STALL, t), Verdict::Silent);
+        assert_eq!(from_info(&idle(12_000, 1), STALL, t), Verdict::Suspect, "probing, not yet long enough");
+        assert_eq!(from_info(&idle(60_000, 0), STALL, t), Verdict::Idle, "probes answered");
+        assert_eq!(from_info(&idle(17_000, 2), STALL, None), Verdict::Suspect, "keepalive off: never silent");
+    }
+
     fn info(unacked: u32, last_ack_ms: u32, retransmits: u8) -> TcpInfo {
         TcpInfo { state: 1, unacked, last_ack_recv_ms: last_ack_ms, retransmits, ..Default::default() }
     }
 
     #[test]
     fn kernel_verdicts_need_unacked_data_and_silence() {
-        assert_eq!(from_info(&info(2, 12_000, 4), STALL), Verdict::Stalled);
-        assert_eq!(from_info(&info(2, 3_000, 2), STALL), Verdict::Suspect, "slow but answering");
-        assert_eq!(from_info(&info(0, 60_000, 0), STALL), Verdict::Idle, "idle is not stalled");
-        assert_eq!(from_info(&info(5, 20, 0), STALL), Verdict::Healthy, "bulk transfer");
+        let t = Some(Duration::from_secs(16));
+        assert_eq!(from_info(&info(2, 12_000, 4), STALL, t), Verdict::Stalled);
+        assert_eq!(from_info(&info(2, 3_000, 2), STALL, t), Verdict::Suspect, "slow but answering");
+        assert_eq!(from_info(&info(0, 60_000, 0), STALL, t), Verdict::Idle, "idle is not stalled");
+        assert_eq!(from_info(&info(5, 20, 0), STALL, t), Verdict::Healthy, "bulk transfer");
     }
 }

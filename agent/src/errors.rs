@@ -47,10 +47,14 @@ pub fn explain_program(name: &str, e: &ProgramError) -> anyhow::Error {
     };
     let detail = match e {
         ProgramError::LoadError { io_error, verifier_log } => {
-            let last = verifier_log.to_string();
-            tracing::debug!(program = name, verifier_log = %last, "verifier rejected the program");
-            let last = last.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_owned();
-            format!("{io_error} (verifier: {last})")
+            let log = verifier_log.to_string();
+            if std::env::var_os("LIFELINE_VERIFIER_LOG").is_some() {
+                eprintln!("{log}");
+            }
+            // The reason is the last line before the statistics the verifier appends.
+            let stats = ["processed ", "verification time", "stack depth"];
+            let reason = log.lines().rev().map(str::trim).find(|l| !l.is_empty() && !stats.iter().any(|s| l.starts_with(s)));
+            format!("{io_error} (verifier: {}; set LIFELINE_VERIFIER_LOG=1 for its whole log)", reason.unwrap_or("no reason given"))
         }
         other => other.to_string(),
     };

@@ -51,6 +51,7 @@ pub struct Metrics {
     kills: Counter,
     restarts: Family<ResultLabel, Counter>,
     holds: Family<HoldLabels, Counter>,
+    dns_failures: Counter,
     latency: Histogram,
 }
 
@@ -70,6 +71,7 @@ impl Metrics {
             kills: Counter::default(),
             restarts: Family::default(),
             holds: Family::default(),
+            dns_failures: Counter::default(),
             latency: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
         };
         let r = &mut m.registry;
@@ -79,6 +81,7 @@ impl Metrics {
         r.register("kills", "Sockets destroyed with SOCK_DESTROY", m.kills.clone());
         r.register("restarts", "Restarts of --restart-unit, by result (restarted, failed)", m.restarts.clone());
         r.register("holds", "Actions held back (rate limit, backoff, no healthy endpoint)", m.holds.clone());
+        r.register("dns_failures", "Endpoint resolutions that failed (the last good set was kept)", m.dns_failures.clone());
         r.register(
             "detection_latency_seconds",
             "From a socket's first unanswered retransmission to the decision to act on it",
@@ -94,6 +97,11 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+
+    /// A failed endpoint resolution.
+    pub fn dns_failure(&self) {
+        self.dns_failures.inc();
     }
 
     /// Socket gauges from a status snapshot; verdicts seen before and gone now drop to 0.

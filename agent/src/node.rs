@@ -12,7 +12,7 @@ use crate::{
     systemd::{
         escalate::Escalation,
         notify,
-        restarter::{Restarter, Unknown},
+        restarter::Restarter,
     },
 };
 
@@ -41,7 +41,7 @@ impl Node {
     ///
     /// # Errors
     /// When the metrics address cannot be bound.
-    pub fn start(args: &RunArgs, snapshots: &watch::Receiver<Snapshot>) -> Result<(Self, Option<Escalation>)> {
+    pub fn start(args: &RunArgs, snapshots: &watch::Receiver<Snapshot>, endpoints: &crate::endpoint::Endpoints) -> Result<(Self, Option<Escalation>)> {
         let mut tasks = Vec::new();
         if let Some(addr) = args.node.metrics_addr {
             tasks.extend(crate::metrics_http::serve(addr, snapshots.clone())?);
@@ -49,7 +49,7 @@ impl Node {
         tasks.extend(notify::spawn(snapshots.clone(), args.sweep_interval));
         let escalation = args.node.restart_unit.as_ref().map(|unit| {
             let restarter =
-                Restarter { bus: args.node.systemd_bus.clone(), unit: unit.clone(), max_per_hour: args.node.max_restarts, health: Box::new(Unknown) };
+                Restarter { bus: args.node.systemd_bus.clone(), unit: unit.clone(), max_per_hour: args.node.max_restarts, endpoints: endpoints.clone() };
             let (tx, task) = restarter.spawn();
             tasks.push(task);
             Escalation::new(args.node.action, args.node.escalate_after, tx)

@@ -4,15 +4,15 @@ use std::{collections::HashMap as StdHashMap, fs::File, io::Read, os::fd::AsFd};
 
 use anyhow::{Context as _, Result};
 use aya::{
-    maps::{Array, HashMap, MapData, PerCpuArray},
+    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
     programs::{links::CgroupAttachMode, CgroupSockAddr, Iter, SockOps},
-    Btf, Ebpf, EbpfLoader,
+    Btf, Ebpf, EbpfLoader, VerifierLogLevel,
 };
 use lifeline_common::{
     config::{stats, CONFIG_COMM_FILTER},
     maps, programs,
     sock::ADOPT_PENDING,
-    SockState, COMM_LEN,
+    Keepalive, SockState, COMM_LEN,
 };
 
 /// The object built from `agent-ebpf` by `build.rs` (the same routine as
@@ -33,6 +33,8 @@ pub struct ProbeConfig<'a> {
     pub ports: &'a [u16],
     pub comms: &'a [String],
     pub max_sockets: u32,
+    /// What to arm watched sockets with; `idle_s` 0: no keepalive.
+    pub keepalive: Keepalive,
 }
 
 pub struct Probe {
@@ -48,7 +50,12 @@ impl Probe {
     /// With a message naming the program or map that failed and why.
     pub fn load(cfg: &ProbeConfig<'_>) -> Result<Self> {
         raise_memlock();
-        let mut ebpf = EbpfLoader::new()
+        let mut loader = EbpfLoader::new();
+        // The whole verifier log, for whoever debugs a rejection on their kernel.
+        if std::env::var_os("LIFELINE_VERIFIER_LOG").is_some() {
+            loader.verifier_log_level(VerifierLogLevel::VERBOSE | VerifierLogLevel::STATS);
+        }
+        let mut ebpf = loader
             .map_max_entries(maps::SOCKETS, cfg.max_sockets)
             .load(OBJECT)
             .map_err(|e| crate::errors::explain_load(&e))?;
@@ -81,6 +88,15 @@ impl Probe {
     /// When the object has no log map.
     pub fn take_logger(&mut self) -> Result<aya_log::EbpfLogger<&'static dyn log::Log>> {
         aya_log::EbpfLogger::init(&mut self.ebpf).context("cannot start the probe's log reader")
+    }
+
+    /// The ring buffer of sockets entering trouble, for the agent to wait on.
+    ///
+    /// # Errors
+    /// When the object has no such map.
+    pub fn take_trouble(&mut self) -> Result<RingBuf<MapData>> {
+        let map = self.ebpf.take_map(maps::TROUBLE).context("map TROUBLE missing from the eBPF object")?;
+        Ok(RingBuf::try_from(map)?)
     }
 
     /// Every record in `SOCKETS`.
@@ -181,6 +197,9 @@ fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
     }
     let mut config: Array<&mut MapData, u32> = Array::try_from(ebpf.map_mut(maps::CONFIG).context("CONFIG")?)?;
     config.set(0, if cfg.comms.is_empty() { 0 } else { CONFIG_COMM_FILTER }, 0)?;
+    let mut keepalive: Array<&mut MapData, Keepalive> =
+        Array::try_from(ebpf.map_mut(maps::KEEPALIVE).context("KEEPALIVE")?)?;
+    keepalive.set(0, cfg.keepalive, 0)?;
     Ok(())
 }
 

@@ -1,12 +1,17 @@
 //! `lifeline run`: check the inputs, attach the probe, then sweep until told to stop.
 
-use std::{collections::HashSet, path::PathBuf, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    path::PathBuf,
+    sync::Arc,
+    time::Duration,
+};
 
 use anyhow::{bail, Context as _, Result};
+use lifeline_common::Keepalive;
 use tokio::{
-    io::{unix::AsyncFd, Interest},
     signal::unix::{signal, SignalKind},
-    sync::watch,
+    sync::{watch, Notify},
 };
 
 use crate::{
@@ -16,13 +21,13 @@ use crate::{
     cli::RunArgs,
     daemon::Daemon,
     diag::SockDiag,
-    errors, logging, mounts,
+    endpoint,
+    errors,
+    idle::IdleWatch,
+    logging, mounts,
     probe::{Probe, ProbeConfig},
-    status,
+    readers, status,
 };
-
-/// How soon a stalled socket is looked at again to confirm it.
-const CONFIRM_AFTER: Duration = Duration::from_millis(500);
 
 /// # Errors
 /// Bad input, missing privileges or kernel features, each with one clear message.
@@ -31,6 +36,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         bail!("invalid --comm: a process name is 1 to 15 bytes (the kernel's TASK_COMM_LEN - 1)");
     }
     crate::node::validate(args)?;
+    endpoint::setup::check(args)?;
+    let endpoints = endpoint::setup::configured(args)?;
     errors::check_privileges()?;
     let mount = cgroup::cgroup2_mount()?;
     let path: PathBuf = match (&args.cgroup, args.comms.is_empty()) {
@@ -46,26 +53,35 @@ pub fn run(args: &RunArgs) -> Result<()> {
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
     rt.block_on(async {
-        let cfg = ProbeConfig { cgroup: &cgroup_file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets };
+        let keepalive = keepalive_config(args);
+        let cfg = ProbeConfig { cgroup: &cgroup_file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets, keepalive };
         let mut probe = Probe::load(&cfg)?;
-        spawn_probe_logger(&mut probe)?;
+        readers::spawn_probe_logger(&mut probe)?;
+        let wake = Arc::new(Notify::new());
+        readers::spawn_trouble_reader(&mut probe, &wake)?;
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
         let target = Target { ports: args.ports.clone(), cgroup_ids, comms: args.comms.clone() };
-        let polled = adopt::adopt(&mut probe, &mut diag, &target)?;
+        let polled = adopt::adopt(&mut probe, &mut diag, &target, keepalive != Keepalive::default())?;
+        let follow = endpoint::setup::start(args, &endpoints, &wake)?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
-        let (node, escalation) = crate::node::Node::start(args, &rx)?;
+        let no_endpoints = endpoint::Endpoints::default();
+        let (node, escalation) = crate::node::Node::start(args, &rx, follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints))?;
         let server = status::serve(&args.status_socket, rx)?;
         let mut daemon = Daemon {
             probe,
             diag,
             polled,
             stall: args.stall_timeout,
+            idle: IdleWatch::new(args.silent_timeout(), keepalive),
             actor: Actor::new(args.dry_run, args.max_kills_per_minute),
             status: tx,
-            seen_stalled: HashSet::new(),
+            seen_dead: HashSet::new(),
             sockets_full: 0,
             unreadable: HashSet::new(),
             escalation,
+            follow,
+            migrations: HashMap::new(),
+            orphans_logged: HashSet::new(),
         };
         tracing::info!(
             event = "ready",
@@ -73,11 +89,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
             ports = ?args.ports,
             comms = ?args.comms,
             stall_timeout_ms = u64::try_from(args.stall_timeout.as_millis()).unwrap_or(u64::MAX),
+            keepalive = %args.keepalive.0.map_or_else(|| "off".to_owned(), |k| format!("{:?},{:?},{}", k.idle, k.interval, k.count)),
+            silent_timeout_ms = args.silent_timeout().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             dry_run = args.dry_run,
+            endpoints = ?endpoints,
             "probe attached; watching"
         );
         node.ready(&daemon.status.borrow());
-        let result = sweep_until_signal(&mut daemon, args.sweep_interval).await;
+        let result = sweep_until_signal(&mut daemon, args.sweep_interval, &wake).await;
         node.stop();
         server.abort();
         let _ = std::fs::remove_file(&args.status_socket);
@@ -87,40 +106,33 @@ pub fn run(args: &RunArgs) -> Result<()> {
     })
 }
 
-async fn sweep_until_signal(daemon: &mut Daemon, interval: Duration) -> Result<()> {
+/// `--keepalive` and `--user-timeout` as the probe's `KEEPALIVE` map entry.
+pub(crate) fn keepalive_config(args: &RunArgs) -> Keepalive {
+    let secs = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
+    let user_timeout_ms = args.user_timeout.map_or(0, |d| u32::try_from(d.as_millis()).unwrap_or(u32::MAX));
+    args.keepalive.0.map_or(Keepalive { user_timeout_ms, ..Keepalive::default() }, |k| Keepalive {
+        idle_s: secs(k.idle),
+        intvl_s: secs(k.interval),
+        cnt: k.count,
+        user_timeout_ms,
+    })
+}
+
+async fn sweep_until_signal(daemon: &mut Daemon, interval: Duration, wake: &Notify) -> Result<()> {
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut wait = interval;
     loop {
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
+            // A DNS answer changed or a peer probe finished: act on it now.
+            () = wake.notified() => {}
             _ = term.recv() => return Ok(()),
             _ = int.recv() => return Ok(()),
         }
-        wait = match daemon.sweep() {
-            Ok(true) => CONFIRM_AFTER.min(interval),
-            Ok(false) => interval,
-            Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), "sweep failed; retrying");
-                interval
-            }
-        };
+        wait = daemon.sweep(interval).await.unwrap_or_else(|e| {
+            tracing::error!(error = %format!("{e:#}"), "sweep failed; retrying");
+            interval
+        });
     }
-}
-
-/// Forward the probe's aya-log messages (map full, ...) into tracing, woken by the
-/// ring buffer's fd rather than polled.
-fn spawn_probe_logger(probe: &mut Probe) -> Result<()> {
-    let logger = probe.take_logger()?;
-    // SAFETY: the AsyncFd owns the logger, which owns the ring buffer's fd, so the fd
-    // stays open for as long as it is registered.
-    let mut fd = unsafe { AsyncFd::register_with_interest(logger, Interest::READABLE) }
-        .map_err(|e| anyhow::anyhow!("watching the probe's log buffer: {e}"))?;
-    tokio::spawn(async move {
-        while let Ok(mut guard) = fd.readable_mut().await {
-            guard.get_inner_mut().flush();
-            guard.clear_ready();
-        }
-    });
-    Ok(())
 }

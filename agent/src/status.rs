@@ -10,7 +10,12 @@ use tokio::{io::AsyncWriteExt as _, net::UnixListener, sync::watch};
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     pub stall_timeout_ms: u64,
+    /// `None` when keepalive is off.
+    pub silent_timeout_ms: Option<u64>,
     pub kills: u64,
+    /// Batches of kills held back because no endpoint address accepted a connection.
+    pub holds: u64,
+    pub endpoints: Vec<crate::endpoint::EndpointStatus>,
     /// Sockets the probe could not record because its map was full.
     pub sockets_full: u64,
     pub sockets: Vec<SocketStatus>,
@@ -33,6 +38,14 @@ pub struct SocketStatus {
     pub bytes_acked: u64,
     pub bytes_received: u64,
     pub verdict: String,
+    /// Keepalive in force ("10s,3s,3"), "off", or why it is not armed.
+    pub keepalive: String,
+    /// Keepalive probes unanswered, when the kernel's `tcp_info` was read in this sweep.
+    pub keepalive_probes: Option<u8>,
+    /// The endpoint a socket to this peer's port belongs to, and whether its peer is
+    /// "in-set", "leaving", "orphaned" or "unknown".
+    pub endpoint: Option<String>,
+    pub endpoint_member: Option<String>,
     pub source: String,
 }
 
@@ -74,16 +87,25 @@ pub fn fetch(path: &Path) -> Result<(String, Snapshot)> {
 pub fn render(s: &Snapshot) -> String {
     use std::fmt::Write as _;
     let mut out = format!(
-        "watched sockets: {}   stall-timeout: {} ms   kills: {}{}\n",
+        "watched sockets: {}   stall-timeout: {} ms   silent-timeout: {}   kills: {}{}\n",
         s.sockets.len(),
         s.stall_timeout_ms,
+        s.silent_timeout_ms.map_or_else(|| "off (no keepalive)".to_owned(), |t| format!("{t} ms")),
         s.kills,
         if s.sockets_full > 0 { format!("   NOT WATCHED (map full): {}", s.sockets_full) } else { String::new() }
     );
+    for e in &s.endpoints {
+        let age = e.last_refresh_age_ms.map_or_else(|| "never".to_owned(), |ms| format!("{} ago", secs(ms)));
+        let err = e.last_error.as_ref().map_or_else(String::new, |x| format!("   last error: {x}"));
+        let _ = writeln!(out, "endpoint {}: [{}]   refreshed {age}   DNS failures: {}{err}", e.endpoint, e.addrs.join(", "), e.failures);
+    }
+    if s.holds > 0 {
+        let _ = writeln!(out, "kills held (no healthy endpoint): {}", s.holds);
+    }
     let _ = writeln!(
         out,
-        "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} SOURCE",
-        "VERDICT", "PEER", "LOCAL", "OWNER", "LAST-ACK", "TROUBLE", "UNACKED", "RETRANS", "RTO"
+        "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} KEEPALIVE",
+        "VERDICT", "PEER", "LOCAL", "OWNER", "LAST-ACK", "TROUBLE", "UNACKED", "RETRANS", "RTO", "SOURCE", "IN-SET"
     );
     for k in &s.sockets {
         let owner = match (&k.owner_comm, k.owner_pid) {
@@ -93,9 +115,11 @@ pub fn render(s: &Snapshot) -> String {
         let trouble = k.trouble_age_ms.map_or_else(|| "-".to_owned(), secs);
         let _ = writeln!(
             out,
-            "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {}",
+            "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} {}{}",
             k.verdict, k.peer, k.local, owner, secs(k.last_ack_age_ms), trouble,
-            format!("{}/{}B", k.unacked_segs, k.unacked_bytes), k.retransmits, k.rto_count, k.source
+            format!("{}/{}B", k.unacked_segs, k.unacked_bytes), k.retransmits, k.rto_count, k.source,
+            k.endpoint_member.as_deref().unwrap_or("-"),
+            k.keepalive, k.keepalive_probes.filter(|p| *p > 0).map_or_else(String::new, |p| format!(", {p} probes unanswered"))
         );
     }
     out

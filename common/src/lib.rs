@@ -7,9 +7,11 @@
 #![no_std]
 
 pub mod config;
+pub mod keepalive;
 pub mod sock;
 
 pub use config::{Owner, COMM_LEN};
+pub use keepalive::Keepalive;
 pub use sock::SockState;
 
 /// Names of the maps in the eBPF object, looked up by the agent.
@@ -20,6 +22,8 @@ pub mod maps {
     pub const COMMS: &str = "COMMS";
     pub const CONFIG: &str = "CONFIG";
     pub const ADOPT: &str = "ADOPT";
+    pub const KEEPALIVE: &str = "KEEPALIVE";
+    pub const TROUBLE: &str = "TROUBLE";
     pub const STATS: &str = "STATS";
 }
 

@@ -51,11 +51,14 @@ pub struct SockState {
     pub source: u8,
     /// TCP state (`TCP_ESTABLISHED` = 1, ...).
     pub state: u8,
-    /// Explicit padding to the 8-byte alignment; always zero.
-    pub pad: [u8; 4],
+    /// `KA_ARMED`, `KA_OFF`, `KA_PENDING` or a negative errno (`crate::keepalive`).
+    pub ka_result: i32,
+    /// The keepalive values in force on the socket once armed (the application's where
+    /// they were stricter).
+    pub keepalive: crate::Keepalive,
 }
 
-const _: () = assert!(core::mem::size_of::<SockState>() == 144);
+const _: () = assert!(core::mem::size_of::<SockState>() == 160);
 const _: () = assert!(core::mem::align_of::<SockState>() == 8);
 
 impl SockState {
@@ -70,3 +73,6 @@ impl SockState {
 /// wants armed; the TCP iterator replaces it with `ADOPT_ARMED` or a negative errno.
 pub const ADOPT_PENDING: i32 = 1;
 pub const ADOPT_ARMED: i32 = 0;
+/// The socket already carried our callback flags: a previous agent armed it (and was killed
+/// before the socket closed). Nothing is armed twice.
+pub const ADOPT_ALREADY: i32 = 2;

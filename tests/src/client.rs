@@ -24,7 +24,7 @@ pub struct ClientEvent {
 }
 
 impl ClientEvent {
-    fn parse(line: &str) -> Option<Self> {
+    pub(crate) fn parse(line: &str) -> Option<Self> {
         let raw: Value = serde_json::from_str(line).ok()?;
         let num = |k: &str| raw.get(k).and_then(Value::as_u64);
         Some(Self {
@@ -64,14 +64,27 @@ impl Client {
     /// # Errors
     /// When it cannot start or does not connect within 15 s.
     pub fn start(lab: &Lab, cgroup: Option<&Cgroup>, args: &[&str]) -> Result<Self> {
-        let bin = fixture("lab-client")?;
+        Self::start_bin("lab-client", lab, cgroup, args)
+    }
+
+    /// `start` for another client fixture printing the same events (`kube-client`).
+    ///
+    /// # Errors
+    /// When it cannot start or does not connect within 15 s.
+    pub fn start_bin(
+        name: &str,
+        lab: &Lab,
+        cgroup: Option<&Cgroup>,
+        args: &[&str],
+    ) -> Result<Self> {
+        let bin = fixture(name)?;
         let bin = bin.to_str().context("path")?;
         let cmd = match cgroup {
             Some(cg) => cg.command_in_netns(lab.client.name(), bin, args),
             None => lab.client.command(bin, args),
         };
         let mut c = Self {
-            proc: Proc::spawn("lab-client", cmd)?,
+            proc: Proc::spawn(name, cmd)?,
         };
         c.proc
             .wait_stdout("the client to connect", Duration::from_secs(15), |l| {

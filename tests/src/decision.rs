@@ -20,6 +20,12 @@ pub struct Decision {
     pub last_ack_age_ms: Option<u64>,
     pub unacked_bytes: Option<u64>,
     pub retransmits: Option<u64>,
+    /// The endpoint the socket belongs to (`api.lab.test:6443`), when it belongs to one.
+    pub endpoint: String,
+    /// How long the peer had been out of the set, for "orphaned".
+    pub orphaned_for_ms: Option<u64>,
+    /// The event's message (e.g. "... no healthy endpoint, holding" for a hold).
+    pub message: String,
     pub raw: Value,
 }
 
@@ -53,6 +59,9 @@ impl Decision {
             last_ack_age_ms: n("last_ack_age_ms"),
             unacked_bytes: n("unacked_bytes"),
             retransmits: n("retransmits"),
+            endpoint: s("endpoint"),
+            orphaned_for_ms: n("orphaned_for_ms"),
+            message: s("message"),
             raw,
         }
     }

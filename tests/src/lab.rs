@@ -1,4 +1,5 @@
-//! The lab topology: client ns <-veth-> wire ns (bridge) <-veth-> server ns.
+//! The lab topology: client ns <-veth-> wire ns (bridge) <-veth-> server ns, and on demand
+//! more hosts on the same bridge (`Lab::add_host`: more API servers, a DNS server).
 //!
 //! Each lab has its own namespaces, so parallel labs reuse the same documentation
 //! addresses without colliding, and nothing is created in the root namespace: the veth
@@ -36,7 +37,6 @@ impl Lab {
             server: NetNs::new("s")?,
             wire: NetNs::new("w")?,
         };
-        let w = lab.wire.name();
         lab.wire.ip(&["link", "add", "br0", "type", "bridge"])?;
         // The bridge and its ports only switch frames: no addresses, no IPv6 DAD chatter.
         lab.wire
@@ -46,17 +46,42 @@ impl Lab {
             (&lab.client, "vc", CLIENT_V4, CLIENT_V6),
             (&lab.server, "vs", SERVER_V4, SERVER_V6),
         ] {
-            host.ip(&[
-                "link", "add", "eth0", "type", "veth", "peer", "name", port, "netns", w,
-            ])?;
-            lab.wire.ip(&["link", "set", port, "master", "br0", "up"])?;
-            host.ip(&["addr", "add", &format!("{v4}/24"), "dev", "eth0"])?;
-            // nodad: usable at once instead of after ~1 s of duplicate address detection.
-            host.ip(&["addr", "add", &format!("{v6}/64"), "dev", "eth0", "nodad"])?;
-            host.ip(&["link", "set", "eth0", "up"])?;
+            lab.attach(host, port, v4, v6)?;
         }
         crate::nft::init(&lab.wire)?;
         Ok(lab)
+    }
+
+    /// One more host on the bridge (another API server, the DNS server): its own namespace
+    /// with `eth0` at `v4`/24 and `v6`/64. `role` names it and its bridge port (`v<role>`), so
+    /// it must be short (at most 8 characters) and unique within this lab. The caller owns the
+    /// namespace; dropping it (before or after the lab) removes the host and its veth.
+    ///
+    /// # Errors
+    /// When the namespace, link or addresses cannot be set up.
+    pub fn add_host(&self, role: &str, v4: Ipv4Addr, v6: Ipv6Addr) -> Result<NetNs> {
+        anyhow::ensure!(
+            role.len() <= 8 && role.chars().all(|c| c.is_ascii_alphanumeric()),
+            "host role {role:?}: at most 8 letters or digits"
+        );
+        let host = NetNs::new(role)?;
+        self.attach(&host, &format!("v{role}"), v4, v6)?;
+        Ok(host)
+    }
+
+    /// A veth from `host`'s `eth0` to bridge port `port` in the wire namespace, addresses up.
+    fn attach(&self, host: &NetNs, port: &str, v4: Ipv4Addr, v6: Ipv6Addr) -> Result<()> {
+        let w = self.wire.name();
+        host.ip(&[
+            "link", "add", "eth0", "type", "veth", "peer", "name", port, "netns", w,
+        ])?;
+        self.wire
+            .ip(&["link", "set", port, "master", "br0", "up"])?;
+        host.ip(&["addr", "add", &format!("{v4}/24"), "dev", "eth0"])?;
+        // nodad: usable at once instead of after ~1 s of duplicate address detection.
+        host.ip(&["addr", "add", &format!("{v6}/64"), "dev", "eth0", "nodad"])?;
+        host.ip(&["link", "set", "eth0", "up"])?;
+        Ok(())
     }
 
     /// The server's listening address in the given family.

@@ -5,14 +5,26 @@
 //! neither end can see them, exactly like a load balancer that silently drops a flow.
 //! Every resource (namespace, process, cgroup, temp dir) is a guard removed on `Drop`, so a
 //! failing assertion still leaves the machine clean.
+//!
+//! The endpoint lab (`ApiLab`) adds API hosts and a real dnsmasq on the same bridge, with an
+//! HTTP/2 kubelet-like client (`kube-client`) that re-resolves and re-dials on errors.
 
 pub mod agent;
+pub mod apilab;
 pub mod cgroup;
 pub mod client;
 pub mod cmd;
 pub mod decision;
 pub mod kubelet_unit;
 pub mod journald;
+pub mod dns;
+mod dns_rotate;
+pub mod dnsquery;
+pub mod endpoint_checks;
+pub mod endpoint_log;
+pub mod endpoint_scenario;
+pub mod keepalive;
+pub mod kube;
 pub mod lab;
 pub mod metrics;
 pub mod netns;
@@ -29,9 +41,12 @@ pub mod timeline;
 pub mod util;
 
 pub use agent::{Agent, AgentArgs};
+pub use apilab::{API_NAME, ApiLab, ENDPOINT, api};
 pub use cgroup::{Cgroup, cgroup2_mount};
 pub use client::{Client, ClientEvent};
 pub use decision::Decision;
+pub use dns::Dnsmasq;
+pub use dns_rotate::Rotation;
 pub use lab::{CLIENT_V4, CLIENT_V6, Lab, SERVER_PORT, SERVER_V4, SERVER_V6};
 pub use netns::NetNs;
 pub use nft::Fault;

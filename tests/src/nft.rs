@@ -60,6 +60,22 @@ impl Lab {
         )
     }
 
+    /// Counts (never drops) the packets of the flow from client port `client_port`: the
+    /// first rule counts client -> server, the second server -> client (`Lab::rule_counts`).
+    ///
+    /// # Errors
+    /// When nft refuses a rule.
+    pub fn count_flow(&self, client_port: u16) -> Result<Fault> {
+        let p = client_port.to_string();
+        self.fault(
+            &format!("packet counters for the flow from client port {p}"),
+            &[
+                &["tcp", "sport", &p, "counter"],
+                &["tcp", "dport", &p, "counter"],
+            ],
+        )
+    }
+
     /// Random loss of `percent` % on every forwarded packet, both directions.
     ///
     /// # Errors
@@ -110,10 +126,24 @@ impl Lab {
     /// # Errors
     /// When nft cannot list the table.
     pub fn counters(&self, fault: &Fault) -> Result<(u64, u64)> {
+        let (mut seen, mut dropped) = (0, 0);
+        for counts in self.rule_counts(fault)? {
+            seen += counts.first().copied().unwrap_or(0);
+            dropped += counts.last().copied().unwrap_or(0);
+        }
+        Ok((seen, dropped))
+    }
+
+    /// The packet counts of each of the fault's rules, in the order they were added (one
+    /// entry per `counter` statement in the rule).
+    ///
+    /// # Errors
+    /// When nft cannot list the table.
+    pub fn rule_counts(&self, fault: &Fault) -> Result<Vec<Vec<u64>>> {
         let listing = self
             .wire
             .exec("nft", &["-a", "list", "table", "bridge", TABLE])?;
-        let (mut seen, mut dropped) = (0, 0);
+        let mut by_handle = std::collections::HashMap::new();
         for line in listing.lines() {
             let Some((rule, handle)) = line.rsplit_once("# handle ") else {
                 continue;
@@ -131,10 +161,15 @@ impl Lab {
                 .filter(|w| w[0] == "counter" && w[1] == "packets")
                 .filter_map(|w| w[2].parse().ok())
                 .collect();
-            seen += counts.first().copied().unwrap_or(0);
-            dropped += counts.last().copied().unwrap_or(0);
+            if let Ok(h) = handle.trim().parse::<u64>() {
+                by_handle.insert(h, counts);
+            }
         }
-        Ok((seen, dropped))
+        Ok(fault
+            .handles
+            .iter()
+            .map(|h| by_handle.remove(h).unwrap_or_default())
+            .collect())
     }
 
     /// The current rule set of the wire namespace, for diagnostics.

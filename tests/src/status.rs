@@ -9,6 +9,22 @@ pub struct Status {
     pub stall_timeout_ms: u64,
     pub kills: u64,
     pub sockets: Vec<StatusSocket>,
+    /// The followed endpoints (empty when the agent follows none, or predates them).
+    pub endpoints: Vec<EndpointStatus>,
+}
+
+/// One followed endpoint: its current address set and how its resolution goes.
+#[derive(Clone, Debug)]
+pub struct EndpointStatus {
+    /// `NAME:PORT`, as given to `--endpoint`.
+    pub endpoint: String,
+    /// The set in force (the last good answer), as the agent prints it.
+    pub addrs: Vec<String>,
+    pub last_refresh_age_ms: u64,
+    /// DNS failures counted so far.
+    pub failures: u64,
+    pub last_error: Option<String>,
+    pub raw: Value,
 }
 
 /// One watched socket as the agent sees it.
@@ -23,6 +39,11 @@ pub struct StatusSocket {
     pub unacked_segs: u64,
     pub unacked_bytes: u64,
     pub retransmits: u64,
+    /// Keepalive in force ("10s,3s,3"), "off", or why it is not armed.
+    pub keepalive: String,
+    /// Whether the peer is in its endpoint's set: "in-set", "leaving", "orphaned", "unknown";
+    /// None when the socket belongs to no followed endpoint (or the agent predates endpoints).
+    pub endpoint_member: Option<String>,
     pub raw: Value,
 }
 
@@ -46,7 +67,30 @@ impl Status {
                 .iter()
                 .map(StatusSocket::from_json)
                 .collect::<Result<_>>()?,
+            endpoints: match v.get("endpoints").and_then(Value::as_array) {
+                Some(eps) => eps
+                    .iter()
+                    .map(EndpointStatus::from_json)
+                    .collect::<Result<_>>()?,
+                None => Vec::new(),
+            },
         })
+    }
+
+    /// The status of endpoint `NAME:PORT`.
+    #[must_use]
+    pub fn endpoint(&self, endpoint: &str) -> Option<&EndpointStatus> {
+        self.endpoints.iter().find(|e| e.endpoint == endpoint)
+    }
+
+    /// Every socket whose local address ends with `:PORT` (one, unless something is wrong).
+    #[must_use]
+    pub fn sockets_for_port(&self, local_port: u16) -> Vec<&StatusSocket> {
+        let suffix = format!(":{local_port}");
+        self.sockets
+            .iter()
+            .filter(|s| s.local.ends_with(&suffix))
+            .collect()
     }
 
     /// The socket whose local address ends with `:PORT`.
@@ -80,6 +124,11 @@ impl StatusSocket {
             unacked_segs: n("unacked_segs")?,
             unacked_bytes: n("unacked_bytes")?,
             retransmits: n("retransmits")?,
+            keepalive: s("keepalive")?,
+            endpoint_member: v
+                .get("endpoint_member")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             raw: v.clone(),
         })
     }
@@ -91,5 +140,37 @@ impl StatusSocket {
             && (self.trouble_age_ms.unwrap_or(0) > 0
                 || self.unacked_segs > 0
                 || self.unacked_bytes > 0)
+    }
+}
+
+impl EndpointStatus {
+    fn from_json(v: &Value) -> Result<Self> {
+        let addrs = v
+            .get("addrs")
+            .and_then(Value::as_array)
+            .with_context(|| format!("endpoint lacks addrs: {v}"))?;
+        let n = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_u64)
+                .with_context(|| format!("endpoint lacks {k}: {v}"))
+        };
+        Ok(Self {
+            endpoint: v
+                .get("endpoint")
+                .and_then(Value::as_str)
+                .with_context(|| format!("endpoint lacks endpoint: {v}"))?
+                .to_owned(),
+            addrs: addrs
+                .iter()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect(),
+            last_refresh_age_ms: n("last_refresh_age_ms")?,
+            failures: n("failures")?,
+            last_error: v
+                .get("last_error")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            raw: v.clone(),
+        })
     }
 }

@@ -16,6 +16,9 @@ const NEEDED: &[(&str, &str)] = &[
     ("ss", "iproute2"),
     ("bpftool", "bpftool"), // inspecting what the agent attached
     ("iperf3", "iperf3"),
+    // The lab's DNS server for the endpoint scenarios. dnsmasq-base: the binary without the
+    // system service, which would grab port 53 of the host.
+    ("dnsmasq", "dnsmasq-base"),
     ("cc", "build-essential"), // bpf-linker links against rustup's libLLVM
     // A real systemd manager, its bus and journald for the node-integration tests.
     ("systemctl", "systemd"),

@@ -14,28 +14,13 @@ use super::{
 };
 use crate::node_args::SystemdBus;
 
-/// Whether any endpoint of the API server is healthy: a restart while none is would only
-/// add a re-list storm to the outage. The endpoint checks come with issue 3; until then the
-/// answer is `None` (unknown), which does not hold restarts back. Issue 3 implements this
-/// trait and passes its checker to `spawn` instead of `Unknown`.
-pub trait EndpointHealth: Send + Sync + 'static {
-    fn any_healthy(&self) -> Option<bool>;
-}
-
-/// No endpoint checks yet (issue 3).
-pub struct Unknown;
-
-impl EndpointHealth for Unknown {
-    fn any_healthy(&self) -> Option<bool> {
-        None
-    }
-}
-
 pub struct Restarter {
     pub bus: SystemdBus,
     pub unit: String,
     pub max_per_hour: u32,
-    pub health: Box<dyn EndpointHealth>,
+    /// The API endpoint: a restart while no address of it accepts connections would only
+    /// add a re-list storm to the outage. Empty without a configured endpoint (no check).
+    pub endpoints: crate::endpoint::Endpoints,
 }
 
 impl Restarter {
@@ -53,7 +38,7 @@ impl Restarter {
                 // Asked about a process we have restarted since: already handled.
                 continue;
             }
-            if self.health.any_healthy() == Some(false) {
+            if !self.endpoints.is_empty() && !self.endpoints.any_accepts().await {
                 self.log(&req, "held: no healthy endpoint", None);
                 continue;
             }

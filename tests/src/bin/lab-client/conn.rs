@@ -4,6 +4,8 @@ use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
+
 use crate::report::Report;
 
 /// A connection and its local port (what the agent and ss show).
@@ -13,10 +15,34 @@ pub struct Conn {
     pub port: u16,
 }
 
-/// Connects (5 s timeout) with the long I/O timeouts set on the socket.
-pub fn connect(peer: &SocketAddr, io_timeout: Duration) -> Result<Conn, Report> {
-    let s = TcpStream::connect_timeout(peer, Duration::from_secs(5))
+/// Keepalive the application sets itself before connecting: idle, interval, count.
+#[derive(Clone, Copy, Debug)]
+pub struct AppKeepalive(pub u64, pub u64, pub u32);
+
+/// Connects (5 s timeout) with the long I/O timeouts set on the socket, and the client's
+/// own keepalive (set before connect, as an application would) when asked.
+pub fn connect(
+    peer: &SocketAddr,
+    io_timeout: Duration,
+    keepalive: Option<AppKeepalive>,
+) -> Result<Conn, Report> {
+    let sock = Socket::new(
+        Domain::for_address(*peer),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(|e| Report::io("socket", &e, 0))?;
+    if let Some(AppKeepalive(idle, intvl, cnt)) = keepalive {
+        let ka = TcpKeepalive::new()
+            .with_time(Duration::from_secs(idle))
+            .with_interval(Duration::from_secs(intvl))
+            .with_retries(cnt);
+        sock.set_tcp_keepalive(&ka)
+            .map_err(|e| Report::io("keepalive", &e, 0))?;
+    }
+    sock.connect_timeout(&(*peer).into(), Duration::from_secs(5))
         .map_err(|e| Report::io("connect", &e, 0))?;
+    let s: TcpStream = sock.into();
     let port = s.local_addr().map_or(0, |a| a.port());
     let setup = |s: &TcpStream| {
         s.set_nodelay(true)?;
@@ -42,4 +68,23 @@ pub fn read_line(conn: &mut Conn, buf: &mut String) -> Result<(), Report> {
         Ok(_) => Ok(()),
         Err(e) => Err(Report::io("read", &e, conn.port)),
     }
+}
+
+/// The socket's keepalive options as the kernel has them now (`getsockopt`).
+pub fn sockopts(s: &TcpStream, port: u16) -> Report {
+    let r = SockRef::from(s);
+    let secs = |d: std::io::Result<Duration>| d.map_or(0, |d| d.as_secs());
+    Report::new("sockopts")
+        .port(port)
+        .num("keepalive", u64::from(r.keepalive().unwrap_or(false)))
+        .num("idle_s", secs(r.tcp_keepalive_time()))
+        .num("intvl_s", secs(r.tcp_keepalive_interval()))
+        .num("cnt", u64::from(r.tcp_keepalive_retries().unwrap_or(0)))
+        .num(
+            "user_timeout_ms",
+            r.tcp_user_timeout()
+                .ok()
+                .flatten()
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0)),
+        )
 }

@@ -19,7 +19,7 @@ use lifeline_tests::parse_duration;
 
 mod conn;
 mod report;
-use conn::{Conn, connect, read_line};
+use conn::{AppKeepalive, Conn, connect, read_line};
 use report::{Report, emit};
 
 #[derive(Parser)]
@@ -31,6 +31,13 @@ struct Args {
     /// Read/write timeout; long so it never masks the kernel's behaviour.
     #[arg(long, default_value = "600s", value_parser = parse_duration)]
     io_timeout: Duration,
+    /// Set keepalive on the socket before connecting, as IDLE,INTERVAL,COUNT in seconds
+    /// (e.g. `5,2,2`): the application's own choice, which lifeline must not loosen.
+    #[arg(long, value_parser = parse_keepalive)]
+    keepalive: Option<AppKeepalive>,
+    /// Print the socket's keepalive options (`sockopts` events) this often.
+    #[arg(long, value_parser = parse_duration)]
+    sockopts_every: Option<Duration>,
     /// Exit by itself after this long (every fixture is bounded in time).
     #[arg(long, default_value = "30m", value_parser = parse_duration)]
     lifetime: Duration,
@@ -59,6 +66,9 @@ enum Mode {
     Watch {
         #[arg(long, default_value_t = 1)]
         every: u64,
+        /// On an error, reconnect and ask for the stream again (a real client's re-dial).
+        #[arg(long)]
+        redial: bool,
     },
 }
 
@@ -70,19 +80,22 @@ fn main() {
         emit(&Report::new("done").note("lifetime over"));
         std::process::exit(0);
     });
-    let mut conn = connect(&args.peer, args.io_timeout).unwrap_or_else(|r| {
+    let mut conn = connect(&args.peer, args.io_timeout, args.keepalive).unwrap_or_else(|r| {
         emit(&r);
         std::process::exit(1);
     });
     let peer = args.peer.to_string();
     emit(&Report::new("connected").port(conn.port).text("peer", &peer));
+    if let Some(every) = args.sockopts_every {
+        report_sockopts(&conn, every);
+    }
     let failure = match args.mode {
         Mode::Heartbeat { interval, redial } => heartbeat(&args, &mut conn, interval, redial),
         Mode::Bulk { seconds } => bulk(&mut conn, Duration::from_secs(seconds))
             .err()
             .or_else(|| hold(&mut conn)),
         Mode::Idle => hold(&mut conn),
-        Mode::Watch { every } => watch(&mut conn, every),
+        Mode::Watch { every, redial } => watch_loop(&args, &mut conn, every, redial),
     };
     if let Some(r) = failure {
         emit(&r);
@@ -123,7 +136,7 @@ fn heartbeat(args: &Args, conn: &mut Conn, interval: Duration, redial: bool) -> 
 /// Re-dials until it works; bounded by the process lifetime watchdog.
 fn redial_loop(args: &Args) -> Conn {
     loop {
-        match connect(&args.peer, args.io_timeout) {
+        match connect(&args.peer, args.io_timeout, args.keepalive) {
             Ok(c) => return c,
             Err(r) => emit(&r),
         }
@@ -189,6 +202,49 @@ fn watch(conn: &mut Conn, every: u64) -> Option<Report> {
         emit(&Report::new("ok").port(conn.port).num("seq", seq));
     }
     None
+}
+
+/// Watches; with `redial`, re-dials after an error and watches again on the new connection.
+fn watch_loop(args: &Args, conn: &mut Conn, every: u64, redial: bool) -> Option<Report> {
+    loop {
+        let failure = watch(conn, every)?;
+        if !redial {
+            return Some(failure);
+        }
+        emit(&failure);
+        *conn = redial_loop(args);
+        emit(&Report::new("redialed").port(conn.port));
+    }
+}
+
+/// A thread printing the first connection's keepalive options every `every`, for the
+/// process lifetime (the lifetime watchdog ends it).
+fn report_sockopts(conn: &Conn, every: Duration) {
+    let Ok(s) = conn.writer.try_clone() else {
+        return;
+    };
+    let port = conn.port;
+    std::thread::spawn(move || {
+        loop {
+            emit(&conn::sockopts(&s, port));
+            std::thread::sleep(every);
+        }
+    });
+}
+
+fn parse_keepalive(s: &str) -> Result<AppKeepalive, String> {
+    let v: Vec<u64> = s
+        .split(',')
+        .map(|x| x.trim().parse().map_err(|e| format!("'{x}': {e}")))
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [idle, intvl, cnt] => Ok(AppKeepalive(
+            idle,
+            intvl,
+            u32::try_from(cnt).map_err(|e| e.to_string())?,
+        )),
+        _ => Err(format!("'{s}': expected IDLE,INTERVAL,COUNT in seconds")),
+    }
 }
 
 fn ms(d: Duration) -> u64 {

@@ -1,0 +1,123 @@
+//! Following the API endpoint: its resolved address set, peer probes, and the healthy
+//! endpoint check that keeps lifeline from making an outage worse.
+
+mod connect;
+pub mod kubeconfig;
+pub mod guard;
+mod peers;
+mod refresh;
+mod resolve;
+mod set;
+pub mod setup;
+
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
+
+use serde::{Deserialize, Serialize};
+
+pub use guard::Guard;
+pub use peers::Prober;
+pub use refresh::{spawn_refreshers, Refresh};
+pub use resolve::Resolver;
+pub use set::{EndpointSet, Membership};
+
+/// What `lifeline status` shows of one endpoint.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EndpointStatus {
+    pub endpoint: String,
+    pub addrs: Vec<String>,
+    pub last_refresh_age_ms: Option<u64>,
+    pub failures: u64,
+    pub last_error: Option<String>,
+}
+
+/// Every configured endpoint, shared between the refresh tasks and the daemon.
+#[derive(Clone, Default)]
+pub struct Endpoints {
+    sets: Vec<Arc<Mutex<EndpointSet>>>,
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Endpoints {
+    #[must_use]
+    pub fn new(list: &[(String, u16)]) -> Self {
+        Self { sets: list.iter().map(|(h, p)| Arc::new(Mutex::new(EndpointSet::new(h, *p)))).collect() }
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+
+    #[must_use]
+    pub fn sets(&self) -> &[Arc<Mutex<EndpointSet>>] {
+        &self.sets
+    }
+
+    /// The endpoint a socket to `peer` belongs to (same port), and where its address stands.
+    /// With several endpoints on one port, being in any set is enough.
+    #[must_use]
+    pub fn membership(&self, peer: SocketAddr, grace: Duration) -> Option<(String, Membership)> {
+        let mut found: Option<(String, Membership)> = None;
+        for s in &self.sets {
+            let mut s = s.lock().unwrap_or_else(PoisonError::into_inner);
+            if s.port != peer.port() {
+                continue;
+            }
+            let m = s.membership(peer.ip(), grace);
+            if found.is_none() || m == Membership::InSet || found.as_ref().is_some_and(|f| f.1 == Membership::Unknown) {
+                found = Some((s.name.clone(), m));
+            }
+        }
+        found
+    }
+
+    /// Every address of every current set, with its endpoint's port.
+    #[must_use]
+    pub fn targets(&self) -> Vec<SocketAddr> {
+        let mut out = Vec::new();
+        for s in &self.sets {
+            let s = s.lock().unwrap_or_else(PoisonError::into_inner);
+            out.extend(s.current.iter().map(|ip| SocketAddr::new(*ip, s.port)));
+        }
+        out
+    }
+
+    /// Whether at least one address of the current sets accepts a TCP connection within 1 s.
+    pub async fn any_accepts(&self) -> bool {
+        connect::any_accepts(&self.targets()).await
+    }
+
+    #[must_use]
+    pub fn status(&self, now: Instant) -> Vec<EndpointStatus> {
+        self.sets
+            .iter()
+            .map(|s| {
+                let s = s.lock().unwrap_or_else(PoisonError::into_inner);
+                EndpointStatus {
+                    endpoint: s.name.clone(),
+                    addrs: s.current.iter().map(ToString::to_string).collect(),
+                    last_refresh_age_ms: s.last_success.map(|t| ms(now.saturating_duration_since(t))),
+                    failures: s.failures,
+                    last_error: s.last_error.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Everything the daemon needs to follow the endpoints.
+pub struct Follow {
+    pub endpoints: Endpoints,
+    pub prober: Prober,
+    pub guard: Guard,
+    pub grace: Duration,
+    pub migrate: bool,
+    pub spread: Duration,
+}

@@ -1,0 +1,101 @@
+//! Idle sockets: finding a dead peer behind a connection nobody is talking to.
+//!
+//! An idle socket never retransmits, so the probe's callbacks never nominate it. The probe
+//! arms keepalive on it instead, and this module decides when its `tcp_info` is worth a look:
+//! not before the socket has been idle for its keepalive time (no probe can have gone out),
+//! and then at the earliest moment it could have become silent. A healthy idle socket,
+//! whose probes are answered, costs one `sock_diag` request per keepalive period.
+
+use std::{collections::HashMap, time::Duration};
+
+use lifeline_common::{keepalive::KA_ARMED, Keepalive, SockState};
+
+use crate::{clock, diag::TcpInfo};
+
+pub struct IdleWatch {
+    /// `--silent-timeout`; `None` when keepalive is off: nothing is ever silent.
+    pub silent: Option<Duration>,
+    /// What the probe was asked to arm (for `lifeline status`).
+    pub want: Keepalive,
+    /// When each idle socket is next worth a look (`CLOCK_MONOTONIC` ns).
+    next: HashMap<u64, u64>,
+}
+
+impl IdleWatch {
+    #[must_use]
+    pub fn new(silent: Option<Duration>, want: Keepalive) -> Self {
+        Self { silent: silent.filter(|_| want.idle_s != 0), want, next: HashMap::new() }
+    }
+
+    /// Whether the idle socket `rec` should have its `tcp_info` read in this sweep.
+    #[must_use]
+    pub fn due(&self, cookie: u64, rec: &SockState, now_ns: u64) -> bool {
+        if self.silent.is_none() || rec.ka_result != KA_ARMED || rec.keepalive.idle_s == 0 || rec.trouble_ns != 0 {
+            return false;
+        }
+        // The record's last ACK progress is a lower bound of the last segment received, so
+        // before this the kernel cannot have sent a single keepalive probe.
+        let idle = Duration::from_secs(u64::from(rec.keepalive.idle_s));
+        if Duration::from_millis(clock::age_ms(now_ns, rec.last_ack_ns)) < idle {
+            return false;
+        }
+        self.next.get(&cookie).is_none_or(|t| now_ns >= *t)
+    }
+
+    /// After a look: the socket cannot turn silent before nothing has arrived from its peer
+    /// for the whole silent timeout, so the next look is due exactly then.
+    pub fn looked(&mut self, cookie: u64, info: &TcpInfo, now_ns: u64) {
+        let Some(silent) = self.silent else { return };
+        let quiet = Duration::from_millis(u64::from(info.last_ack_recv_ms));
+        let wait = u64::try_from(silent.saturating_sub(quiet).as_nanos()).unwrap_or(u64::MAX);
+        self.next.insert(cookie, now_ns.saturating_add(wait));
+    }
+
+    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
+        self.next.retain(|c, _| live(*c));
+    }
+}
+
+/// `lifeline status`'s keepalive column for one socket.
+#[must_use]
+pub fn describe(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
+    use lifeline_common::keepalive::{KA_OFF, KA_PENDING};
+    let k = &rec.keepalive;
+    match rec.ka_result {
+        KA_OFF => "off".to_owned(),
+        KA_ARMED if k.idle_s == 0 => "off".to_owned(),
+        KA_ARMED => {
+            let own = k.idle_s < want.idle_s || k.intvl_s < want.intvl_s || k.cnt < want.cnt;
+            format!("{}s,{}s,{}{}", k.idle_s, k.intvl_s, k.cnt, if own { " (app's, stricter)" } else { "" })
+        }
+        KA_PENDING if !can_adopt => "not armed: pre-existing socket, needs Linux 6.12 (TCP iterator)".to_owned(),
+        KA_PENDING => "not armed (yet)".to_owned(),
+        errno => format!("not armed: kernel refused (errno {})", -errno),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn armed(last_ack_s: u64) -> SockState {
+        let keepalive = Keepalive { idle_s: 10, intvl_s: 3, cnt: 3, user_timeout_ms: 0 };
+        SockState { state: 1, last_ack_ns: last_ack_s * S, ka_result: KA_ARMED, keepalive, ..Default::default() }
+    }
+
+    #[test]
+    fn looks_only_when_a_probe_can_be_out_then_when_silence_is_possible() {
+        let want = Keepalive { idle_s: 10, intvl_s: 3, cnt: 3, user_timeout_ms: 0 };
+        let mut w = IdleWatch::new(Some(Duration::from_secs(16)), want);
+        assert!(!w.due(1, &armed(95), 100 * S), "idle 5 s: no probe can have gone out");
+        assert!(w.due(1, &armed(80), 100 * S), "idle 20 s");
+        // Answered 4 s ago: cannot be silent for another 12 s.
+        w.looked(1, &TcpInfo { last_ack_recv_ms: 4_000, ..Default::default() }, 100 * S);
+        assert!(!w.due(1, &armed(80), 111 * S));
+        assert!(w.due(1, &armed(80), 112 * S));
+        let off = IdleWatch::new(None, want);
+        assert!(!off.due(1, &armed(0), 100 * S), "keepalive off");
+    }
+}

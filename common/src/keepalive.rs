@@ -1,0 +1,51 @@
+//! TCP keepalive settings the probe applies to watched sockets, and what it applied.
+//!
+//! An idle connection sends nothing, so a black-holed peer never causes a retransmission;
+//! keepalive probes are the only traffic that can go unanswered. The agent writes the
+//! wanted values into the `KEEPALIVE` map; the probe lowers each of the socket's own values
+//! to them (never raises one: a stricter value the application chose stays) and records the
+//! values in force in the socket's `SockState`.
+
+/// Keepalive timing, in the units of the socket options (`tcp(7)`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Keepalive {
+    /// `TCP_KEEPIDLE`, seconds; 0 in the `KEEPALIVE` map: do not arm keepalive.
+    pub idle_s: u32,
+    /// `TCP_KEEPINTVL`, seconds.
+    pub intvl_s: u32,
+    /// `TCP_KEEPCNT`.
+    pub cnt: u32,
+    /// `TCP_USER_TIMEOUT`, milliseconds; 0: leave it alone.
+    pub user_timeout_ms: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<Keepalive>() == 16);
+
+/// `SockState::ka_result`: keepalive is armed with the values in `SockState::keepalive`.
+pub const KA_ARMED: i32 = 0;
+/// `SockState::ka_result`: the agent asked for no keepalive (`--keepalive off`).
+pub const KA_OFF: i32 = 1;
+/// `SockState::ka_result`: not armed (yet): a pre-existing socket the TCP iterator has not
+/// reached, or could not (kernel without it). Negative values are the errno the kernel
+/// returned.
+pub const KA_PENDING: i32 = 2;
+
+// Option numbers from include/uapi/asm-generic/socket.h and include/uapi/linux/tcp.h.
+pub const SOL_SOCKET: i32 = 1;
+pub const SO_KEEPALIVE: i32 = 9;
+pub const SOL_TCP: i32 = 6;
+pub const TCP_KEEPIDLE: i32 = 4;
+pub const TCP_KEEPINTVL: i32 = 5;
+pub const TCP_KEEPCNT: i32 = 6;
+pub const TCP_USER_TIMEOUT: i32 = 18;
+
+/// Limits the kernel enforces (`MAX_TCP_KEEPIDLE`, `MAX_TCP_KEEPINTVL`, `MAX_TCP_KEEPCNT` in
+/// include/net/tcp.h).
+pub const MAX_KEEPIDLE_S: u32 = 32_767;
+pub const MAX_KEEPINTVL_S: u32 = 32_767;
+pub const MAX_KEEPCNT: u32 = 127;
+
+#[cfg(feature = "user")]
+// SAFETY: `repr(C)`, four u32 without padding (size checked above), any bit pattern valid.
+unsafe impl aya::Pod for Keepalive {}

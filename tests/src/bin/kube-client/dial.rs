@@ -1,0 +1,94 @@
+//! Resolving the server's name (fresh every time) and dialing its addresses in turn.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use hickory_resolver::Resolver;
+use hickory_resolver::config::{
+    LookupIpStrategy, NameServerConfigGroup, ResolverConfig, ResolverOpts,
+};
+use hickory_resolver::name_server::TokioConnectionProvider;
+use tokio::net::TcpStream;
+
+use crate::Args;
+use crate::report::{Report, emit};
+
+/// A TCP connection to one of the server's addresses.
+pub struct Dialed {
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    pub port: u16,
+}
+
+/// Resolves and dials until a connection is made, 500 ms between rounds (a round: one
+/// resolution, then each address once). Bounded by the process lifetime.
+pub async fn dial_until_connected(args: &Args) -> Dialed {
+    loop {
+        if let Some(d) = dial_once(args).await {
+            emit(
+                &Report::new("connected")
+                    .port(d.port)
+                    .text("peer", &d.peer.to_string()),
+            );
+            return d;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn dial_once(args: &Args) -> Option<Dialed> {
+    let addrs = resolve(args).await?;
+    for ip in addrs {
+        let peer = SocketAddr::new(ip, args.port);
+        match tokio::time::timeout(args.connect_timeout, TcpStream::connect(peer)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                crate::tuning::apply_user_timeout(&stream, args.user_timeout);
+                let port = stream.local_addr().map_or(0, |a| a.port());
+                return Some(Dialed { stream, peer, port });
+            }
+            Ok(Err(e)) => emit(&Report::io("connect", &e, 0).text("peer", &peer.to_string())),
+            Err(_) => emit(
+                &Report::new("error")
+                    .text("op", "connect")
+                    .text("peer", &peer.to_string())
+                    .text("error", "connect timed out"),
+            ),
+        }
+    }
+    None
+}
+
+/// A fresh resolver per resolution: client-go asks the resolver on every dial, and a cache
+/// here would hide exactly the DNS changes the lab makes. Addresses are tried in sorted
+/// order (IPv4 first, then lowest), so a test knows where a client with several lands.
+async fn resolve(args: &Args) -> Option<Vec<std::net::IpAddr>> {
+    let servers = NameServerConfigGroup::from_ips_clear(&[args.dns_server], 53, true);
+    let config = ResolverConfig::from_parts(None, vec![], servers);
+    let mut opts = ResolverOpts::default();
+    opts.cache_size = 0;
+    opts.timeout = Duration::from_secs(1);
+    opts.attempts = 2;
+    opts.ip_strategy = LookupIpStrategy::Ipv4AndIpv6;
+    let resolver = Resolver::builder_with_config(config, TokioConnectionProvider::default())
+        .with_options(opts)
+        .build();
+    match resolver.lookup_ip(format!("{}.", args.server)).await {
+        Ok(found) => {
+            let mut addrs: Vec<_> = found.iter().collect();
+            addrs.sort_unstable();
+            addrs.dedup();
+            let list: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+            emit(&Report::new("resolved").text("addrs", &list.join(",")));
+            Some(addrs).filter(|a| !a.is_empty())
+        }
+        Err(e) => {
+            emit(
+                &Report::new("error")
+                    .text("op", "resolve")
+                    .text("error", &e.to_string()),
+            );
+            None
+        }
+    }
+}
