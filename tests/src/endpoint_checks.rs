@@ -1,13 +1,16 @@
 //! Checks the long endpoint scenarios share: status sampled over a window, "nothing
-//! happened" (no kill, no client failure, no re-dial), and the agent's holds.
+//! happened" (no kill, no client failure, no re-dial), the agent's holds, and that a
+//! fault really dropped packets.
 
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
 
 use crate::agent::Agent;
+use crate::apilab::ApiLab;
 use crate::client::Client;
 use crate::decision::Decision;
+use crate::nft::Fault;
 use crate::util::mono_ms;
 
 /// Polls status every 2 s for `window`: the socket's `endpoint_member` values seen
@@ -58,4 +61,19 @@ pub fn holds_of(agent: &Agent, port: u16) -> Vec<Decision> {
         .into_iter()
         .filter(|d| d.is_for_port(port) && d.action == "hold")
         .collect()
+}
+
+/// A lab fault really dropped packets (the scenario did what it claims).
+///
+/// # Errors
+/// When it dropped nothing.
+pub fn check_dropped(l: &ApiLab, fault: &Fault) -> Result<()> {
+    let (_, dropped) = l.lab.counters(fault)?;
+    ensure!(
+        dropped > 0,
+        "{} dropped nothing:\n{}",
+        fault.description,
+        l.lab.nft_ruleset()
+    );
+    Ok(())
 }

@@ -160,18 +160,3 @@ pub fn back_on(
     )?;
     Ok(now)
 }
-
-/// A lab fault really dropped packets (the scenario did what it claims).
-///
-/// # Errors
-/// When it dropped nothing.
-pub fn check_dropped(l: &ApiLab, fault: &Fault) -> Result<()> {
-    let (_, dropped) = l.lab.counters(fault)?;
-    ensure!(
-        dropped > 0,
-        "{} dropped nothing:\n{}",
-        fault.description,
-        l.lab.nft_ruleset()
-    );
-    Ok(())
-}

@@ -36,6 +36,7 @@ pub mod setup;
 pub mod ss;
 mod stale;
 pub mod status;
+mod status_endpoint;
 pub mod systemd;
 pub mod timeline;
 pub mod util;

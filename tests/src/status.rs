@@ -3,6 +3,8 @@
 use anyhow::{Context, Result};
 use serde_json::Value;
 
+pub use crate::status_endpoint::EndpointStatus;
+
 /// The whole status answer.
 #[derive(Clone, Debug)]
 pub struct Status {
@@ -11,20 +13,6 @@ pub struct Status {
     pub sockets: Vec<StatusSocket>,
     /// The followed endpoints (empty when the agent follows none, or predates them).
     pub endpoints: Vec<EndpointStatus>,
-}
-
-/// One followed endpoint: its current address set and how its resolution goes.
-#[derive(Clone, Debug)]
-pub struct EndpointStatus {
-    /// `NAME:PORT`, as given to `--endpoint`.
-    pub endpoint: String,
-    /// The set in force (the last good answer), as the agent prints it.
-    pub addrs: Vec<String>,
-    pub last_refresh_age_ms: u64,
-    /// DNS failures counted so far.
-    pub failures: u64,
-    pub last_error: Option<String>,
-    pub raw: Value,
 }
 
 /// One watched socket as the agent sees it.
@@ -140,37 +128,5 @@ impl StatusSocket {
             && (self.trouble_age_ms.unwrap_or(0) > 0
                 || self.unacked_segs > 0
                 || self.unacked_bytes > 0)
-    }
-}
-
-impl EndpointStatus {
-    fn from_json(v: &Value) -> Result<Self> {
-        let addrs = v
-            .get("addrs")
-            .and_then(Value::as_array)
-            .with_context(|| format!("endpoint lacks addrs: {v}"))?;
-        let n = |k: &str| {
-            v.get(k)
-                .and_then(Value::as_u64)
-                .with_context(|| format!("endpoint lacks {k}: {v}"))
-        };
-        Ok(Self {
-            endpoint: v
-                .get("endpoint")
-                .and_then(Value::as_str)
-                .with_context(|| format!("endpoint lacks endpoint: {v}"))?
-                .to_owned(),
-            addrs: addrs
-                .iter()
-                .filter_map(|a| a.as_str().map(str::to_owned))
-                .collect(),
-            last_refresh_age_ms: n("last_refresh_age_ms")?,
-            failures: n("failures")?,
-            last_error: v
-                .get("last_error")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            raw: v.clone(),
-        })
     }
 }

@@ -7,9 +7,10 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
+use lifeline_tests::endpoint_checks::check_dropped;
 use lifeline_tests::endpoint_log::PEER_PROBE;
 use lifeline_tests::endpoint_scenario::{
-    agent_resolved, back_on, check_dropped, check_kill, wait_kill, watched_on,
+    agent_resolved, back_on, check_kill, wait_kill, watched_on,
 };
 use lifeline_tests::{ApiLab, api, mono_ms, require_root};
 

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use lifeline_tests::apilab::{DNS_V4, DNS_V6};
+use lifeline_tests::endpoint_checks::check_dropped;
 use lifeline_tests::endpoint_scenario::{
-    agent_resolved, back_on, check_dropped, check_kill, rotate_away_from_api1, wait_kill,
-    watched_on,
+    agent_resolved, back_on, check_kill, rotate_away_from_api1, wait_kill, watched_on,
 };
 use lifeline_tests::kube::outage;
 use lifeline_tests::{ApiLab, api, require_root};
