@@ -61,7 +61,7 @@ pub fn demo(ws: &Path, phases: &mut Phases) -> Result<()> {
     phases.run("demo", || run("the demo", &mut demo, Output::Inherit))
 }
 
-fn cargo(ws: &Path, step: &str, args: &[&str]) -> Result<()> {
+pub(crate) fn cargo(ws: &Path, step: &str, args: &[&str]) -> Result<()> {
     run(step, &mut cargo_cmd(ws, args), Output::Inherit)
 }
 
@@ -74,7 +74,7 @@ fn cargo_cmd(ws: &Path, args: &[&str]) -> Command {
 
 /// The target directory cargo really uses (`CARGO_TARGET_DIR` or config may move it), to hand the
 /// lab the absolute path of the `lifeline` binary.
-fn target_dir(ws: &Path) -> Result<PathBuf> {
+pub(crate) fn target_dir(ws: &Path) -> Result<PathBuf> {
     let mut cmd = cargo_cmd(ws, &["metadata", "--format-version", "1", "--no-deps"]);
     let json = capture("finding the target directory", &mut cmd)?;
     json_string(&json, "target_directory")
@@ -105,7 +105,7 @@ fn json_string(json: &str, key: &str) -> Option<String> {
 
 /// The lab creates network namespaces and nftables rules and loads eBPF: root only. Checked
 /// first, so a plain user learns it at once rather than after the unit tests.
-fn require_root(command: &str) -> Result<()> {
+pub(crate) fn require_root(command: &str) -> Result<()> {
     let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
     let uids = status
         .lines()

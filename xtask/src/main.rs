@@ -4,6 +4,7 @@
 //! agent and is kept to anyhow alone, and three subcommands do not need clap.
 
 mod deb;
+mod bench;
 mod lab;
 mod packages;
 
@@ -25,6 +26,8 @@ commands:
   test         unit tests, then the lab tests (needs root): what CI runs
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
+  bench        [--quick] lifeline against the alternatives, its cost and scale (needs root;
+               about 35 minutes, --quick under 10); writes docs/BENCHMARKS.md
   deb          build the Debian package (installs cargo-deb when missing):
                target/debian/lifeline_<version>_<arch>.deb
 ";
@@ -41,6 +44,8 @@ fn main() -> ExitCode {
             }),
         ["test"] => lab::test(&workspace(), &mut phases),
         ["demo"] => lab::demo(&workspace(), &mut phases),
+        ["bench"] => bench::bench(&workspace(), &mut phases, false),
+        ["bench", "--quick"] => bench::bench(&workspace(), &mut phases, true),
         ["deb"] => deb::deb(&workspace(), &mut phases),
         ["-h" | "--help" | "help"] => {
             print!("{USAGE}");

@@ -1,0 +1,132 @@
+//! lab-bench: `cargo xtask bench [--quick]` (as root, `LIFELINE_BIN` set). Measures lifeline
+//! against the alternatives on the same faults in the lab, then its cost and its scale, and
+//! writes docs/BENCHMARKS.md with the chart docs/bench-outage.svg (`--quick`: under
+//! target/bench/, so a smoke run never replaces the full run's numbers).
+//!
+//! The `hold`, `sink` and `churn` subcommands are the bench's own socket helpers, started
+//! by the bench inside its namespaces.
+
+mod cells;
+mod chart;
+mod cost;
+mod hold;
+mod machine;
+mod matrix;
+mod measure;
+mod pool;
+mod procstat;
+mod report;
+mod report_more;
+mod scale;
+mod script;
+mod socklab;
+mod stats;
+mod targets;
+mod trial;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(about = "lifeline benchmarks (root only; run through `cargo xtask bench`)")]
+struct Args {
+    /// 3 trials per cell and shorter cost runs (a smoke run, under 10 minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Trials per cell (default 20, or 3 with --quick).
+    #[arg(long)]
+    trials: Option<usize>,
+    /// Labs run side by side.
+    #[arg(long, default_value_t = 5)]
+    jobs: usize,
+    /// Only these scenarios (comma-separated short names' first words), for development.
+    #[arg(long)]
+    only: Option<String>,
+    /// Skip the cost and scale parts (for development).
+    #[arg(long)]
+    matrix_only: bool,
+    /// Where to write BENCHMARKS.md and the chart.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(subcommand)]
+    helper: Option<hold::Helper>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Some(h) = args.helper {
+        return hold::run(h);
+    }
+    if !lifeline_tests::util::is_root() {
+        eprintln!(
+            "lab-bench: error: needs root (namespaces, nftables, eBPF); run `cargo xtask bench` as root"
+        );
+        return ExitCode::FAILURE;
+    }
+    pool::install_signal_flag();
+    match bench(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lab-bench: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench(args: &Args) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let trials = args.trials.unwrap_or(if args.quick { 3 } else { 20 });
+    // The quick run's cap is shorter: it only has to show the shape, in under 10 minutes.
+    let cap = Duration::from_secs(if args.quick { 60 } else { 120 });
+    let scenarios = cells::Scenario::ALL
+        .into_iter()
+        .filter(|s| {
+            args.only
+                .as_ref()
+                .is_none_or(|o| o.split(',').any(|w| s.short().starts_with(w.trim())))
+        })
+        .collect();
+    let plan = matrix::Plan {
+        trials,
+        quick: args.quick,
+        cap,
+        workers: args.jobs,
+        scenarios,
+    };
+    let (cells, busy_pct) = matrix::run_matrix(&plan);
+    let (cost, scale) = if args.matrix_only {
+        (None, None)
+    } else {
+        (Some(cost::run(args.quick)?), Some(scale::run(args.quick)?))
+    };
+    let out = args.out.clone().unwrap_or_else(|| {
+        let ws = lifeline_tests::paths::workspace();
+        if args.quick {
+            ws.join("target/bench")
+        } else {
+            ws.join("docs")
+        }
+    });
+    std::fs::create_dir_all(&out)?;
+    chart::draw(&out.join("bench-outage.svg"), &cells, cap)?;
+    let doc = report::Doc {
+        plan: &plan,
+        cells: &cells,
+        busy_pct,
+        cost: cost.as_ref(),
+        scale: scale.as_ref(),
+        elapsed: start.elapsed(),
+        command: std::env::var("LAB_BENCH_COMMAND").unwrap_or_else(|_| "cargo xtask bench".into()),
+    };
+    let path = out.join("BENCHMARKS.md");
+    report::write(&path, &doc)?;
+    println!(
+        "lab-bench: wrote {} in {:.1} min",
+        path.display(),
+        start.elapsed().as_secs_f64() / 60.0
+    );
+    Ok(())
+}

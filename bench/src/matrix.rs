@@ -1,0 +1,119 @@
+//! The comparison matrix: every scenario against every contender, `trials` each, split into
+//! labs of a few clients that run side by side.
+
+use std::time::{Duration, Instant};
+
+use crate::cells::{Contender, Scenario};
+use crate::measure::TrialResult;
+use crate::stats::{secs, summarize};
+use crate::trial::{LabJob, run};
+
+pub struct Cell {
+    pub scenario: Scenario,
+    pub contender: Contender,
+    pub trials: Vec<TrialResult>,
+    pub agent_notes: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+pub struct Plan {
+    pub trials: usize,
+    pub quick: bool,
+    pub cap: Duration,
+    pub workers: usize,
+    pub scenarios: Vec<Scenario>,
+}
+
+/// The labs of every cell; the slow ones (contenders that may sit out the whole cap) first,
+/// so the queue ends with short labs and the workers finish together.
+fn jobs(plan: &Plan) -> Vec<LabJob> {
+    let mut jobs = Vec::new();
+    for &scenario in &plan.scenarios {
+        for contender in Contender::ALL {
+            let k = contender.clients_per_lab(plan.quick);
+            let mut left = plan.trials;
+            while left > 0 {
+                let clients = left.min(k);
+                jobs.push(LabJob {
+                    scenario,
+                    contender,
+                    clients,
+                    cap: plan.cap,
+                });
+                left -= clients;
+            }
+        }
+    }
+    jobs.sort_by_key(|j| j.contender.agent().is_some());
+    jobs
+}
+
+/// Runs every lab; returns the cells and how busy the machine was meanwhile (% of all cores),
+/// the evidence that the labs side by side did not starve each other.
+pub fn run_matrix(plan: &Plan) -> (Vec<Cell>, f64) {
+    let busy0 = crate::procstat::machine_busy_s().unwrap_or(0.0);
+    let jobs = jobs(plan);
+    let total = jobs.len();
+    let start = Instant::now();
+    let mut finished = 0;
+    println!(
+        "matrix: {total} labs ({} trials per cell), {} at a time, cap {} s",
+        plan.trials,
+        plan.workers,
+        plan.cap.as_secs()
+    );
+    let results = crate::pool::run_all(jobs, plan.workers, run, |job, r| {
+        finished += 1;
+        let t = start.elapsed().as_secs();
+        let what = match r {
+            Ok(o) => {
+                let d: Vec<_> = o.trials.iter().map(|t| t.detection_ms).collect();
+                let out: Vec<_> = o.trials.iter().map(|t| t.outage_ms).collect();
+                let (d, out) = (summarize(&d), summarize(&out));
+                format!(
+                    "{} trials, detection p50 {} s, outage p50 {} s, max {} s",
+                    o.trials.len(),
+                    secs(d.p50, job.cap),
+                    secs(out.p50, job.cap),
+                    secs(out.max, job.cap)
+                )
+            }
+            Err(e) => format!("FAILED: {e:#}"),
+        };
+        println!(
+            "[{finished:>3}/{total} {:>2}m{:02}s] {} x {}: {what}",
+            t / 60,
+            t % 60,
+            job.scenario.short(),
+            job.contender.name()
+        );
+    });
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let busy = crate::procstat::machine_busy_s().unwrap_or(0.0) - busy0;
+    #[expect(clippy::cast_precision_loss, reason = "a core count")]
+    let busy_pct = busy / start.elapsed().as_secs_f64().max(1.0) / cores as f64 * 100.0;
+    let mut cells: Vec<Cell> = Vec::new();
+    for (job, r) in results {
+        let found = cells
+            .iter()
+            .position(|c| c.scenario == job.scenario && c.contender == job.contender);
+        let i = found.unwrap_or_else(|| {
+            cells.push(Cell {
+                scenario: job.scenario,
+                contender: job.contender,
+                trials: Vec::new(),
+                agent_notes: Vec::new(),
+                errors: Vec::new(),
+            });
+            cells.len() - 1
+        });
+        match r {
+            Ok(o) => {
+                cells[i].trials.extend(o.trials);
+                cells[i].agent_notes.extend(o.agent_notes);
+            }
+            Err(e) => cells[i].errors.push(format!("{e:#}")),
+        }
+    }
+    (cells, busy_pct)
+}

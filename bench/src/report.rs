@@ -1,0 +1,135 @@
+//! docs/BENCHMARKS.md: everything measured, as tables, with the machine and the command.
+//! Text after the `<!-- analysis -->` marker of an existing file is kept: the reading of the
+//! numbers is written by people, the numbers only by the bench.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::cells::{Contender, Scenario};
+use crate::cost::Cost;
+use crate::matrix::{Cell, Plan};
+use crate::scale::Scale;
+use crate::stats::{secs, summarize};
+
+const MARKER: &str = "<!-- analysis -->";
+
+pub struct Doc<'a> {
+    pub plan: &'a Plan,
+    pub cells: &'a [Cell],
+    pub busy_pct: f64,
+    pub cost: Option<&'a Cost>,
+    pub scale: Option<&'a Scale>,
+    pub elapsed: Duration,
+    pub command: String,
+}
+
+pub fn write(path: &Path, d: &Doc) -> Result<()> {
+    let kept = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|old| old.split_once(MARKER).map(|(_, a)| a.to_owned()))
+        .unwrap_or_else(|| "\n## Analysis\n\n(none yet)\n".into());
+    let mut s = String::new();
+    header(&mut s, d)?;
+    matrix(&mut s, d)?;
+    crate::report_more::targets(&mut s, d.cells, d.cost)?;
+    if let Some(c) = d.cost {
+        crate::report_more::cost(&mut s, c)?;
+    }
+    if let Some(sc) = d.scale {
+        crate::report_more::scale(&mut s, sc)?;
+    }
+    writeln!(s, "{MARKER}{kept}")?;
+    std::fs::write(path, s)?;
+    Ok(())
+}
+
+fn header(s: &mut String, d: &Doc) -> Result<()> {
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()?;
+    writeln!(s, "# Benchmarks\n")?;
+    writeln!(
+        s,
+        "Written by the bench itself (`bench/`), from the run of {}; the run took {:.1} min.\n",
+        String::from_utf8_lossy(&date.stdout).trim(),
+        d.elapsed.as_secs_f64() / 60.0
+    )?;
+    writeln!(
+        s,
+        "Command (as root, from the workspace): `{}`\n",
+        d.command
+    )?;
+    writeln!(s, "Machine:\n")?;
+    for line in crate::machine::describe() {
+        writeln!(s, "- {line}")?;
+    }
+    writeln!(
+        s,
+        "\nEach trial is one kubelet-like client (`kube-client`: HTTP/2 to `api.lab.test:6443`, \
+        resolved through the lab's dnsmasq, TTL 5 s; re-resolves and re-dials on error) in an endpoint lab \
+        of its own namespaces. {} trials per cell, labs of 3 to 10 clients, {} labs side by side; a trial ends \
+        when the client is back or after {} s (`> {}`). **Detection**: fault start to the client's \
+        connection gone (its first error, or the dig script killing it). **Outage**: last good \
+        heartbeat before the fault to the first good one on a new connection (for an idle watch, \
+        from the fault to the first watch event on a new connection). The machine was {:.0} % \
+        busy (all cores) while the labs ran.\n",
+        d.plan.trials,
+        d.plan.workers,
+        d.plan.cap.as_secs(),
+        d.plan.cap.as_secs(),
+        d.busy_pct
+    )?;
+    Ok(())
+}
+
+fn matrix(s: &mut String, d: &Doc) -> Result<()> {
+    writeln!(s, "## Detection and outage (seconds: p50 / p90 / max)\n")?;
+    writeln!(
+        s,
+        "![outage per contender and scenario](bench-outage.svg)\n"
+    )?;
+    for scenario in Scenario::ALL {
+        let cells: Vec<&Cell> = d.cells.iter().filter(|c| c.scenario == scenario).collect();
+        if cells.is_empty() {
+            continue;
+        }
+        writeln!(s, "### {}\n", scenario.name())?;
+        writeln!(
+            s,
+            "| contender | trials | detection p50 | p90 | max | outage p50 | p90 | max | notes |"
+        )?;
+        writeln!(s, "|---|---|---|---|---|---|---|---|---|")?;
+        for contender in Contender::ALL {
+            let Some(c) = cells.iter().find(|c| c.contender == contender) else {
+                continue;
+            };
+            let cap = d.plan.cap;
+            let det = summarize(&c.trials.iter().map(|t| t.detection_ms).collect::<Vec<_>>());
+            let out = summarize(&c.trials.iter().map(|t| t.outage_ms).collect::<Vec<_>>());
+            let mut notes = c.agent_notes.clone();
+            notes.extend(
+                c.errors
+                    .iter()
+                    .map(|e| format!("lab failed: {}", e.replace('\n', " "))),
+            );
+            writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                contender.name(),
+                det.n,
+                secs(det.p50, cap),
+                secs(det.p90, cap),
+                secs(det.max, cap),
+                secs(out.p50, cap),
+                secs(out.p90, cap),
+                secs(out.max, cap),
+                notes.join("; ")
+            )?;
+        }
+        writeln!(s)?;
+    }
+    Ok(())
+}

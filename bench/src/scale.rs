@@ -1,0 +1,109 @@
+//! Scale: the agent watching 10,000 and 100,000 connections (`--max-sockets` sized for them):
+//! its CPU per sweep (the sweep runs every second) and its memory, user space and eBPF maps;
+//! then a map too small for what it must watch, which must be loud: the log line and the
+//! status counter.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::procstat::{bpf_maps_kib, sample};
+use crate::socklab::SockLab;
+
+pub struct Point {
+    pub sockets: usize,
+    pub watched_seen: usize,
+    pub ready: Duration,
+    pub cpu_ms_per_sweep: f64,
+    pub rss_kib: u64,
+    pub maps_kib: u64,
+    pub status_ms: u128,
+}
+
+pub struct Full {
+    pub max_sockets: usize,
+    pub opened: usize,
+    pub log_line: Option<String>,
+    pub not_watched: u64,
+    pub table_line: Option<String>,
+}
+
+pub struct Scale {
+    pub points: Vec<Point>,
+    pub full: Full,
+}
+
+pub fn run(quick: bool) -> Result<Scale> {
+    let window = Duration::from_secs(if quick { 5 } else { 10 });
+    let mut points = Vec::new();
+    for n in [10_000, 100_000] {
+        println!("scale: {n} watched connections");
+        let mut l = SockLab::new()?;
+        let max = n.to_string();
+        let (agent, ready) = l.agent(&["--max-sockets", &max])?;
+        l.hold(n, true)?;
+        std::thread::sleep(Duration::from_secs(3)); // let sweeps run over the full maps
+        let t0 = Instant::now();
+        let (watched_seen, _) = SockLab::watched(&agent)?;
+        let status_ms = t0.elapsed().as_millis();
+        let pid = agent.proc.pid();
+        let (cpu_pct, rss_kib) = sample(pid, window)?;
+        let p = Point {
+            sockets: n,
+            watched_seen,
+            ready,
+            // One sweep a second (the default --sweep-interval): % of a core * 10 = ms/sweep.
+            cpu_ms_per_sweep: cpu_pct * 10.0,
+            rss_kib,
+            maps_kib: bpf_maps_kib(pid),
+            status_ms,
+        };
+        println!(
+            "scale: {n}: status lists {watched_seen}, {:.1} ms CPU per sweep, RSS {} KiB, maps {} KiB",
+            p.cpu_ms_per_sweep, p.rss_kib, p.maps_kib
+        );
+        points.push(p);
+    }
+    Ok(Scale {
+        points,
+        full: full()?,
+    })
+}
+
+/// `--max-sockets 1000` and 1,100 watched connections.
+fn full() -> Result<Full> {
+    println!("scale: a full map (--max-sockets 1000, 1,100 connections)");
+    let mut l = SockLab::new()?;
+    let (agent, _) = l.agent(&["--max-sockets", "1000"])?;
+    l.hold(1100, true)?;
+    let found = lifeline_tests::wait_until(
+        "the map-full log line",
+        Duration::from_secs(15),
+        Duration::from_millis(200),
+        || {
+            let text = agent.proc.stderr_text();
+            Ok(text
+                .lines()
+                .find(|l| l.contains("SOCKETS map is full"))
+                .map(str::to_owned))
+        },
+    );
+    let log_line = found.ok();
+    let not_watched = SockLab::watched(&agent)?.1;
+    let table = agent.status_table().unwrap_or_default();
+    let table_line = table
+        .lines()
+        .find(|l| l.contains("NOT WATCHED"))
+        .map(|l| l.trim().to_owned());
+    println!(
+        "scale: map full: log line {}, not_watched {not_watched}",
+        log_line.is_some()
+    );
+    Ok(Full {
+        max_sockets: 1000,
+        opened: 1100,
+        log_line,
+        not_watched,
+        table_line,
+    })
+}

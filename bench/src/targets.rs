@@ -1,0 +1,135 @@
+//! The targets, checked against what this run measured (never the other way round).
+
+use crate::cells::{Contender, Scenario};
+use crate::cost::Cost;
+use crate::matrix::Cell;
+use crate::stats::summarize;
+
+/// The agent's documented defaults the targets are stated in.
+const STALL_DEFAULT_MS: u64 = 10_000;
+const STALL_TIGHT_MS: u64 = 3_000;
+const DNS_TTL_MS: u64 = 5_000;
+/// `--keepalive 10s,3s,3`: idle 10 s, then 3 probes 3 s apart.
+const KEEPALIVE_BUDGET_MS: u64 = 19_000;
+
+pub struct Target {
+    pub what: String,
+    pub measured: Option<f64>,
+    pub limit: f64,
+    pub unit: &'static str,
+}
+
+impl Target {
+    pub fn met(&self) -> bool {
+        self.measured.is_some_and(|m| m <= self.limit)
+    }
+}
+
+#[expect(clippy::cast_precision_loss, reason = "milliseconds to seconds")]
+fn p90(cells: &[Cell], s: Scenario, c: Contender, detection: bool) -> Option<f64> {
+    let cell = cells.iter().find(|x| x.scenario == s && x.contender == c)?;
+    let v: Vec<Option<u64>> = cell
+        .trials
+        .iter()
+        .map(|t| {
+            if detection {
+                t.detection_ms
+            } else {
+                t.outage_ms
+            }
+        })
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    summarize(&v).p90.map(|ms| ms as f64 / 1000.0)
+}
+
+#[expect(clippy::cast_precision_loss, reason = "milliseconds to seconds")]
+pub fn check(cells: &[Cell], cost: Option<&Cost>) -> Vec<Target> {
+    let s = |ms: u64| ms as f64 / 1000.0;
+    let (l, t) = (Contender::Lifeline, Contender::LifelineTight);
+    let mut out = vec![
+        mk(
+            "detection p90, black hole 1 s heartbeats (defaults)",
+            p90(cells, Scenario::PeerGone1s, l, true),
+            3.0,
+        ),
+        mk(
+            "detection p90, black hole 10 s heartbeats (defaults)",
+            p90(cells, Scenario::PeerGone10s, l, true),
+            3.0,
+        ),
+        mk(
+            "detection p90, flow-only (defaults): stall-timeout 10 s + 1 s",
+            p90(cells, Scenario::FlowOnly, l, true),
+            s(STALL_DEFAULT_MS + 1000),
+        ),
+        mk(
+            "detection p90, flow-only (--stall-timeout 3s): 3 s + 1 s",
+            p90(cells, Scenario::FlowOnly, t, true),
+            s(STALL_TIGHT_MS + 1000),
+        ),
+        mk(
+            "outage p90, black hole 1 s heartbeats (defaults)",
+            p90(cells, Scenario::PeerGone1s, l, false),
+            5.0,
+        ),
+        mk(
+            "outage p90, black hole 10 s heartbeats (defaults)",
+            p90(cells, Scenario::PeerGone10s, l, false),
+            15.0,
+        ),
+        mk(
+            "detection p90, ELB rotation idle watch: DNS TTL 5 s + 3 s",
+            p90(cells, Scenario::ElbRotation, l, true),
+            s(DNS_TTL_MS + 3000),
+        ),
+        mk(
+            "detection p90, idle black hole: keepalive budget 19 s + 2 s",
+            p90(cells, Scenario::IdleWatch, l, true),
+            s(KEEPALIVE_BUDGET_MS + 2000),
+        ),
+    ];
+    if let Some(c) = cost {
+        let mean = |on: bool, f: fn(&crate::cost::Round) -> f64| {
+            let v: Vec<f64> = c
+                .rounds
+                .iter()
+                .filter(|r| r.agent_on == on)
+                .map(f)
+                .collect();
+            v.iter().sum::<f64>() / v.len().max(1) as f64
+        };
+        let thr = (1.0 - mean(true, |r| r.gbit_s) / mean(false, |r| r.gbit_s)) * 100.0;
+        let cpu = (mean(true, |r| r.cpu_s_per_gb) / mean(false, |r| r.cpu_s_per_gb) - 1.0) * 100.0;
+        out.push(Target {
+            what: "throughput loss with lifeline on".into(),
+            measured: Some(thr),
+            limit: 1.0,
+            unit: "%",
+        });
+        out.push(Target {
+            what: "CPU per GB overhead with lifeline on".into(),
+            measured: Some(cpu),
+            limit: 1.0,
+            unit: "%",
+        });
+        out.push(Target {
+            what: "RSS at 1,000 watched sockets (at rest)".into(),
+            measured: Some(c.rest.1 as f64 / 1024.0),
+            limit: 24.0,
+            unit: "MiB",
+        });
+    }
+    out
+}
+
+fn mk(what: &str, measured: Option<f64>, limit: f64) -> Target {
+    Target {
+        what: what.into(),
+        measured,
+        limit,
+        unit: "s",
+    }
+}
