@@ -15,6 +15,7 @@ mod diag;
 mod endpoint;
 mod errors;
 mod idle;
+mod judge;
 mod logging;
 mod metrics;
 mod metrics_http;

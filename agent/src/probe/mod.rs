@@ -4,15 +4,15 @@ use std::{collections::HashMap as StdHashMap, fs::File, io::Read, os::fd::AsFd};
 
 use anyhow::{Context as _, Result};
 use aya::{
-    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
+    maps::{HashMap, MapData, PerCpuArray, RingBuf},
     programs::{links::CgroupAttachMode, CgroupSockAddr, Iter, SockOps},
-    Btf, Ebpf, EbpfLoader, VerifierLogLevel,
+    Ebpf, EbpfLoader, VerifierLogLevel,
 };
 use lifeline_common::{
-    config::{stats, CONFIG_COMM_FILTER},
+    config::stats,
     maps, programs,
     sock::ADOPT_PENDING,
-    Keepalive, SockState, COMM_LEN,
+    Keepalive, SockState,
 };
 
 /// The object built from `agent-ebpf` by `build.rs` (the same routine as
@@ -25,6 +25,9 @@ const BPF_NOEXIST: u64 = 1;
 /// `BPF_F_ALLOW_MULTI` itself) and which rejects any flag: hence "Single" here still
 /// coexists with Cilium or systemd's own programs.
 const ATTACH_MODE: CgroupAttachMode = CgroupAttachMode::Single;
+
+mod maps_setup;
+use maps_setup::{configure, load_iter, raise_memlock};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("LIFELINE_EBPF_OBJECT"));
 
@@ -179,41 +182,4 @@ where
 {
     let p = ebpf.program_mut(name).with_context(|| format!("program {name} missing from the eBPF object"))?;
     p.try_into().with_context(|| format!("program {name} has an unexpected type"))
-}
-
-fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
-    let mut ports: HashMap<&mut MapData, u16, u8> = HashMap::try_from(ebpf.map_mut(maps::PORTS).context("PORTS")?)?;
-    for p in cfg.ports {
-        ports.insert(p, 1, 0)?;
-    }
-    let mut comms: HashMap<&mut MapData, [u8; COMM_LEN], u8> =
-        HashMap::try_from(ebpf.map_mut(maps::COMMS).context("COMMS")?)?;
-    for c in cfg.comms {
-        let mut key = [0u8; COMM_LEN];
-        // The kernel keeps 15 bytes of a task name plus NUL.
-        let n = c.len().min(COMM_LEN - 1);
-        key[..n].copy_from_slice(&c.as_bytes()[..n]);
-        comms.insert(key, 1, 0)?;
-    }
-    let mut config: Array<&mut MapData, u32> = Array::try_from(ebpf.map_mut(maps::CONFIG).context("CONFIG")?)?;
-    config.set(0, if cfg.comms.is_empty() { 0 } else { CONFIG_COMM_FILTER }, 0)?;
-    let mut keepalive: Array<&mut MapData, Keepalive> =
-        Array::try_from(ebpf.map_mut(maps::KEEPALIVE).context("KEEPALIVE")?)?;
-    keepalive.set(0, cfg.keepalive, 0)?;
-    Ok(())
-}
-
-fn load_iter(ebpf: &mut Ebpf) -> Result<()> {
-    let btf = Btf::from_sys_fs().context("reading /sys/kernel/btf/vmlinux")?;
-    let iter: &mut Iter = program(ebpf, programs::ADOPT_ITER)?;
-    iter.load("tcp", &btf).context("loading the iter/tcp program")?;
-    Ok(())
-}
-
-/// Kernels before 5.11 charge BPF maps to `RLIMIT_MEMLOCK`; lift it so they load too.
-fn raise_memlock() {
-    let lim = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
-    // SAFETY: plain syscall with a valid struct; failure only matters on old kernels,
-    // where the load error that follows says so.
-    unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &raw const lim) };
 }

@@ -1,5 +1,5 @@
-//! Acting on a confirmed stall: kill the socket, bounded, and log the decision with
-//! its evidence as one structured event (target `lifeline::decision`).
+//! Acting on a dead socket (stalled, silent, orphaned, dead peer): kill it, bounded, and
+//! log the decision with its evidence as one structured event (target `lifeline::decision`).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -9,7 +9,6 @@ use std::{
 use lifeline_common::SockState;
 
 use crate::{
-    clock,
     detect::Verdict,
     diag::{Destroyed, SockDiag, TcpInfo},
 };
@@ -45,6 +44,9 @@ pub struct Evidence<'a> {
     pub reason: &'a Reason,
     pub now_ns: u64,
 }
+
+mod log;
+use log::log_decision;
 
 /// At most `max` kills in any sliding minute.
 pub struct KillBudget {
@@ -122,57 +124,6 @@ impl Actor {
     /// Forget sockets that no longer exist.
     pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
         self.hold.retain(|c, _| live(*c));
-    }
-}
-
-fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
-    let r = ev.rec;
-    let owner_comm = r.comm().unwrap_or("-");
-    let trouble_age_ms = clock::age_ms(ev.now_ns, r.trouble_ns);
-    let (peer, local, i) = (r.peer(), r.local(), ev.info);
-    let verdict = ev.reason.verdict();
-    let (endpoint, orphaned_for_ms) = match ev.reason {
-        Reason::Orphaned { endpoint, absent_for } => (Some(endpoint.as_str()), Some(u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX))),
-        Reason::DeadPeer { endpoint } => (endpoint.as_deref(), None),
-        Reason::Dead(_) => (None, None),
-    };
-    let why = match ev.reason {
-        Reason::Dead(Verdict::Silent) => format!("idle, {} keepalive probes unanswered, nothing from the peer for {} ms", i.probes, i.last_ack_recv_ms),
-        Reason::Dead(_) => format!("no ACK for {} ms with {} segments unacknowledged", i.last_ack_recv_ms, i.unacked),
-        Reason::Orphaned { endpoint, absent_for } => format!("its peer left {endpoint}'s DNS set {} s ago", absent_for.as_secs()),
-        Reason::DeadPeer { .. } => "a fresh connection to its peer timed out twice".to_owned(),
-    };
-    let hold = if action == "hold" { "; no healthy endpoint, holding" } else { "" };
-    let message = format!("{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}", r.owner_pid);
-    macro_rules! decision {
-        ($lvl:ident) => {
-            tracing::$lvl!(
-                target: "lifeline::decision",
-                peer = %peer,
-                local = %local,
-                owner_pid = r.owner_pid,
-                owner_comm,
-                verdict,
-                action,
-                outcome,
-                endpoint,
-                orphaned_for_ms,
-                last_ack_age_ms = i.last_ack_recv_ms,
-                trouble_age_ms,
-                unacked_segs = i.unacked,
-                unacked_bytes = r.unacked_bytes(),
-                retransmits = r.retrans_count,
-                rto_count = r.rto_count,
-                total_retrans = i.total_retrans,
-                keepalive_probes = i.probes,
-                "{message}"
-            )
-        };
-    }
-    if outcome.starts_with("failed") {
-        decision!(error);
-    } else {
-        decision!(warn);
     }
 }
 

@@ -1,0 +1,48 @@
+//! Filling the probe's configuration maps, loading the iterator, and the memlock limit.
+
+use anyhow::{Context as _, Result};
+use aya::{
+    maps::{Array, HashMap, MapData},
+    programs::Iter,
+    Btf, Ebpf,
+};
+use lifeline_common::{config::CONFIG_COMM_FILTER, maps, programs, Keepalive, COMM_LEN};
+
+use super::{program, ProbeConfig};
+
+pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
+    let mut ports: HashMap<&mut MapData, u16, u8> = HashMap::try_from(ebpf.map_mut(maps::PORTS).context("PORTS")?)?;
+    for p in cfg.ports {
+        ports.insert(p, 1, 0)?;
+    }
+    let mut comms: HashMap<&mut MapData, [u8; COMM_LEN], u8> =
+        HashMap::try_from(ebpf.map_mut(maps::COMMS).context("COMMS")?)?;
+    for c in cfg.comms {
+        let mut key = [0u8; COMM_LEN];
+        // The kernel keeps 15 bytes of a task name plus NUL.
+        let n = c.len().min(COMM_LEN - 1);
+        key[..n].copy_from_slice(&c.as_bytes()[..n]);
+        comms.insert(key, 1, 0)?;
+    }
+    let mut config: Array<&mut MapData, u32> = Array::try_from(ebpf.map_mut(maps::CONFIG).context("CONFIG")?)?;
+    config.set(0, if cfg.comms.is_empty() { 0 } else { CONFIG_COMM_FILTER }, 0)?;
+    let mut keepalive: Array<&mut MapData, Keepalive> =
+        Array::try_from(ebpf.map_mut(maps::KEEPALIVE).context("KEEPALIVE")?)?;
+    keepalive.set(0, cfg.keepalive, 0)?;
+    Ok(())
+}
+
+pub(super) fn load_iter(ebpf: &mut Ebpf) -> Result<()> {
+    let btf = Btf::from_sys_fs().context("reading /sys/kernel/btf/vmlinux")?;
+    let iter: &mut Iter = program(ebpf, programs::ADOPT_ITER)?;
+    iter.load("tcp", &btf).context("loading the iter/tcp program")?;
+    Ok(())
+}
+
+/// Kernels before 5.11 charge BPF maps to `RLIMIT_MEMLOCK`; lift it so they load too.
+pub(super) fn raise_memlock() {
+    let lim = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    // SAFETY: plain syscall with a valid struct; failure only matters on old kernels,
+    // where the load error that follows says so.
+    unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &raw const lim) };
+}
