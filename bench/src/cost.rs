@@ -30,7 +30,7 @@ pub struct Cost {
 
 pub fn run(quick: bool) -> Result<Cost> {
     println!("cost: 1,000 watched and 10,000 unwatched connections, iperf3 with lifeline off/on");
-    let (pairs, secs) = if quick { (1, 5) } else { (3, 10) };
+    let (pairs, secs) = if quick { (1, 5) } else { (5, 8) };
     let mut l = SockLab::new()?;
     l.hold(1000, true)?;
     l.hold(10_000, false)?;

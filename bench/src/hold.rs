@@ -90,21 +90,39 @@ fn sink(hold: &[SocketAddr], drop: &[SocketAddr], lifetime: u64) -> std::io::Res
         .map(|a| (a, true))
         .chain(drop.iter().map(|a| (a, false)))
     {
-        listeners.push((TcpListener::bind(addr)?, keep));
+        listeners.push((listen(*addr)?, keep));
     }
     println!("{{\"event\":\"listening\"}}");
     for (l, keep) in listeners {
         std::thread::spawn(move || {
             let mut kept = Vec::new();
-            for s in l.incoming().map_while(Result::ok) {
-                if keep {
-                    kept.push(s);
+            // Never stop accepting: a listener that gives up on one error (a connection reset
+            // before accept) would let its queue fill, and every later connect time out.
+            for s in l.incoming() {
+                match s {
+                    Ok(s) if keep => kept.push(s),
+                    Ok(_) => {}
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
                 }
             }
         });
     }
     std::thread::sleep(Duration::from_secs(lifetime));
     Ok(())
+}
+
+/// A listener with a deep accept queue: holders and churn connect faster than one accept
+/// thread may take them, in bursts.
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(4096)?;
+    Ok(s.into())
 }
 
 fn hold(peers: &[SocketAddr], count: usize, lifetime: u64) -> std::io::Result<()> {

@@ -97,10 +97,15 @@ fn bench(args: &Args) -> anyhow::Result<()> {
         scenarios,
     };
     let (cells, busy_pct) = matrix::run_matrix(&plan);
+    // A failing part is reported in the document; it never throws the matrix away.
+    let mut failures = Vec::new();
     let (cost, scale) = if args.matrix_only {
         (None, None)
     } else {
-        (Some(cost::run(args.quick)?), Some(scale::run(args.quick)?))
+        let cost = cost::run(args.quick)
+            .map_err(|e| failures.push(format!("cost: {e:#}")))
+            .ok();
+        (cost, Some(scale::run(args.quick)))
     };
     let out = args.out.clone().unwrap_or_else(|| {
         let ws = lifeline_tests::paths::workspace();
@@ -116,6 +121,7 @@ fn bench(args: &Args) -> anyhow::Result<()> {
         plan: &plan,
         cells: &cells,
         busy_pct,
+        failures,
         cost: cost.as_ref(),
         scale: scale.as_ref(),
         elapsed: start.elapsed(),

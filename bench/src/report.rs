@@ -20,6 +20,7 @@ pub struct Doc<'a> {
     pub plan: &'a Plan,
     pub cells: &'a [Cell],
     pub busy_pct: f64,
+    pub failures: Vec<String>,
     pub cost: Option<&'a Cost>,
     pub scale: Option<&'a Scale>,
     pub elapsed: Duration,
@@ -35,6 +36,9 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
     header(&mut s, d)?;
     matrix(&mut s, d)?;
     crate::report_more::targets(&mut s, d.cells, d.cost)?;
+    for f in &d.failures {
+        writeln!(s, "**Failed**: {}\n", f.replace('\n', " "))?;
+    }
     if let Some(c) = d.cost {
         crate::report_more::cost(&mut s, c)?;
     }

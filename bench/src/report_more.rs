@@ -134,7 +134,10 @@ pub fn scale(s: &mut String, sc: &Scale) -> Result<()> {
             p.status_ms
         )?;
     }
-    let f = &sc.full;
+    for e in &sc.failures {
+        writeln!(s, "\n**Failed**: {}", e.replace('\n', " "))?;
+    }
+    let Some(f) = &sc.full else { return Ok(()) };
     writeln!(
         s,
         "\nA full map (`--max-sockets {}`, {} connections opened): `sockets_full` = {} in `lifeline status --json`.",
