@@ -9,6 +9,7 @@
 mod cells;
 mod chart;
 mod cost;
+mod costcmp;
 mod hold;
 mod machine;
 mod matrix;
@@ -16,6 +17,7 @@ mod measure;
 mod pool;
 mod procstat;
 mod report;
+mod report_cost;
 mod report_more;
 mod scale;
 mod script;

@@ -40,7 +40,7 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
         writeln!(s, "**Failed**: {}\n", f.replace('\n', " "))?;
     }
     if let Some(c) = d.cost {
-        crate::report_more::cost(&mut s, c)?;
+        crate::report_cost::cost(&mut s, c)?;
     }
     if let Some(sc) = d.scale {
         crate::report_more::scale(&mut s, sc)?;
@@ -113,7 +113,7 @@ fn matrix(s: &mut String, d: &Doc) -> Result<()> {
             let cap = d.plan.cap;
             let det = summarize(&c.trials.iter().map(|t| t.detection_ms).collect::<Vec<_>>());
             let out = summarize(&c.trials.iter().map(|t| t.outage_ms).collect::<Vec<_>>());
-            let mut notes = c.agent_notes.clone();
+            let mut notes = merged(&c.agent_notes);
             notes.extend(
                 c.errors
                     .iter()
@@ -136,4 +136,18 @@ fn matrix(s: &mut String, d: &Doc) -> Result<()> {
         writeln!(s)?;
     }
     Ok(())
+}
+
+/// The agent's decision counts over all labs of a cell: `verdict/action/outcome xN` summed.
+fn merged(notes: &[String]) -> Vec<String> {
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for n in notes {
+        if let Some((what, k)) = n.rsplit_once(" x") {
+            *counts.entry(what).or_default() += k.parse::<usize>().unwrap_or(0);
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(w, k)| format!("agent: {w} x{k}"))
+        .collect()
 }
