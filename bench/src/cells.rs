@@ -135,9 +135,14 @@ impl Contender {
 
     /// Trials run side by side in one lab. Kernel and client defences act per socket, so ten
     /// share a lab; an agent may kill at most 6 sockets a minute by default, so its labs hold
-    /// five, never more than one node's worth of kills.
-    pub fn clients_per_lab(self, quick: bool) -> usize {
+    /// five, never more than one node's worth of kills. When the whole peer is gone the agent
+    /// kills every socket to it once any one of them shows trouble: trials sharing its lab
+    /// would not be independent (the first client to send would detect for all), so each
+    /// runs alone.
+    pub fn clients_per_lab(self, scenario: Scenario, quick: bool) -> usize {
+        let peer_gone = matches!(scenario, Scenario::PeerGone1s | Scenario::PeerGone10s);
         match (quick, self.agent().is_some()) {
+            (_, true) if peer_gone => 1,
             (true, _) => 3,
             (false, true) => 5,
             (false, false) => 10,

@@ -45,6 +45,7 @@ pub fn run(quick: bool) -> Result<Cost> {
     let (mut rounds, mut ready) = (Vec::new(), Vec::new());
     let (mut rest, mut churn, mut churn_rate, mut watched_seen) = ((0.0, 0), (0.0, 0), 0.0, 0);
     for i in 0..pairs * 2 {
+        crate::pool::check_interrupted()?;
         let agent_on = i % 2 == 1;
         let agent = if agent_on {
             let (a, took) = l.agent(&[])?;

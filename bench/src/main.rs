@@ -99,6 +99,7 @@ fn bench(args: &Args) -> anyhow::Result<()> {
         scenarios,
     };
     let (cells, busy_pct) = matrix::run_matrix(&plan);
+    pool::check_interrupted()?; // Ctrl-C: stop here, and write no half document
     // A failing part is reported in the document; it never throws the matrix away.
     let mut failures = Vec::new();
     let (cost, scale) = if args.matrix_only {
@@ -117,6 +118,7 @@ fn bench(args: &Args) -> anyhow::Result<()> {
             ws.join("docs")
         }
     });
+    pool::check_interrupted()?;
     std::fs::create_dir_all(&out)?;
     chart::draw(&out.join("bench-outage.svg"), &cells, cap)?;
     let doc = report::Doc {

@@ -30,7 +30,7 @@ fn jobs(plan: &Plan) -> Vec<LabJob> {
     let mut jobs = Vec::new();
     for &scenario in &plan.scenarios {
         for contender in Contender::ALL {
-            let k = contender.clients_per_lab(plan.quick);
+            let k = contender.clients_per_lab(scenario, plan.quick);
             let mut left = plan.trials;
             while left > 0 {
                 let clients = left.min(k);

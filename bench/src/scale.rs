@@ -56,6 +56,7 @@ pub fn run(quick: bool) -> Scale {
 }
 
 fn point(n: usize, window: Duration) -> Result<Point> {
+    crate::pool::check_interrupted()?;
     println!("scale: {n} watched connections");
     let mut l = SockLab::new()?;
     let max = n.to_string();
@@ -86,6 +87,7 @@ fn point(n: usize, window: Duration) -> Result<Point> {
 
 /// `--max-sockets 1000` and 1,100 watched connections.
 fn full() -> Result<Full> {
+    crate::pool::check_interrupted()?;
     println!("scale: a full map (--max-sockets 1000, 1,100 connections)");
     let mut l = SockLab::new()?;
     let (agent, _) = l.agent(&["--max-sockets", "1000"])?;

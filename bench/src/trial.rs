@@ -41,8 +41,10 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
     let args = client_args(job);
     let mut slots = start_clients(&lab, job, &args)?;
     let mut script = (job.contender == Contender::DigScript).then(|| DigScript::new(&lab));
-    // Strike at a random moment between heartbeats, as a real fault would.
-    std::thread::sleep(Duration::from_millis(200 + mono_ms() % 1000));
+    // Strike at a random moment of the heartbeat cycle, as a real fault would: with a single
+    // client the start-up stagger alone would always hit the same phase.
+    let cycle = job.scenario.heartbeat().unwrap_or(Duration::from_secs(1));
+    std::thread::sleep(Duration::from_millis(200) + cycle.mul_f64(random_unit()));
     inject(&lab, job.scenario, &mut slots)?;
     let last_fault = slots
         .iter()
@@ -134,4 +136,14 @@ fn inject(lab: &ApiLab, scenario: Scenario, slots: &mut [Slot]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A uniform number in [0, 1) from the standard library's randomly keyed hasher.
+fn random_unit() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(mono_ms());
+    #[expect(clippy::cast_precision_loss, reason = "53 random bits are plenty")]
+    let x = (h.finish() >> 11) as f64 / (1u64 << 53) as f64;
+    x
 }
