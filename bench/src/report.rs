@@ -66,6 +66,13 @@ fn header(s: &mut String, d: &Doc) -> Result<()> {
         "Command (as root, from the workspace): `{}`\n",
         d.command
     )?;
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(lifeline_tests::paths::workspace())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    writeln!(s, "Source (agent and bench): commit `{head}`.\n")?;
     writeln!(s, "Machine:\n")?;
     for line in crate::machine::describe() {
         writeln!(s, "- {line}")?;
@@ -74,7 +81,8 @@ fn header(s: &mut String, d: &Doc) -> Result<()> {
         s,
         "\nEach trial is one kubelet-like client (`kube-client`: HTTP/2 to `api.lab.test:6443`, \
         resolved through the lab's dnsmasq, TTL 5 s; re-resolves and re-dials on error) in an endpoint lab \
-        of its own namespaces. {} trials per cell, labs of 3 to 10 clients, {} labs side by side; a trial ends \
+        of its own namespaces. {} trials per cell, labs of 1 to 10 clients (a lifeline trial \
+        of a peer-gone scenario runs alone: the dead-peer kill covers every socket to the peer), {} labs side by side; a trial ends \
         when the client is back or after {} s (`> {}`). **Detection**: fault start to the client's \
         connection gone (its first error, or the dig script killing it). **Outage**: last good \
         heartbeat before the fault to the first good one on a new connection (for an idle watch, \
