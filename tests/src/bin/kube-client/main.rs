@@ -52,7 +52,7 @@ pub struct Args {
     /// Timeout of one TCP connect to one address.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     connect_timeout: Duration,
-    /// client-go's HTTP/2 health check as READ_IDLE,TIMEOUT (e.g. `30s,15s`); off by default.
+    /// client-go's HTTP/2 health check as `READ_IDLE,TIMEOUT` (e.g. `30s,15s`); off by default.
     #[arg(long, value_parser = tuning::parse_h2_ping)]
     h2_ping: Option<(Duration, Duration)>,
     /// Set `TCP_USER_TIMEOUT` on each connection (the application's own defence).

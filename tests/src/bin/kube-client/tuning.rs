@@ -1,6 +1,6 @@
 //! The client-side defences the benchmark compares lifeline with, off unless asked for:
 //! - `--h2-ping READ_IDLE,TIMEOUT`: client-go's HTTP/2 health check (`ReadIdleTimeout` 30 s,
-//!   `PingTimeout` 15 s): a PING after READ_IDLE without a frame read, the connection closed
+//!   `PingTimeout` 15 s): a PING after `READ_IDLE` without a frame read, the connection closed
 //!   when no answer comes within TIMEOUT. hyper schedules its PING from the last read, which is
 //!   exactly client-go's read-idle rule; `while_idle` because client-go pings without streams.
 //! - `--user-timeout D`: the application sets `TCP_USER_TIMEOUT` on its socket, so the kernel
