@@ -32,16 +32,9 @@ pub struct Decision {
 impl Decision {
     #[must_use]
     pub fn from_json(at_ms: u64, raw: Value) -> Self {
-        let f = raw.get("fields").cloned().unwrap_or(Value::Null);
-        let s = |k: &str| match f.get(k) {
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => String::new(),
-        };
-        let n = |k: &str| {
-            f.get(k)
-                .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
-        };
+        let f = Fields::of(&raw);
+        let s = |k: &str| f.text(k);
+        let n = |k: &str| f.num(k);
         let logged_ms = raw
             .get("timestamp")
             .and_then(Value::as_str)
@@ -107,6 +100,36 @@ fn wall_to_mono(wall_ms: u64) -> Option<u64> {
     let now_wall = u64::try_from(now_wall.as_millis()).ok()?;
     let now_mono = crate::util::mono_ms();
     (wall_ms + now_mono).checked_sub(now_wall)
+}
+
+/// The `fields` of a tracing JSON line, read leniently: tracing may record a field as a
+/// number or as a string. Shared by every log parser of the lab.
+pub(crate) struct Fields(Value);
+
+impl Fields {
+    pub(crate) fn of(raw: &Value) -> Self {
+        Self(raw.get("fields").cloned().unwrap_or(Value::Null))
+    }
+
+    /// The field as text; empty when absent.
+    pub(crate) fn text(&self, k: &str) -> String {
+        match self.0.get(k) {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        }
+    }
+
+    /// The raw field, when present.
+    pub(crate) fn get(&self, k: &str) -> Option<&Value> {
+        self.0.get(k)
+    }
+
+    pub(crate) fn num(&self, k: &str) -> Option<u64> {
+        self.0
+            .get(k)
+            .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
+    }
 }
 
 #[cfg(test)]

@@ -34,16 +34,9 @@ pub struct EndpointEvent {
 impl EndpointEvent {
     #[must_use]
     pub fn from_json(at_ms: u64, raw: Value) -> Self {
-        let f = raw.get("fields").cloned().unwrap_or(Value::Null);
-        let s = |k: &str| match f.get(k) {
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => String::new(),
-        };
-        let n = |k: &str| {
-            f.get(k)
-                .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
-        };
+        let f = crate::decision::Fields::of(&raw);
+        let s = |k: &str| f.text(k);
+        let n = |k: &str| f.num(k);
         let addrs = s("addrs");
         Self {
             at_ms,
