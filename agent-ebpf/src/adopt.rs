@@ -41,7 +41,9 @@ pub fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
     }
     // SAFETY: `sk` is a non-NULL socket pointer typed by BTF; the helpers only read it.
     let cookie = unsafe { bpf_get_socket_cookie(sk) };
-    let Some(status) = ADOPT.get_ptr_mut(cookie) else { return 0 };
+    let Some(status) = ADOPT.get_ptr_mut(cookie) else {
+        return 0;
+    };
     let mut flags: i32 = 0;
     let len = i32::try_from(core::mem::size_of::<i32>()).unwrap_or(4);
     // Only touched through this pointer: the helpers write and read it behind the
@@ -64,13 +66,18 @@ pub fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
             ret = unsafe { bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, opt, len) };
         }
     }
-    if ret == 0 && let Some(rec) = SOCKETS.get_ptr_mut(cookie) {
+    if ret == 0
+        && let Some(rec) = SOCKETS.get_ptr_mut(cookie)
+    {
         // Lowering only, so a socket a killed agent armed keeps exactly its values.
         // SAFETY: map value of the right type; the iterator holds the socket's lock.
         let rec = unsafe { &mut *rec };
         rec.ka_result = keepalive::arm(sk, &mut rec.keepalive);
     }
-    #[allow(clippy::cast_possible_truncation, reason = "helpers return 0 or -errno")]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "helpers return 0 or -errno"
+    )]
     let result = match (ret, already) {
         (0, true) => ADOPT_ALREADY,
         (0, false) => ADOPT_ARMED,

@@ -15,11 +15,11 @@ use core::ffi::c_void;
 
 use aya_ebpf::helpers::generated::{bpf_getsockopt, bpf_setsockopt};
 use lifeline_common::{
+    Keepalive,
     keepalive::{
-        KA_ARMED, KA_OFF, SOL_SOCKET, SOL_TCP, SO_KEEPALIVE, TCP_KEEPCNT, TCP_KEEPIDLE,
+        KA_ARMED, KA_OFF, SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT, TCP_KEEPIDLE,
         TCP_KEEPINTVL, TCP_USER_TIMEOUT,
     },
-    Keepalive,
 };
 
 use crate::maps::KEEPALIVE;
@@ -32,9 +32,16 @@ fn get(sk: *mut c_void, level: i32, name: i32) -> Result<i32, i32> {
     let ptr: *mut i32 = &raw mut v;
     // SAFETY: `ptr` points at a live i32 of INT_LEN bytes; `sk` is the program's socket.
     let ret = unsafe { bpf_getsockopt(sk, level, name, ptr.cast(), INT_LEN) };
-    #[allow(clippy::cast_possible_truncation, reason = "helpers return 0 or -errno")]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "helpers return 0 or -errno"
+    )]
     // SAFETY: the helper wrote through `ptr`; read it back the same way.
-    if ret == 0 { Ok(unsafe { ptr.read_volatile() }) } else { Err(ret as i32) }
+    if ret == 0 {
+        Ok(unsafe { ptr.read_volatile() })
+    } else {
+        Err(ret as i32)
+    }
 }
 
 fn set(sk: *mut c_void, level: i32, name: i32, value: i32) -> Result<(), i32> {
@@ -42,19 +49,28 @@ fn set(sk: *mut c_void, level: i32, name: i32, value: i32) -> Result<(), i32> {
     let ptr: *mut i32 = &raw mut v;
     // SAFETY: as in `get`.
     let ret = unsafe { bpf_setsockopt(sk, level, name, ptr.cast(), INT_LEN) };
-    #[allow(clippy::cast_possible_truncation, reason = "helpers return 0 or -errno")]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "helpers return 0 or -errno"
+    )]
     if ret == 0 { Ok(()) } else { Err(ret as i32) }
 }
 
 /// Lowers `name` to `want` unless it is already at or below it; returns the value in force.
 /// `zero_is_off`: for TCP_USER_TIMEOUT 0 means "none", the loosest of all.
 fn lower(sk: *mut c_void, level: i32, name: i32, want: u32, zero_is_off: bool) -> Result<u32, i32> {
-    #[allow(clippy::cast_sign_loss, reason = "socket options read here are never negative")]
+    #[allow(
+        clippy::cast_sign_loss,
+        reason = "socket options read here are never negative"
+    )]
     let cur = get(sk, level, name)? as u32;
     if cur != 0 && cur <= want || cur == 0 && !zero_is_off {
         return Ok(cur);
     }
-    #[allow(clippy::cast_possible_wrap, reason = "the agent bounds every value well below i32::MAX")]
+    #[allow(
+        clippy::cast_possible_wrap,
+        reason = "the agent bounds every value well below i32::MAX"
+    )]
     set(sk, level, name, want as i32)?;
     Ok(want)
 }
@@ -63,7 +79,9 @@ fn lower(sk: *mut c_void, level: i32, name: i32, want: u32, zero_is_off: bool) -
 /// writes what is in force into `out`. Returns `KA_ARMED`, `KA_OFF` (nothing asked for) or
 /// the first negative errno.
 pub fn arm(sk: *mut c_void, out: &mut Keepalive) -> i32 {
-    let Some(want) = KEEPALIVE.get(0) else { return KA_OFF };
+    let Some(want) = KEEPALIVE.get(0) else {
+        return KA_OFF;
+    };
     if want.idle_s == 0 && want.user_timeout_ms == 0 {
         return KA_OFF;
     }

@@ -4,7 +4,7 @@ use aya_ebpf::{
     macros::map,
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use lifeline_common::{config::stats, Keepalive, Owner, SockState, COMM_LEN};
+use lifeline_common::{COMM_LEN, Keepalive, Owner, SockState, config::stats};
 
 /// Watched sockets by cookie. The agent may resize it at load time (`--max-sockets`).
 #[map]

@@ -9,9 +9,9 @@ use aya_ebpf::{
     macros::cgroup_sock_addr,
     programs::SockAddrContext,
 };
-use lifeline_common::{config::CONFIG_COMM_FILTER, Owner};
+use lifeline_common::{Owner, config::CONFIG_COMM_FILTER};
 
-use crate::maps::{config_flag, COMMS, OWNERS, PORTS};
+use crate::maps::{COMMS, OWNERS, PORTS, config_flag};
 
 const IPPROTO_TCP: u32 = 6;
 
@@ -31,16 +31,28 @@ fn record_owner(ctx: &SockAddrContext) {
     // SAFETY: `sock_addr` is the context pointer the kernel passed in.
     let (protocol, user_port) = unsafe { ((*ctx.sock_addr).protocol, (*ctx.sock_addr).user_port) };
     // `user_port` holds the port in network byte order in its low 16 bits.
-    #[allow(clippy::cast_possible_truncation, reason = "the port is the low 16 bits")]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "the port is the low 16 bits"
+    )]
     let port = u16::from_be(user_port as u16);
     if protocol != IPPROTO_TCP || PORTS.get_ptr(port).is_none() {
         return;
     }
-    let Ok(comm) = bpf_get_current_comm() else { return };
+    let Ok(comm) = bpf_get_current_comm() else {
+        return;
+    };
     let watched = !config_flag(CONFIG_COMM_FILTER) || COMMS.get_ptr(comm).is_some();
-    #[allow(clippy::cast_possible_truncation, reason = "upper half of pid_tgid is the tgid")]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "upper half of pid_tgid is the tgid"
+    )]
     let pid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    let owner = Owner { pid, watched: u32::from(watched), comm };
+    let owner = Owner {
+        pid,
+        watched: u32::from(watched),
+        comm,
+    };
     // SAFETY: the helper only reads the socket behind the context.
     let cookie = unsafe { bpf_get_socket_cookie(ctx.sock_addr.cast()) };
     // An LRU map evicts the oldest entry instead of failing, so this cannot fill up.

@@ -23,14 +23,14 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::error;
 use lifeline_common::{
-    config::{stats, CONFIG_COMM_FILTER},
-    sock::{SOURCE_SOCK_OPS, WATCH_CB_FLAGS},
     SockState,
+    config::{CONFIG_COMM_FILTER, stats},
+    sock::{SOURCE_SOCK_OPS, WATCH_CB_FLAGS},
 };
 
 use crate::{
     keepalive,
-    maps::{config_flag, count, ADOPT, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE},
+    maps::{ADOPT, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE, config_flag, count},
 };
 
 const AF_INET: u32 = 2;
@@ -74,7 +74,9 @@ fn on_established(ctx: &SockOpsContext) {
     if config_flag(CONFIG_COMM_FILTER) && !owner.is_some_and(|o| o.watched != 0) {
         return;
     }
-    let Some(s) = SCRATCH.get_ptr_mut(0) else { return };
+    let Some(s) = SCRATCH.get_ptr_mut(0) else {
+        return;
+    };
     // SAFETY: this CPU's slot; nothing else runs on this CPU while the program does.
     let s = unsafe { &mut *s };
     *s = SockState::default();
@@ -83,7 +85,10 @@ fn on_established(ctx: &SockOpsContext) {
     s.last_ack_ns = now;
     s.last_event_ns = now;
     s.peer_port = port;
-    #[allow(clippy::cast_possible_truncation, reason = "local_port is host-order 16 bits")]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "local_port is host-order 16 bits"
+    )]
     let local_port = ctx.local_port() as u16;
     s.local_port = local_port;
     #[allow(clippy::cast_possible_truncation, reason = "AF_INET/AF_INET6")]
@@ -107,7 +112,10 @@ fn on_established(ctx: &SockOpsContext) {
     if SOCKETS.insert(cookie, &*s, 0).is_err() {
         // Loud, never silent: the agent reports this counter and logs every drop.
         count(stats::SOCKETS_FULL);
-        error!(ctx, "SOCKETS map full: socket {} to port {} is NOT watched", cookie, port);
+        error!(
+            ctx,
+            "SOCKETS map full: socket {} to port {} is NOT watched", cookie, port
+        );
         return;
     }
     #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
@@ -180,7 +188,9 @@ fn refresh(s: &mut SockState, ctx: &SockOpsContext) {
 }
 
 fn on_ack(ctx: &SockOpsContext) {
-    let Some(s) = SOCKETS.get_ptr_mut(cookie(ctx)) else { return };
+    let Some(s) = SOCKETS.get_ptr_mut(cookie(ctx)) else {
+        return;
+    };
     // SAFETY: map value of the right type; callbacks for one socket run under its lock.
     let s = unsafe { &mut *s };
     let now = now();
@@ -193,7 +203,9 @@ fn on_ack(ctx: &SockOpsContext) {
 }
 
 fn on_trouble(ctx: &SockOpsContext, rto: bool) {
-    let Some(s) = SOCKETS.get_ptr_mut(cookie(ctx)) else { return };
+    let Some(s) = SOCKETS.get_ptr_mut(cookie(ctx)) else {
+        return;
+    };
     // SAFETY: as in `on_ack`.
     let s = unsafe { &mut *s };
     let now = now();

@@ -6,14 +6,14 @@ use std::collections::HashSet;
 
 use anyhow::Result;
 use lifeline_common::{
+    COMM_LEN, SockState,
     keepalive::{KA_OFF, KA_PENDING},
     sock::{ADOPT_ALREADY, ADOPT_ARMED, SOURCE_ADOPTED},
-    SockState, COMM_LEN,
 };
 
 use crate::{
     clock,
-    diag::{DiagSock, SockDiag, STATE_ESTABLISHED},
+    diag::{DiagSock, STATE_ESTABLISHED, SockDiag},
     owners,
     probe::Probe,
 };
@@ -28,7 +28,10 @@ pub struct Target {
 
 fn comm_matches(filter: &[String], comm: &str) -> bool {
     // The kernel truncates task names to 15 bytes.
-    filter.is_empty() || filter.iter().any(|f| f.as_bytes().iter().take(COMM_LEN - 1).eq(comm.as_bytes()))
+    filter.is_empty()
+        || filter
+            .iter()
+            .any(|f| f.as_bytes().iter().take(COMM_LEN - 1).eq(comm.as_bytes()))
 }
 
 /// Adopt pre-existing sockets; returns the cookies that must be polled. `keepalive`: the
@@ -36,7 +39,12 @@ fn comm_matches(filter: &[String], comm: &str) -> bool {
 ///
 /// # Errors
 /// When the dump fails.
-pub fn adopt(probe: &mut Probe, diag: &mut SockDiag, target: &Target, keepalive: bool) -> Result<HashSet<u64>> {
+pub fn adopt(
+    probe: &mut Probe,
+    diag: &mut SockDiag,
+    target: &Target,
+    keepalive: bool,
+) -> Result<HashSet<u64>> {
     let mut found: Vec<DiagSock> = Vec::new();
     for family in [libc::AF_INET, libc::AF_INET6] {
         let family = u8::try_from(family).unwrap_or_default();
@@ -44,7 +52,10 @@ pub fn adopt(probe: &mut Probe, diag: &mut SockDiag, target: &Target, keepalive:
     }
     found.retain(|d| {
         target.ports.contains(&d.peer.port())
-            && target.cgroup_ids.as_ref().is_none_or(|ids| d.cgroup_id.is_some_and(|id| ids.contains(&id)))
+            && target
+                .cgroup_ids
+                .as_ref()
+                .is_none_or(|ids| d.cgroup_id.is_some_and(|id| ids.contains(&id)))
     });
     let inodes: Vec<u32> = found.iter().map(|d| d.inode).collect();
     let owners = owners::by_inode(&inodes);
@@ -79,7 +90,9 @@ pub fn adopt(probe: &mut Probe, diag: &mut SockDiag, target: &Target, keepalive:
         }
         match probe.seed(d.cookie, &s) {
             Ok(()) => cookies.push(d.cookie),
-            Err(e) => tracing::error!(peer = %d.peer, error = %format!("{e:#}"), "pre-existing socket NOT watched"),
+            Err(e) => {
+                tracing::error!(peer = %d.peer, error = %format!("{e:#}"), "pre-existing socket NOT watched")
+            }
         }
     }
     let mut polled: HashSet<u64> = cookies.iter().copied().collect();
@@ -92,19 +105,30 @@ pub fn adopt(probe: &mut Probe, diag: &mut SockDiag, target: &Target, keepalive:
                         ADOPT_ARMED => {}
                         ADOPT_ALREADY => already += 1,
                         _ => {
-                            tracing::warn!(cookie, errno = -rc, "could not arm a pre-existing socket; polling it");
+                            tracing::warn!(
+                                cookie,
+                                errno = -rc,
+                                "could not arm a pre-existing socket; polling it"
+                            );
                             continue;
                         }
                     }
                     polled.remove(&cookie);
                 }
             }
-            Err(e) => tracing::warn!(error = %format!("{e:#}"), "TCP iterator failed; polling pre-existing sockets"),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "TCP iterator failed; polling pre-existing sockets")
+            }
         }
     }
     // `already_armed`: sockets a previous agent armed (it was killed before they closed);
     // their callback flags and keepalive values were left exactly as they were.
-    tracing::info!(adopted = cookies.len(), armed = cookies.len() - polled.len(), already_armed = already,
-        polled = polled.len(), "pre-existing sockets adopted");
+    tracing::info!(
+        adopted = cookies.len(),
+        armed = cookies.len() - polled.len(),
+        already_armed = already,
+        polled = polled.len(),
+        "pre-existing sockets adopted"
+    );
     Ok(polled)
 }

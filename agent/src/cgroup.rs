@@ -10,7 +10,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{anyhow, bail, Context as _, Result};
+use anyhow::{Context as _, Result, anyhow, bail};
 
 /// Default target: the kubelet's systemd unit.
 pub const DEFAULT_CGROUP: &str = "system.slice/kubelet.service";
@@ -20,7 +20,8 @@ pub const DEFAULT_CGROUP: &str = "system.slice/kubelet.service";
 /// # Errors
 /// When no cgroup2 filesystem is mounted.
 pub fn cgroup2_mount() -> Result<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
+    let info =
+        std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
     crate::mounts::mount_point_of(&info, "cgroup2").ok_or_else(|| {
         anyhow!("no cgroup2 filesystem is mounted (none in /proc/self/mountinfo): lifeline attaches its sock_ops probe to a cgroup v2 and cannot run without one")
     })
@@ -50,7 +51,10 @@ pub fn open(path: &Path) -> Result<File> {
     }
     let magic = statfs_magic(path)?;
     if magic != CGROUP2_SUPER_MAGIC {
-        bail!("{} is not on a cgroup v2 filesystem (sock_ops attaches to cgroup v2 only)", path.display());
+        bail!(
+            "{} is not on a cgroup v2 filesystem (sock_ops attaches to cgroup v2 only)",
+            path.display()
+        );
     }
     File::open(path).with_context(|| format!("cannot open cgroup {}", path.display()))
 }
@@ -62,7 +66,11 @@ fn statfs_magic(path: &Path) -> Result<i64> {
     // SAFETY: `c` is a valid C string and `buf` a valid out-pointer.
     let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statfs(c.as_ptr(), &raw mut buf) } != 0 {
-        bail!("cannot statfs {}: {}", path.display(), std::io::Error::last_os_error());
+        bail!(
+            "cannot statfs {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
     }
     Ok(buf.f_type)
 }
@@ -77,10 +85,19 @@ pub fn subtree_ids(root: &Path) -> HashSet<u64> {
         if ids.len() >= 100_000 {
             break;
         }
-        let Ok(meta) = std::fs::metadata(&dir) else { continue };
+        let Ok(meta) = std::fs::metadata(&dir) else {
+            continue;
+        };
         ids.insert(meta.ino());
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        stack.extend(entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()));
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        stack.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
     }
     ids
 }

@@ -6,7 +6,7 @@
 
 use std::{fmt::Write as _, path::PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 
 use crate::{
     cgroup,
@@ -36,7 +36,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     rows.push(resolver());
     print!("{}", render(&rows));
-    let failed: Vec<&str> = rows.iter().filter(|r| r.result == "fail").map(|r| r.name).collect();
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.result == "fail")
+        .map(|r| r.name)
+        .collect();
     if failed.is_empty() {
         return Ok(());
     }
@@ -52,13 +56,27 @@ fn render(rows: &[Row]) -> String {
 }
 
 fn kernel() -> Row {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned();
-    let mut parts = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
     let version = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     if version < MIN_KERNEL {
-        Row::fail("kernel", format!("{release}: the sock_ops callbacks need Linux {}.{} or later", MIN_KERNEL.0, MIN_KERNEL.1))
+        Row::fail(
+            "kernel",
+            format!(
+                "{release}: the sock_ops callbacks need Linux {}.{} or later",
+                MIN_KERNEL.0, MIN_KERNEL.1
+            ),
+        )
     } else if version < ITER_KERNEL {
-        Row::warn("kernel", format!("{release}: sockets older than the agent are polled (arming them needs 6.12)"))
+        Row::warn(
+            "kernel",
+            format!("{release}: sockets older than the agent are polled (arming them needs 6.12)"),
+        )
     } else {
         Row::pass("kernel", release)
     }
@@ -69,13 +87,19 @@ fn btf() -> Row {
     if std::fs::metadata(BTF).is_ok() {
         Row::pass("btf", BTF.to_owned())
     } else {
-        Row::warn("btf", format!("{BTF} missing: the TCP iterator cannot load; older sockets are polled"))
+        Row::warn(
+            "btf",
+            format!("{BTF} missing: the TCP iterator cannot load; older sockets are polled"),
+        )
     }
 }
 
 fn privileges() -> Row {
     match errors::check_privileges() {
-        Ok(()) => Row::pass("privileges", "CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN (or root)".to_owned()),
+        Ok(()) => Row::pass(
+            "privileges",
+            "CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN (or root)".to_owned(),
+        ),
         Err(e) => Row::fail("privileges", format!("{e:#}")),
     }
 }
@@ -120,7 +144,10 @@ fn resolver() -> Row {
         Ok(t) if t.lines().any(|l| l.trim_start().starts_with("nameserver")) => {
             Row::pass("resolver", "/etc/resolv.conf has nameservers".to_owned())
         }
-        Ok(_) => Row::warn("resolver", "/etc/resolv.conf lists no nameserver".to_owned()),
+        Ok(_) => Row::warn(
+            "resolver",
+            "/etc/resolv.conf lists no nameserver".to_owned(),
+        ),
         Err(e) => Row::warn("resolver", format!("cannot read /etc/resolv.conf: {e}")),
     }
 }

@@ -10,7 +10,7 @@ use std::{
     path::PathBuf,
 };
 
-use anyhow::{anyhow, Context as _, Result};
+use anyhow::{Context as _, Result, anyhow};
 
 use crate::{
     cli::RunArgs,
@@ -28,13 +28,25 @@ pub struct Row {
 
 impl Row {
     pub fn pass(name: &'static str, detail: String) -> Self {
-        Self { name, result: "pass", detail }
+        Self {
+            name,
+            result: "pass",
+            detail,
+        }
     }
     pub fn warn(name: &'static str, detail: String) -> Self {
-        Self { name, result: "warn", detail }
+        Self {
+            name,
+            result: "warn",
+            detail,
+        }
     }
     pub fn fail(name: &'static str, detail: String) -> Self {
-        Self { name, result: "fail", detail }
+        Self {
+            name,
+            result: "fail",
+            detail,
+        }
     }
 }
 
@@ -44,14 +56,26 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(PathBuf, std::fs::File)>) -> 
     let conn = loopback_pair();
     let probe = match target {
         None => {
-            rows.push(Row::fail("sock_ops attach", "no target cgroup to attach to".to_owned()));
+            rows.push(Row::fail(
+                "sock_ops attach",
+                "no target cgroup to attach to".to_owned(),
+            ));
             None
         }
         Some((path, file)) => {
-            let cfg = ProbeConfig { cgroup: file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets, keepalive: crate::run::keepalive_config(args) };
+            let cfg = ProbeConfig {
+                cgroup: file,
+                ports: &args.ports,
+                comms: &args.comms,
+                max_sockets: args.max_sockets,
+                keepalive: crate::run::keepalive_config(args),
+            };
             match Probe::load(&cfg) {
                 Ok(p) => {
-                    rows.push(Row::pass("sock_ops attach", format!("loaded, attached to {} and detached", path.display())));
+                    rows.push(Row::pass(
+                        "sock_ops attach",
+                        format!("loaded, attached to {} and detached", path.display()),
+                    ));
                     Some(p)
                 }
                 Err(e) => {
@@ -65,12 +89,22 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(PathBuf, std::fs::File)>) -> 
     rows.push(match (&conn, probe.as_mut()) {
         (_, None) => Row::fail("bpf_setsockopt", "the probe did not load".to_owned()),
         (Err(e), _) => Row::fail("bpf_setsockopt", format!("{e:#}")),
-        (Ok(_), Some(p)) if !p.can_adopt => {
-            Row::warn("bpf_setsockopt", "TCP iterator unavailable (Linux 6.12 + BTF): older sockets are polled".to_owned())
-        }
+        (Ok(_), Some(p)) if !p.can_adopt => Row::warn(
+            "bpf_setsockopt",
+            "TCP iterator unavailable (Linux 6.12 + BTF): older sockets are polled".to_owned(),
+        ),
         (Ok((_, _, cookie)), Some(p)) => match p.adopt(&[*cookie]) {
-            Ok(r) if r.get(cookie) == Some(&0) => Row::pass("bpf_setsockopt", "the TCP iterator armed a live socket".to_owned()),
-            Ok(r) => Row::warn("bpf_setsockopt", format!("the iterator could not arm a socket ({:?}): older sockets are polled", r.get(cookie))),
+            Ok(r) if r.get(cookie) == Some(&0) => Row::pass(
+                "bpf_setsockopt",
+                "the TCP iterator armed a live socket".to_owned(),
+            ),
+            Ok(r) => Row::warn(
+                "bpf_setsockopt",
+                format!(
+                    "the iterator could not arm a socket ({:?}): older sockets are polled",
+                    r.get(cookie)
+                ),
+            ),
             Err(e) => Row::warn("bpf_setsockopt", format!("{e:#}: older sockets are polled")),
         },
     });
@@ -84,13 +118,23 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(PathBuf, std::fs::File)>) -> 
 
 /// A connected pair on 127.0.0.1 and the client socket's cookie.
 fn loopback_pair() -> Result<(TcpStream, TcpStream, u64)> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("cannot listen on 127.0.0.1 (is lo up?)")?;
-    let client = TcpStream::connect(listener.local_addr()?).context("cannot connect on loopback")?;
+    let listener =
+        TcpListener::bind("127.0.0.1:0").context("cannot listen on 127.0.0.1 (is lo up?)")?;
+    let client =
+        TcpStream::connect(listener.local_addr()?).context("cannot connect on loopback")?;
     let (server, _) = listener.accept()?;
     let mut cookie: u64 = 0;
     let mut len = libc::socklen_t::try_from(size_of::<u64>()).unwrap_or_default();
     // SAFETY: getsockopt writes at most `len` bytes into `cookie`, a valid u64.
-    let rc = unsafe { libc::getsockopt(client.as_raw_fd(), libc::SOL_SOCKET, libc::SO_COOKIE, (&raw mut cookie).cast(), &raw mut len) };
+    let rc = unsafe {
+        libc::getsockopt(
+            client.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_COOKIE,
+            (&raw mut cookie).cast(),
+            &raw mut len,
+        )
+    };
     if rc != 0 {
         return Err(anyhow!("SO_COOKIE: {}", std::io::Error::last_os_error()));
     }
@@ -104,28 +148,44 @@ fn destroy_row(client: &TcpStream, _server: &TcpStream, cookie: u64) -> Row {
         let (local, peer) = (client.local_addr()?, client.peer_addr()?);
         match diag.destroy(local, peer, cookie)? {
             Destroyed::Killed => {}
-            Destroyed::Gone => return Err(anyhow!("the kernel did not find the check's own socket")),
+            Destroyed::Gone => {
+                return Err(anyhow!("the kernel did not find the check's own socket"));
+            }
         }
         client.set_read_timeout(Some(std::time::Duration::from_secs(2)))?;
         let err = (&*client).read(&mut [0u8; 1]).err().map(|e| e.kind());
         match err {
-            Some(ErrorKind::ConnectionAborted) => Ok("destroyed a loopback socket; its owner got ECONNABORTED".to_owned()),
-            other => Err(anyhow!("the destroyed socket's owner saw {other:?}, not ECONNABORTED")),
+            Some(ErrorKind::ConnectionAborted) => {
+                Ok("destroyed a loopback socket; its owner got ECONNABORTED".to_owned())
+            }
+            other => Err(anyhow!(
+                "the destroyed socket's owner saw {other:?}, not ECONNABORTED"
+            )),
         }
     })();
     match result {
         Ok(d) => Row::pass("SOCK_DESTROY", d),
         Err(e) => {
             let e = format!("{e:#}");
-            let why = if e.contains("not permitted") { "needs CAP_NET_ADMIN" } else { "needs CONFIG_INET_DIAG_DESTROY=y" };
-            Row::fail("SOCK_DESTROY", format!("{e} ({why}); kills are impossible, only --restart-unit can help"))
+            let why = if e.contains("not permitted") {
+                "needs CAP_NET_ADMIN"
+            } else {
+                "needs CONFIG_INET_DIAG_DESTROY=y"
+            };
+            Row::fail(
+                "SOCK_DESTROY",
+                format!("{e} ({why}); kills are impossible, only --restart-unit can help"),
+            )
         }
     }
 }
 
 /// D-Bus reachable, and the unit known to its manager.
 pub fn dbus_row(bus: &SystemdBus, unit: &str) -> Row {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return Row::fail("systemd unit", format!("starting the runtime: {e}")),
     };
@@ -134,8 +194,13 @@ pub fn dbus_row(bus: &SystemdBus, unit: &str) -> Row {
         dbus::unit_state(&conn, unit).await
     });
     match state {
-        Ok((load, active)) if load == "loaded" => Row::pass("systemd unit", format!("{unit}: {load}, {active}")),
-        Ok((load, _)) => Row::fail("systemd unit", format!("{unit}: {load}; --restart-unit must name a unit systemd knows")),
+        Ok((load, active)) if load == "loaded" => {
+            Row::pass("systemd unit", format!("{unit}: {load}, {active}"))
+        }
+        Ok((load, _)) => Row::fail(
+            "systemd unit",
+            format!("{unit}: {load}; --restart-unit must name a unit systemd knows"),
+        ),
         Err(e) => Row::fail("systemd unit", format!("{unit}: {e:#}")),
     }
 }

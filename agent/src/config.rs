@@ -11,7 +11,9 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use clap::{parser::ValueSource, Arg, ArgAction, ArgMatches, CommandFactory as _, FromArgMatches as _};
+use clap::{
+    Arg, ArgAction, ArgMatches, CommandFactory as _, FromArgMatches as _, parser::ValueSource,
+};
 
 use crate::{cli::Cli, node_args::DEFAULT_CONFIG};
 
@@ -31,41 +33,65 @@ pub enum CliError {
 /// # Errors
 /// As `CliError` says.
 pub fn parse_cli(argv: Vec<OsString>) -> Result<Cli, CliError> {
-    let matches = Cli::command().try_get_matches_from(&argv).map_err(CliError::Clap)?;
+    let matches = Cli::command()
+        .try_get_matches_from(&argv)
+        .map_err(CliError::Clap)?;
     let Some((name @ ("run" | "check"), sub)) = matches.subcommand() else {
         return Cli::from_arg_matches(&matches).map_err(CliError::Clap);
     };
     let explicit = sub.value_source("config") == Some(ValueSource::CommandLine);
-    let path = sub.get_one::<PathBuf>("config").cloned().unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
+    let path = sub
+        .get_one::<PathBuf>("config")
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
     if !explicit && !path.exists() {
         return Cli::from_arg_matches(&matches).map_err(CliError::Clap);
     }
     let fail = |msg: String| CliError::Config(format!("config {}: {msg}", path.display()));
     let text = std::fs::read_to_string(&path).map_err(|e| fail(format!("cannot read it: {e}")))?;
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| fail(syntax_error(&text, &e)))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| fail(syntax_error(&text, &e)))?;
     let cmd = Cli::command();
-    let subcmd = cmd.find_subcommand(name).ok_or_else(|| fail("internal: no such subcommand".into()))?;
+    let subcmd = cmd
+        .find_subcommand(name)
+        .ok_or_else(|| fail("internal: no such subcommand".into()))?;
     let mut full = argv;
     for (key, value) in &table {
         full.extend(flag_args(subcmd, sub, key, value).map_err(fail)?);
     }
-    let merged = Cli::command().try_get_matches_from(&full).map_err(|e| fail(one_line(&e.to_string())))?;
+    let merged = Cli::command()
+        .try_get_matches_from(&full)
+        .map_err(|e| fail(one_line(&e.to_string())))?;
     Cli::from_arg_matches(&merged).map_err(|e| fail(one_line(&e.to_string())))
 }
 
 /// Every flag a config key may name: the long options except `config`, help and version.
 fn configurable(cmd: &clap::Command) -> impl Iterator<Item = (String, &Arg)> {
     cmd.get_arguments()
-        .filter(|a| !matches!(a.get_action(), ArgAction::Help | ArgAction::HelpLong | ArgAction::Version))
+        .filter(|a| {
+            !matches!(
+                a.get_action(),
+                ArgAction::Help | ArgAction::HelpLong | ArgAction::Version
+            )
+        })
         .filter_map(|a| Some((a.get_long()?.replace('-', "_"), a)))
         .filter(|(k, _)| k != "config")
 }
 
 /// The `--flag=value` arguments for one key, each value checked by the flag's own parser.
-fn flag_args(cmd: &clap::Command, given: &ArgMatches, key: &str, value: &toml::Value) -> Result<Vec<OsString>, String> {
+fn flag_args(
+    cmd: &clap::Command,
+    given: &ArgMatches,
+    key: &str,
+    value: &toml::Value,
+) -> Result<Vec<OsString>, String> {
     let Some((_, arg)) = configurable(cmd).find(|(k, _)| k == key) else {
         let allowed: Vec<String> = configurable(cmd).map(|(k, _)| k).collect();
-        return Err(format!("unknown key '{key}'; allowed keys: {}", allowed.join(", ")));
+        return Err(format!(
+            "unknown key '{key}'; allowed keys: {}",
+            allowed.join(", ")
+        ));
     };
     if given.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine) {
         return Ok(Vec::new()); // the command line wins
@@ -108,13 +134,22 @@ fn flag_args(cmd: &clap::Command, given: &ArgMatches, key: &str, value: &toml::V
 /// that names the key rather than the flag.
 fn check_value(cmd: &clap::Command, arg: &Arg, value: &str) -> Result<(), String> {
     let long = arg.get_long().unwrap_or_default();
-    let argv = ["lifeline".to_owned(), cmd.get_name().to_owned(), format!("--{long}={value}")];
-    Cli::command().try_get_matches_from(argv).map(drop).map_err(|e| {
-        // clap's own text: "error: invalid value 'x' for '--flag <V>': <why>" + usage hints.
-        let text = one_line(&e.to_string());
-        let text = text.strip_prefix("error: ").unwrap_or(&text);
-        text.split_once("': ").map_or(text, |(_, why)| why).to_owned()
-    })
+    let argv = [
+        "lifeline".to_owned(),
+        cmd.get_name().to_owned(),
+        format!("--{long}={value}"),
+    ];
+    Cli::command()
+        .try_get_matches_from(argv)
+        .map(drop)
+        .map_err(|e| {
+            // clap's own text: "error: invalid value 'x' for '--flag <V>': <why>" + usage hints.
+            let text = one_line(&e.to_string());
+            let text = text.strip_prefix("error: ").unwrap_or(&text);
+            text.split_once("': ")
+                .map_or(text, |(_, why)| why)
+                .to_owned()
+        })
 }
 
 /// "line L, column C: what": the TOML error without its multi-line source snippet.
@@ -123,14 +158,19 @@ fn syntax_error(text: &str, e: &toml::de::Error) -> String {
     let before = &text[..at];
     let line = before.matches('\n').count() + 1;
     let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-    format!("invalid TOML at line {line}, column {column}: {}", one_line(e.message()))
+    format!(
+        "invalid TOML at line {line}, column {column}: {}",
+        one_line(e.message())
+    )
 }
 
 /// Multi-line messages (TOML snippets, clap hints) folded into one line.
 fn one_line(text: &str) -> String {
     text.lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:"))
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:")
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -139,7 +179,10 @@ fn one_line(text: &str) -> String {
 #[must_use]
 pub fn source(args: &crate::cli::RunArgs) -> Option<&Path> {
     let default = Path::new(DEFAULT_CONFIG);
-    args.node.config.as_deref().or_else(|| default.exists().then_some(default))
+    args.node
+        .config
+        .as_deref()
+        .or_else(|| default.exists().then_some(default))
 }
 
 #[cfg(test)]

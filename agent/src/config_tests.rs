@@ -4,16 +4,27 @@ use super::*;
 use crate::cli::Command;
 
 fn parse_with(file: &str, flags: &[&str]) -> Result<crate::cli::RunArgs, String> {
-    let dir = std::env::temp_dir().join(format!("lifeline-config-test-{}-{}", std::process::id(), rand_suffix()));
+    let dir = std::env::temp_dir().join(format!(
+        "lifeline-config-test-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let path = dir.join("lifeline.toml");
     std::fs::write(&path, file).map_err(|e| e.to_string())?;
-    let mut argv: Vec<OsString> = vec!["lifeline".into(), "run".into(), "--config".into(), path.clone().into()];
+    let mut argv: Vec<OsString> = vec![
+        "lifeline".into(),
+        "run".into(),
+        "--config".into(),
+        path.clone().into(),
+    ];
     argv.extend(flags.iter().map(OsString::from));
     let out = parse_cli(argv);
     let _ = std::fs::remove_dir_all(&dir);
     match out {
-        Ok(Cli { command: Command::Run(run) }) => Ok(*run),
+        Ok(Cli {
+            command: Command::Run(run),
+        }) => Ok(*run),
         Ok(_) => Err("not run".into()),
         Err(CliError::Config(e)) => Err(e),
         Err(CliError::Clap(e)) => Err(format!("clap: {e}")),
@@ -22,7 +33,9 @@ fn parse_with(file: &str, flags: &[&str]) -> Result<crate::cli::RunArgs, String>
 
 fn rand_suffix() -> u64 {
     use std::hash::{BuildHasher as _, Hasher as _};
-    std::collections::hash_map::RandomState::new().build_hasher().finish()
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 #[test]
@@ -34,24 +47,42 @@ fn file_fills_unset_flags_and_flags_win() {
     assert!(args.dry_run);
     assert_eq!(args.comms, vec!["kubelet".to_owned()]);
     assert_eq!(args.node.max_restarts, 2);
-    assert_eq!(args.sweep_interval, Duration::from_secs(3), "the flag wins over the file");
+    assert_eq!(
+        args.sweep_interval,
+        Duration::from_secs(3),
+        "the flag wins over the file"
+    );
 }
 
 #[test]
 fn comma_separated_ports_in_a_string_work() {
-    assert_eq!(parse_with("ports = \"443,6443\"", &[]).expect("valid").ports, vec![443, 6443]);
+    assert_eq!(
+        parse_with("ports = \"443,6443\"", &[])
+            .expect("valid")
+            .ports,
+        vec![443, 6443]
+    );
 }
 
 #[test]
 fn errors_name_the_key_the_value_and_what_is_allowed() {
     let e = parse_with("stall_timeot = \"5s\"", &[]).unwrap_err();
-    assert!(e.contains("unknown key 'stall_timeot'") && e.contains("stall_timeout"), "{e}");
+    assert!(
+        e.contains("unknown key 'stall_timeot'") && e.contains("stall_timeout"),
+        "{e}"
+    );
     let e = parse_with("stall_timeout = \"-5s\"", &[]).unwrap_err();
-    assert!(e.contains("stall_timeout") && e.contains("-5s") && e.contains("duration"), "{e}");
+    assert!(
+        e.contains("stall_timeout") && e.contains("-5s") && e.contains("duration"),
+        "{e}"
+    );
     let e = parse_with("dry_run = \"yes\"", &[]).unwrap_err();
     assert!(e.contains("dry_run") && e.contains("true or false"), "{e}");
     let e = parse_with("max_restarts = 1000", &[]).unwrap_err();
-    assert!(e.contains("max_restarts") && e.contains("1000") && e.contains("60"), "{e}");
+    assert!(
+        e.contains("max_restarts") && e.contains("1000") && e.contains("60"),
+        "{e}"
+    );
     let e = parse_with("log = \"syslog\"", &[]).unwrap_err();
     assert!(e.contains("log") && e.contains("journald"), "{e}");
     let e = parse_with("stall_timeout = [\"1s\"]", &[]).unwrap_err();
@@ -64,9 +95,14 @@ fn errors_name_the_key_the_value_and_what_is_allowed() {
 
 #[test]
 fn a_missing_explicit_file_is_an_error() {
-    let argv = ["lifeline", "run", "--config", "/nonexistent/lifeline.toml"].map(OsString::from).to_vec();
+    let argv = ["lifeline", "run", "--config", "/nonexistent/lifeline.toml"]
+        .map(OsString::from)
+        .to_vec();
     match parse_cli(argv) {
-        Err(CliError::Config(e)) => assert!(e.contains("/nonexistent/lifeline.toml") && e.contains("cannot read"), "{e}"),
+        Err(CliError::Config(e)) => assert!(
+            e.contains("/nonexistent/lifeline.toml") && e.contains("cannot read"),
+            "{e}"
+        ),
         _ => panic!("expected a config error"),
     }
 }

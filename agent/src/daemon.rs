@@ -6,14 +6,14 @@ use std::{
 };
 
 use anyhow::Result;
-use lifeline_common::{config::stats, SockState};
+use lifeline_common::{SockState, config::stats};
 use tokio::sync::watch;
 
 use crate::{
     action::{Actor, Evidence, Reason},
     clock,
     diag::{SockDiag, TcpInfo},
-    endpoint::{guard, Follow},
+    endpoint::{Follow, guard},
     idle::{self, IdleWatch},
     probe::Probe,
     snapshot,
@@ -65,8 +65,13 @@ impl Daemon {
         let mut kills = Vec::new();
         let mut wake = interval;
         for (cookie, rec) in &records {
-            let Some((verdict, mut info)) = self.judge(*cookie, rec, now) else { continue };
-            let member = self.follow.as_ref().and_then(|f| f.endpoints.membership(rec.peer(), f.grace));
+            let Some((verdict, mut info)) = self.judge(*cookie, rec, now) else {
+                continue;
+            };
+            let member = self
+                .follow
+                .as_ref()
+                .and_then(|f| f.endpoints.membership(rec.peer(), f.grace));
             let mut reason = None;
             if verdict.is_dead() {
                 dead_now.insert(*cookie);
@@ -75,7 +80,8 @@ impl Daemon {
                 }
             }
             if reason.is_none() && self.follow.is_some() {
-                let (r, due) = self.endpoint_reason(*cookie, rec, verdict, &mut info, member.as_ref(), at);
+                let (r, due) =
+                    self.endpoint_reason(*cookie, rec, verdict, &mut info, member.as_ref(), at);
                 reason = r;
                 wake = wake.min(due);
             }
@@ -94,7 +100,10 @@ impl Daemon {
         self.seen_dead = dead_now;
         self.execute(&kills, now).await;
         if let Some(t) = self.follow.as_ref().and_then(|f| f.guard.next_check()) {
-            wake = wake.min(t.saturating_duration_since(Instant::now()).max(Duration::from_millis(50)));
+            wake = wake.min(
+                t.saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(50)),
+            );
         }
         let live: HashSet<u64> = records.iter().map(|(c, _)| *c).collect();
         self.actor.retain(|c| live.contains(&c));
@@ -110,11 +119,18 @@ impl Daemon {
         }
         self.status.send_replace(Snapshot {
             stall_timeout_ms: u64::try_from(self.stall.as_millis()).unwrap_or(u64::MAX),
-            silent_timeout_ms: self.idle.silent.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            silent_timeout_ms: self
+                .idle
+                .silent
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             kills: self.actor.kills,
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             sockets_full: self.sockets_full,
-            endpoints: self.follow.as_ref().map(|f| f.endpoints.status(Instant::now())).unwrap_or_default(),
+            endpoints: self
+                .follow
+                .as_ref()
+                .map(|f| f.endpoints.status(Instant::now()))
+                .unwrap_or_default(),
             sockets: out,
         });
         Ok(wake)
@@ -131,16 +147,32 @@ impl Daemon {
             None => guard::Verdict::Go,
         };
         for (cookie, rec, info, reason) in kills {
-            let ev = Evidence { cookie: *cookie, rec, info, reason, now_ns: now };
+            let ev = Evidence {
+                cookie: *cookie,
+                rec,
+                info,
+                reason,
+                now_ns: now,
+            };
             match verdict {
-                guard::Verdict::Go => crate::systemd::escalate::act(&mut self.actor, self.escalation.as_mut(), &mut self.diag, &ev),
+                guard::Verdict::Go => crate::systemd::escalate::act(
+                    &mut self.actor,
+                    self.escalation.as_mut(),
+                    &mut self.diag,
+                    &ev,
+                ),
                 guard::Verdict::Hold => Actor::hold(&ev),
                 guard::Verdict::Wait => {}
             }
         }
     }
 
-    pub(crate) fn report_unreadable(&mut self, cookie: u64, rec: &SockState, e: &crate::diag::DiagError) {
+    pub(crate) fn report_unreadable(
+        &mut self,
+        cookie: u64,
+        rec: &SockState,
+        e: &crate::diag::DiagError,
+    ) {
         if self.unreadable.insert(cookie) {
             tracing::warn!(target: "lifeline::decision", peer = %rec.peer(), local = %rec.local(), action = "none",
                 outcome = "unreadable", error = %e, "cannot read the kernel's state of a suspect socket; not acting on it");
@@ -151,8 +183,11 @@ impl Daemon {
     fn check_capacity(&mut self) -> Result<()> {
         let full = self.probe.stats()?[stats::SOCKETS_FULL as usize];
         if full > self.sockets_full {
-            tracing::error!(not_watched = full, new = full - self.sockets_full,
-                "SOCKETS map is full: new sockets are NOT watched; raise --max-sockets");
+            tracing::error!(
+                not_watched = full,
+                new = full - self.sockets_full,
+                "SOCKETS map is full: new sockets are NOT watched; raise --max-sockets"
+            );
             self.sockets_full = full;
         }
         Ok(())

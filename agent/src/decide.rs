@@ -11,13 +11,7 @@ use std::{
 
 use lifeline_common::SockState;
 
-use crate::{
-    action::Reason,
-    daemon::Daemon,
-    detect::Verdict,
-    diag::TcpInfo,
-    endpoint::Membership,
-};
+use crate::{action::Reason, daemon::Daemon, detect::Verdict, diag::TcpInfo, endpoint::Membership};
 
 /// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
 /// the same instant.
@@ -45,13 +39,19 @@ impl Daemon {
         member: Option<&(String, Membership)>,
         at: Instant,
     ) -> (Option<Reason>, Duration) {
-        let Some(f) = self.follow.as_ref() else { return (None, FAR) };
+        let Some(f) = self.follow.as_ref() else {
+            return (None, FAR);
+        };
         let (prober, migrate, spread) = (f.prober.clone(), f.migrate, f.spread);
         let peer = rec.peer();
         // First sign of trouble: an RTO or retransmission with no ACK progress since (the
         // probe clears it on progress), or keepalive probes out unanswered.
-        let trouble = verdict != Verdict::Healthy && rec.trouble_ns != 0 || info.is_some_and(|i| i.probes > 0);
-        let left = matches!(member, Some((_, Membership::Leaving { .. } | Membership::Orphaned { .. })));
+        let trouble = verdict != Verdict::Healthy && rec.trouble_ns != 0
+            || info.is_some_and(|i| i.probes > 0);
+        let left = matches!(
+            member,
+            Some((_, Membership::Leaving { .. } | Membership::Orphaned { .. }))
+        );
         if trouble {
             prober.request(peer, "trouble on a watched socket");
         } else if left {
@@ -63,10 +63,17 @@ impl Daemon {
             if at < due {
                 wake = due - at;
             } else if self.fetch_info(cookie, rec, info) {
-                return (Some(Reason::DeadPeer { endpoint: member.map(|m| m.0.clone()) }), FAR);
+                return (
+                    Some(Reason::DeadPeer {
+                        endpoint: member.map(|m| m.0.clone()),
+                    }),
+                    FAR,
+                );
             }
         }
-        let Some((endpoint, Membership::Orphaned { absent_for })) = member else { return (None, wake) };
+        let Some((endpoint, Membership::Orphaned { absent_for })) = member else {
+            return (None, wake);
+        };
         if !migrate {
             if self.orphans_logged.insert(cookie) {
                 tracing::warn!(target: "lifeline::decision", peer = %peer, local = %rec.local(), verdict = "orphaned",
@@ -75,13 +82,22 @@ impl Daemon {
             }
             return (None, wake);
         }
-        let due = *self.migrations.entry(cookie).or_insert_with(|| at + jitter(cookie, spread));
+        let due = *self
+            .migrations
+            .entry(cookie)
+            .or_insert_with(|| at + jitter(cookie, spread));
         if at < due {
             return (None, wake.min(due - at));
         }
         // Only at a quiet moment: with nothing in flight, no request dies with the socket.
         if self.fetch_info(cookie, rec, info) && info.is_some_and(|i| i.unacked == 0) {
-            return (Some(Reason::Orphaned { endpoint: endpoint.clone(), absent_for: *absent_for }), wake);
+            return (
+                Some(Reason::Orphaned {
+                    endpoint: endpoint.clone(),
+                    absent_for: *absent_for,
+                }),
+                wake,
+            );
         }
         (None, wake.min(QUIET_RECHECK))
     }

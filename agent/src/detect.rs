@@ -58,7 +58,11 @@ pub fn from_record(s: &SockState, now_ns: u64, stall: Duration) -> Verdict {
         }
         return Verdict::Suspect;
     }
-    if age(now_ns, s.last_ack_ns) < stall { Verdict::Healthy } else { Verdict::Idle }
+    if age(now_ns, s.last_ack_ns) < stall {
+        Verdict::Healthy
+    } else {
+        Verdict::Idle
+    }
 }
 
 /// The kernel's view, from `tcp_info` alone (used to confirm, and for sockets the
@@ -78,7 +82,11 @@ pub fn from_info(i: &TcpInfo, stall: Duration, silent_timeout: Option<Duration>)
     } else if i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0) {
         Verdict::Suspect
     } else if i.unacked == 0 && i.probes > 0 {
-        if silent_timeout.is_some_and(|t| silent >= t) { Verdict::Silent } else { Verdict::Suspect }
+        if silent_timeout.is_some_and(|t| silent >= t) {
+            Verdict::Silent
+        } else {
+            Verdict::Suspect
+        }
     } else if silent < stall {
         Verdict::Healthy
     } else {
@@ -94,41 +102,109 @@ mod tests {
     const STALL: Duration = Duration::from_secs(10);
 
     fn rec(last_ack_s: u64, trouble_s: u64, packets_out: u32) -> SockState {
-        SockState { state: 1, last_ack_ns: last_ack_s * S, trouble_ns: trouble_s * S, packets_out, ..Default::default() }
+        SockState {
+            state: 1,
+            last_ack_ns: last_ack_s * S,
+            trouble_ns: trouble_s * S,
+            packets_out,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn record_verdicts() {
         let now = 100 * S;
-        assert_eq!(from_record(&rec(99, 0, 3), now, STALL), Verdict::Healthy, "busy, ACKed");
-        assert_eq!(from_record(&rec(10, 0, 0), now, STALL), Verdict::Idle, "quiet");
-        assert_eq!(from_record(&rec(80, 95, 1), now, STALL), Verdict::Suspect, "retransmitting 5 s");
-        assert_eq!(from_record(&rec(80, 89, 1), now, STALL), Verdict::Stalled, "unanswered 11 s");
-        assert_eq!(from_record(&rec(80, 89, 0), now, STALL), Verdict::Idle, "trouble healed, nothing out");
-        let closing = SockState { state: 4, ..rec(0, 1, 1) };
-        assert_eq!(from_record(&closing, now, STALL), Verdict::Healthy, "not ours once closing");
+        assert_eq!(
+            from_record(&rec(99, 0, 3), now, STALL),
+            Verdict::Healthy,
+            "busy, ACKed"
+        );
+        assert_eq!(
+            from_record(&rec(10, 0, 0), now, STALL),
+            Verdict::Idle,
+            "quiet"
+        );
+        assert_eq!(
+            from_record(&rec(80, 95, 1), now, STALL),
+            Verdict::Suspect,
+            "retransmitting 5 s"
+        );
+        assert_eq!(
+            from_record(&rec(80, 89, 1), now, STALL),
+            Verdict::Stalled,
+            "unanswered 11 s"
+        );
+        assert_eq!(
+            from_record(&rec(80, 89, 0), now, STALL),
+            Verdict::Idle,
+            "trouble healed, nothing out"
+        );
+        let closing = SockState {
+            state: 4,
+            ..rec(0, 1, 1)
+        };
+        assert_eq!(
+            from_record(&closing, now, STALL),
+            Verdict::Healthy,
+            "not ours once closing"
+        );
     }
 
     #[test]
     fn silent_needs_unanswered_probes_for_the_silent_timeout() {
         let t = Some(Duration::from_secs(16));
-        let idle = |last_ack_ms, probes| TcpInfo { state: 1, last_ack_recv_ms: last_ack_ms, probes, ..Default::default() };
+        let idle = |last_ack_ms, probes| TcpInfo {
+            state: 1,
+            last_ack_recv_ms: last_ack_ms,
+            probes,
+            ..Default::default()
+        };
         assert_eq!(from_info(&idle(17_000, 2), STALL, t), Verdict::Silent);
-        assert_eq!(from_info(&idle(12_000, 1), STALL, t), Verdict::Suspect, "probing, not yet long enough");
-        assert_eq!(from_info(&idle(60_000, 0), STALL, t), Verdict::Idle, "probes answered");
-        assert_eq!(from_info(&idle(17_000, 2), STALL, None), Verdict::Suspect, "keepalive off: never silent");
+        assert_eq!(
+            from_info(&idle(12_000, 1), STALL, t),
+            Verdict::Suspect,
+            "probing, not yet long enough"
+        );
+        assert_eq!(
+            from_info(&idle(60_000, 0), STALL, t),
+            Verdict::Idle,
+            "probes answered"
+        );
+        assert_eq!(
+            from_info(&idle(17_000, 2), STALL, None),
+            Verdict::Suspect,
+            "keepalive off: never silent"
+        );
     }
 
     fn info(unacked: u32, last_ack_ms: u32, retransmits: u8) -> TcpInfo {
-        TcpInfo { state: 1, unacked, last_ack_recv_ms: last_ack_ms, retransmits, ..Default::default() }
+        TcpInfo {
+            state: 1,
+            unacked,
+            last_ack_recv_ms: last_ack_ms,
+            retransmits,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn kernel_verdicts_need_unacked_data_and_silence() {
         let t = Some(Duration::from_secs(16));
         assert_eq!(from_info(&info(2, 12_000, 4), STALL, t), Verdict::Stalled);
-        assert_eq!(from_info(&info(2, 3_000, 2), STALL, t), Verdict::Suspect, "slow but answering");
-        assert_eq!(from_info(&info(0, 60_000, 0), STALL, t), Verdict::Idle, "idle is not stalled");
-        assert_eq!(from_info(&info(5, 20, 0), STALL, t), Verdict::Healthy, "bulk transfer");
+        assert_eq!(
+            from_info(&info(2, 3_000, 2), STALL, t),
+            Verdict::Suspect,
+            "slow but answering"
+        );
+        assert_eq!(
+            from_info(&info(0, 60_000, 0), STALL, t),
+            Verdict::Idle,
+            "idle is not stalled"
+        );
+        assert_eq!(
+            from_info(&info(5, 20, 0), STALL, t),
+            Verdict::Healthy,
+            "bulk transfer"
+        );
     }
 }

@@ -3,16 +3,16 @@
 use std::io;
 
 use anyhow::anyhow;
-use aya::{programs::ProgramError, EbpfError};
+use aya::{EbpfError, programs::ProgramError};
 
 const PRIVILEGES: &str = "lifeline needs root, or CAP_BPF + CAP_PERFMON + CAP_NET_ADMIN";
 
 fn io_hint(e: &io::Error) -> Option<&'static str> {
     match e.raw_os_error() {
         Some(libc::EPERM | libc::EACCES) => Some(PRIVILEGES),
-        Some(libc::EINVAL | libc::ENOTSUP | libc::E2BIG) => {
-            Some("the kernel does not support this program type or attach point (see docs/ARCHITECTURE.md for minimum versions)")
-        }
+        Some(libc::EINVAL | libc::ENOTSUP | libc::E2BIG) => Some(
+            "the kernel does not support this program type or attach point (see docs/ARCHITECTURE.md for minimum versions)",
+        ),
         _ => None,
     }
 }
@@ -41,20 +41,32 @@ pub fn explain_load(e: &EbpfError) -> anyhow::Error {
 pub fn explain_program(name: &str, e: &ProgramError) -> anyhow::Error {
     // A verifier rejection also comes back as EACCES: that is not a privilege problem.
     let hint = if matches!(e, ProgramError::LoadError { .. }) {
-        Some("the kernel's verifier rejected it (see docs/ARCHITECTURE.md for minimum kernel versions)")
+        Some(
+            "the kernel's verifier rejected it (see docs/ARCHITECTURE.md for minimum kernel versions)",
+        )
     } else {
         find_io(e).and_then(io_hint)
     };
     let detail = match e {
-        ProgramError::LoadError { io_error, verifier_log } => {
+        ProgramError::LoadError {
+            io_error,
+            verifier_log,
+        } => {
             let log = verifier_log.to_string();
             if std::env::var_os("LIFELINE_VERIFIER_LOG").is_some() {
                 eprintln!("{log}");
             }
             // The reason is the last line before the statistics the verifier appends.
             let stats = ["processed ", "verification time", "stack depth"];
-            let reason = log.lines().rev().map(str::trim).find(|l| !l.is_empty() && !stats.iter().any(|s| l.starts_with(s)));
-            format!("{io_error} (verifier: {}; set LIFELINE_VERIFIER_LOG=1 for its whole log)", reason.unwrap_or("no reason given"))
+            let reason = log
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !stats.iter().any(|s| l.starts_with(s)));
+            format!(
+                "{io_error} (verifier: {}; set LIFELINE_VERIFIER_LOG=1 for its whole log)",
+                reason.unwrap_or("no reason given")
+            )
         }
         other => other.to_string(),
     };
@@ -90,5 +102,8 @@ pub fn check_privileges() -> anyhow::Result<()> {
     .into_iter()
     .flatten()
     .collect();
-    Err(anyhow!("missing privileges: this process lacks {}; {PRIVILEGES}", missing.join(", ")))
+    Err(anyhow!(
+        "missing privileges: this process lacks {}; {PRIVILEGES}",
+        missing.join(", ")
+    ))
 }

@@ -8,7 +8,7 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use lifeline_common::{keepalive::KA_ARMED, Keepalive, SockState};
+use lifeline_common::{Keepalive, SockState, keepalive::KA_ARMED};
 
 use crate::{clock, diag::TcpInfo};
 
@@ -24,13 +24,21 @@ pub struct IdleWatch {
 impl IdleWatch {
     #[must_use]
     pub fn new(silent: Option<Duration>, want: Keepalive) -> Self {
-        Self { silent: silent.filter(|_| want.idle_s != 0), want, next: HashMap::new() }
+        Self {
+            silent: silent.filter(|_| want.idle_s != 0),
+            want,
+            next: HashMap::new(),
+        }
     }
 
     /// Whether the idle socket `rec` should have its `tcp_info` read in this sweep.
     #[must_use]
     pub fn due(&self, cookie: u64, rec: &SockState, now_ns: u64) -> bool {
-        if self.silent.is_none() || rec.ka_result != KA_ARMED || rec.keepalive.idle_s == 0 || rec.trouble_ns != 0 {
+        if self.silent.is_none()
+            || rec.ka_result != KA_ARMED
+            || rec.keepalive.idle_s == 0
+            || rec.trouble_ns != 0
+        {
             return false;
         }
         // The record's last ACK progress is a lower bound of the last segment received, so
@@ -66,9 +74,17 @@ pub fn describe(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
         KA_ARMED if k.idle_s == 0 => "off".to_owned(),
         KA_ARMED => {
             let own = k.idle_s < want.idle_s || k.intvl_s < want.intvl_s || k.cnt < want.cnt;
-            format!("{}s,{}s,{}{}", k.idle_s, k.intvl_s, k.cnt, if own { " (app's, stricter)" } else { "" })
+            format!(
+                "{}s,{}s,{}{}",
+                k.idle_s,
+                k.intvl_s,
+                k.cnt,
+                if own { " (app's, stricter)" } else { "" }
+            )
         }
-        KA_PENDING if !can_adopt => "not armed: pre-existing socket, needs Linux 6.12 (TCP iterator)".to_owned(),
+        KA_PENDING if !can_adopt => {
+            "not armed: pre-existing socket, needs Linux 6.12 (TCP iterator)".to_owned()
+        }
         KA_PENDING => "not armed (yet)".to_owned(),
         errno => format!("not armed: kernel refused (errno {})", -errno),
     }
@@ -81,18 +97,44 @@ mod tests {
     const S: u64 = 1_000_000_000;
 
     fn armed(last_ack_s: u64) -> SockState {
-        let keepalive = Keepalive { idle_s: 10, intvl_s: 3, cnt: 3, user_timeout_ms: 0 };
-        SockState { state: 1, last_ack_ns: last_ack_s * S, ka_result: KA_ARMED, keepalive, ..Default::default() }
+        let keepalive = Keepalive {
+            idle_s: 10,
+            intvl_s: 3,
+            cnt: 3,
+            user_timeout_ms: 0,
+        };
+        SockState {
+            state: 1,
+            last_ack_ns: last_ack_s * S,
+            ka_result: KA_ARMED,
+            keepalive,
+            ..Default::default()
+        }
     }
 
     #[test]
     fn looks_only_when_a_probe_can_be_out_then_when_silence_is_possible() {
-        let want = Keepalive { idle_s: 10, intvl_s: 3, cnt: 3, user_timeout_ms: 0 };
+        let want = Keepalive {
+            idle_s: 10,
+            intvl_s: 3,
+            cnt: 3,
+            user_timeout_ms: 0,
+        };
         let mut w = IdleWatch::new(Some(Duration::from_secs(16)), want);
-        assert!(!w.due(1, &armed(95), 100 * S), "idle 5 s: no probe can have gone out");
+        assert!(
+            !w.due(1, &armed(95), 100 * S),
+            "idle 5 s: no probe can have gone out"
+        );
         assert!(w.due(1, &armed(80), 100 * S), "idle 20 s");
         // Answered 4 s ago: cannot be silent for another 12 s.
-        w.looked(1, &TcpInfo { last_ack_recv_ms: 4_000, ..Default::default() }, 100 * S);
+        w.looked(
+            1,
+            &TcpInfo {
+                last_ack_recv_ms: 4_000,
+                ..Default::default()
+            },
+            100 * S,
+        );
         assert!(!w.due(1, &armed(80), 111 * S));
         assert!(w.due(1, &armed(80), 112 * S));
         let off = IdleWatch::new(None, want);

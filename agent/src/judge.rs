@@ -15,10 +15,17 @@ impl Daemon {
     /// The record nominates (stalled), or the socket is idle long enough to be due a
     /// keepalive look, or it is a polled socket; then only the kernel's current view can
     /// confirm, and without it nothing is ever dead.
-    pub(crate) fn judge(&mut self, cookie: u64, rec: &SockState, now: u64) -> Option<(Verdict, Option<TcpInfo>)> {
+    pub(crate) fn judge(
+        &mut self,
+        cookie: u64,
+        rec: &SockState,
+        now: u64,
+    ) -> Option<(Verdict, Option<TcpInfo>)> {
         let polled = self.polled.contains(&cookie);
         let from_record = detect::from_record(rec, now, self.stall);
-        let idle_due = !polled && matches!(from_record, Verdict::Idle | Verdict::Healthy) && self.idle.due(cookie, rec, now);
+        let idle_due = !polled
+            && matches!(from_record, Verdict::Idle | Verdict::Healthy)
+            && self.idle.due(cookie, rec, now);
         if !(polled || idle_due || from_record == Verdict::Stalled) {
             return Some((from_record, None));
         }
@@ -35,7 +42,9 @@ impl Daemon {
                 None
             }
         };
-        let Some(i) = info else { return Some((Verdict::Suspect, None)) };
+        let Some(i) = info else {
+            return Some((Verdict::Suspect, None));
+        };
         if polled || idle_due {
             self.idle.looked(cookie, &i, now);
         }

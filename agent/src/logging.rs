@@ -3,7 +3,9 @@
 //! tracing by tracing-subscriber's `tracing-log` feature.
 
 use anyhow::{Context as _, Result};
-use tracing_subscriber::{layer::SubscriberExt as _, util::SubscriberInitExt as _, EnvFilter, Layer};
+use tracing_subscriber::{
+    EnvFilter, Layer, layer::SubscriberExt as _, util::SubscriberInitExt as _,
+};
 
 use crate::cli::LogTarget;
 
@@ -11,8 +13,12 @@ use crate::cli::LogTarget;
 /// (systemd.exec(5)); a shell with an inherited variable does not match.
 fn stderr_is_journal() -> bool {
     use std::os::unix::fs::MetadataExt as _;
-    let Ok(v) = std::env::var("JOURNAL_STREAM") else { return false };
-    let Ok(meta) = std::fs::metadata("/proc/self/fd/2") else { return false };
+    let Ok(v) = std::env::var("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Ok(meta) = std::fs::metadata("/proc/self/fd/2") else {
+        return false;
+    };
     v == format!("{}:{}", meta.dev(), meta.ino())
 }
 
@@ -33,8 +39,13 @@ pub fn init(target: LogTarget) -> Result<()> {
             .with_field_prefix(Some("LIFELINE".to_owned()))
             .with_priority_mappings(journal_priorities())
             .boxed(),
-        LogTarget::Json => tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).boxed(),
-        _ => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).boxed(),
+        LogTarget::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .boxed(),
+        _ => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .boxed(),
     };
     tracing_subscriber::registry()
         .with(layer.with_filter(filter))

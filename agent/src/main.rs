@@ -35,13 +35,20 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace.
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("lifeline: error: internal error: {}", info.to_string().replace('\n', " "));
+        eprintln!(
+            "lifeline: error: internal error: {}",
+            info.to_string().replace('\n', " ")
+        );
     }));
     let cli = match config::parse_cli(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(config::CliError::Clap(e)) => {
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
         Err(config::CliError::Config(msg)) => {
             eprintln!("lifeline: error: {msg}");

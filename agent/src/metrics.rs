@@ -11,12 +11,12 @@ use prometheus_client::{
         counter::Counter,
         family::Family,
         gauge::Gauge,
-        histogram::{exponential_buckets, Histogram},
+        histogram::{Histogram, exponential_buckets},
     },
     registry::Registry,
 };
-use tracing::{field::Field, Event, Subscriber};
-use tracing_subscriber::{layer::Context, Layer};
+use tracing::{Event, Subscriber, field::Field};
+use tracing_subscriber::{Layer, layer::Context};
 
 use crate::status::Snapshot;
 
@@ -75,13 +75,41 @@ impl Metrics {
             latency: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
         };
         let r = &mut m.registry;
-        r.register("watched_sockets", "TCP sockets the probe watches", m.watched.clone());
-        r.register("sockets", "Watched sockets by current verdict", m.sockets.clone());
-        r.register("decisions", "Decisions on stalled sockets, by verdict, action and outcome", m.decisions.clone());
-        r.register("kills", "Sockets destroyed with SOCK_DESTROY", m.kills.clone());
-        r.register("restarts", "Restarts of --restart-unit, by result (restarted, failed)", m.restarts.clone());
-        r.register("holds", "Actions held back (rate limit, backoff, no healthy endpoint)", m.holds.clone());
-        r.register("dns_failures", "Endpoint resolutions that failed (the last good set was kept)", m.dns_failures.clone());
+        r.register(
+            "watched_sockets",
+            "TCP sockets the probe watches",
+            m.watched.clone(),
+        );
+        r.register(
+            "sockets",
+            "Watched sockets by current verdict",
+            m.sockets.clone(),
+        );
+        r.register(
+            "decisions",
+            "Decisions on stalled sockets, by verdict, action and outcome",
+            m.decisions.clone(),
+        );
+        r.register(
+            "kills",
+            "Sockets destroyed with SOCK_DESTROY",
+            m.kills.clone(),
+        );
+        r.register(
+            "restarts",
+            "Restarts of --restart-unit, by result (restarted, failed)",
+            m.restarts.clone(),
+        );
+        r.register(
+            "holds",
+            "Actions held back (rate limit, backoff, no healthy endpoint)",
+            m.holds.clone(),
+        );
+        r.register(
+            "dns_failures",
+            "Endpoint resolutions that failed (the last good set was kept)",
+            m.dns_failures.clone(),
+        );
         r.register(
             "detection_latency_seconds",
             "From a socket's first unanswered retransmission to the decision to act on it",
@@ -106,29 +134,45 @@ impl Metrics {
 
     /// Socket gauges from a status snapshot; verdicts seen before and gone now drop to 0.
     pub fn observe(&self, s: &Snapshot, seen: &mut HashSet<String>) {
-        self.watched.set(i64::try_from(s.sockets.len()).unwrap_or(i64::MAX));
+        self.watched
+            .set(i64::try_from(s.sockets.len()).unwrap_or(i64::MAX));
         seen.extend(s.sockets.iter().map(|k| k.verdict.clone()));
         for v in seen.iter() {
             let n = s.sockets.iter().filter(|k| &k.verdict == v).count();
-            self.sockets.get_or_create(&VerdictLabel { verdict: v.clone() }).set(i64::try_from(n).unwrap_or(i64::MAX));
+            self.sockets
+                .get_or_create(&VerdictLabel { verdict: v.clone() })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
     }
 
     fn decision(&self, d: &DecisionFields) {
         // "failed: <why>" carries free text: the label keeps the class only.
         let outcome = d.outcome.split(':').next().unwrap_or_default().to_owned();
-        let labels = DecisionLabels { verdict: d.verdict.clone(), action: d.action.clone(), outcome: outcome.clone() };
+        let labels = DecisionLabels {
+            verdict: d.verdict.clone(),
+            action: d.action.clone(),
+            outcome: outcome.clone(),
+        };
         self.decisions.get_or_create(&labels).inc();
         match (d.action.as_str(), outcome.as_str()) {
             ("kill", "killed") => {
                 self.kills.inc();
             }
             ("restart", "restarted" | "failed") => {
-                self.restarts.get_or_create(&ResultLabel { result: outcome.clone() }).inc();
+                self.restarts
+                    .get_or_create(&ResultLabel {
+                        result: outcome.clone(),
+                    })
+                    .inc();
             }
             (action, "rate-limited" | "backoff" | "held") => {
                 let reason = d.outcome.trim_start_matches("held: ").replace(' ', "-");
-                self.holds.get_or_create(&HoldLabels { action: action.to_owned(), reason }).inc();
+                self.holds
+                    .get_or_create(&HoldLabels {
+                        action: action.to_owned(),
+                        reason,
+                    })
+                    .inc();
             }
             _ => return,
         }

@@ -23,8 +23,12 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 ///
 /// # Errors
 /// When the address cannot be bound.
-pub fn serve(addr: SocketAddr, mut snapshots: watch::Receiver<Snapshot>) -> Result<Vec<JoinHandle<()>>> {
-    let std_listener = std::net::TcpListener::bind(addr).with_context(|| format!("cannot serve metrics on {addr}"))?;
+pub fn serve(
+    addr: SocketAddr,
+    mut snapshots: watch::Receiver<Snapshot>,
+) -> Result<Vec<JoinHandle<()>>> {
+    let std_listener = std::net::TcpListener::bind(addr)
+        .with_context(|| format!("cannot serve metrics on {addr}"))?;
     std_listener.set_nonblocking(true)?;
     let listener = TcpListener::from_std(std_listener)?;
     tracing::info!(%addr, "serving Prometheus metrics at /metrics");
@@ -59,7 +63,11 @@ async fn answer(mut conn: TcpStream) -> std::io::Result<()> {
     let (status, ctype, body) = match (parts.next(), parts.next()) {
         (Some("GET"), Some("/metrics")) => ("200 OK", CONTENT_TYPE, crate::metrics::get().encode()),
         (Some("GET"), _) => ("404 Not Found", "text/plain", "try /metrics\n".to_owned()),
-        _ => ("405 Method Not Allowed", "text/plain", "GET /metrics only\n".to_owned()),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "GET /metrics only\n".to_owned(),
+        ),
     };
     let response = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

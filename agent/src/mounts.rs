@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 pub fn mount_point_of(mountinfo: &str, fstype: &str) -> Option<PathBuf> {
     mountinfo.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
-        (right.split_whitespace().next()? == fstype).then(|| unescape(left.split_whitespace().nth(4)?))?
+        (right.split_whitespace().next()? == fstype)
+            .then(|| unescape(left.split_whitespace().nth(4)?))?
     })
 }
 
@@ -50,7 +51,15 @@ pub fn ensure(fstype: &str, at: &str) {
     let c = |s: &str| std::ffi::CString::new(s).unwrap_or_default();
     let (src, target, ty) = (c(fstype), c(at), c(fstype));
     // SAFETY: valid C strings; no data argument.
-    let rc = unsafe { libc::mount(src.as_ptr(), target.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
+    let rc = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            ty.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
     if rc == 0 {
         tracing::info!(fstype, at, "mounted (it was missing)");
     } else if !is_mounted(path, fstype) {
@@ -67,10 +76,19 @@ mod tests {
     fn finds_cgroup2_on_hybrid_and_unified_layouts() {
         let hybrid = "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
         let pure = "30 22 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
-        assert_eq!(mount_point_of(hybrid, "cgroup2"), Some(PathBuf::from("/sys/fs/cgroup/unified")));
-        assert_eq!(mount_point_of(pure, "cgroup2"), Some(PathBuf::from("/sys/fs/cgroup")));
+        assert_eq!(
+            mount_point_of(hybrid, "cgroup2"),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        assert_eq!(
+            mount_point_of(pure, "cgroup2"),
+            Some(PathBuf::from("/sys/fs/cgroup"))
+        );
         assert_eq!(mount_point_of(pure, "bpf"), None);
         let spaced = "1 1 0:1 / /mnt/a\\040b rw - tmpfs x rw\n";
-        assert_eq!(mount_point_of(spaced, "tmpfs"), Some(PathBuf::from("/mnt/a b")));
+        assert_eq!(
+            mount_point_of(spaced, "tmpfs"),
+            Some(PathBuf::from("/mnt/a b"))
+        );
     }
 }

@@ -2,18 +2,14 @@
 //! before anything is attached, `start` once the status channel exists, `ready`/`stop`
 //! around the sweep loop. Behind them: systemd notify, the restart escalation, metrics.
 
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{
     cli::RunArgs,
     node_args::ActionMode,
     status::Snapshot,
-    systemd::{
-        escalate::Escalation,
-        notify,
-        restarter::Restarter,
-    },
+    systemd::{escalate::Escalation, notify, restarter::Restarter},
 };
 
 /// Flag combinations that make no sense, refused before anything is attached.
@@ -23,10 +19,17 @@ use crate::{
 pub fn validate(args: &RunArgs) -> Result<()> {
     let n = &args.node;
     if n.action == ActionMode::Restart && n.restart_unit.is_none() {
-        bail!("invalid --action restart: it needs --restart-unit (the unit to restart, e.g. kubelet.service)");
+        bail!(
+            "invalid --action restart: it needs --restart-unit (the unit to restart, e.g. kubelet.service)"
+        );
     }
-    if let Some(addr) = n.metrics_addr.filter(|a| !a.ip().is_loopback() && !n.metrics_allow_remote) {
-        bail!("invalid --metrics-addr {addr}: not a loopback address; add --metrics-allow-remote to serve metrics beyond this node");
+    if let Some(addr) = n
+        .metrics_addr
+        .filter(|a| !a.ip().is_loopback() && !n.metrics_allow_remote)
+    {
+        bail!(
+            "invalid --metrics-addr {addr}: not a loopback address; add --metrics-allow-remote to serve metrics beyond this node"
+        );
     }
     Ok(())
 }
@@ -41,15 +44,23 @@ impl Node {
     ///
     /// # Errors
     /// When the metrics address cannot be bound.
-    pub fn start(args: &RunArgs, snapshots: &watch::Receiver<Snapshot>, endpoints: &crate::endpoint::Endpoints) -> Result<(Self, Option<Escalation>)> {
+    pub fn start(
+        args: &RunArgs,
+        snapshots: &watch::Receiver<Snapshot>,
+        endpoints: &crate::endpoint::Endpoints,
+    ) -> Result<(Self, Option<Escalation>)> {
         let mut tasks = Vec::new();
         if let Some(addr) = args.node.metrics_addr {
             tasks.extend(crate::metrics_http::serve(addr, snapshots.clone())?);
         }
         tasks.extend(notify::spawn(snapshots.clone(), args.sweep_interval));
         let escalation = args.node.restart_unit.as_ref().map(|unit| {
-            let restarter =
-                Restarter { bus: args.node.systemd_bus.clone(), unit: unit.clone(), max_per_hour: args.node.max_restarts, endpoints: endpoints.clone() };
+            let restarter = Restarter {
+                bus: args.node.systemd_bus.clone(),
+                unit: unit.clone(),
+                max_per_hour: args.node.max_restarts,
+                endpoints: endpoints.clone(),
+            };
             let (tx, task) = restarter.spawn();
             tasks.push(task);
             Escalation::new(args.node.action, args.node.escalate_after, tx)
@@ -58,7 +69,10 @@ impl Node {
     }
 
     /// The probe is attached: tell systemd.
-    #[allow(clippy::unused_self, reason = "a method so that it can only be called once started")]
+    #[allow(
+        clippy::unused_self,
+        reason = "a method so that it can only be called once started"
+    )]
     pub fn ready(&self, snapshot: &Snapshot) {
         notify::ready(snapshot);
     }

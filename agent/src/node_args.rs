@@ -8,7 +8,10 @@ use clap::{Args, ValueEnum};
 
 pub const DEFAULT_CONFIG: &str = "/etc/lifeline/lifeline.toml";
 
-#[allow(clippy::doc_markdown, reason = "these doc comments are the --help text, where backticks would show")]
+#[allow(
+    clippy::doc_markdown,
+    reason = "these doc comments are the --help text, where backticks would show"
+)]
 #[derive(Debug, Args)]
 pub struct NodeArgs {
     /// TOML file with defaults for every flag of `run` (flags win). A missing default file
@@ -68,18 +71,24 @@ fn parse_bus(s: &str) -> Result<SystemdBus, String> {
         "system" => Ok(SystemdBus::System),
         "user" => Ok(SystemdBus::User),
         a if a.starts_with("unix:") => Ok(SystemdBus::Address(a.to_owned())),
-        _ => Err(format!("invalid bus '{s}': expected system, user or a D-Bus address such as unix:path=/run/dbus/system_bus_socket")),
+        _ => Err(format!(
+            "invalid bus '{s}': expected system, user or a D-Bus address such as unix:path=/run/dbus/system_bus_socket"
+        )),
     }
 }
 
 /// A unit name as systemd accepts it: a known suffix, no path, no spaces.
 fn parse_unit(s: &str) -> Result<String, String> {
     const SUFFIXES: [&str; 3] = [".service", ".scope", ".target"];
-    let ok_chars = s.chars().all(|c| c.is_ascii_alphanumeric() || ":-_.\\@".contains(c));
+    let ok_chars = s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || ":-_.\\@".contains(c));
     if ok_chars && SUFFIXES.iter().any(|x| s.len() > x.len() && s.ends_with(x)) {
         Ok(s.to_owned())
     } else {
-        Err(format!("invalid unit '{s}': expected a systemd unit name such as kubelet.service"))
+        Err(format!(
+            "invalid unit '{s}': expected a systemd unit name such as kubelet.service"
+        ))
     }
 }
 
@@ -87,7 +96,10 @@ fn parse_unit(s: &str) -> Result<String, String> {
 mod tests {
     #[test]
     fn unit_names_are_validated() {
-        assert_eq!(super::parse_unit("kubelet.service").as_deref(), Ok("kubelet.service"));
+        assert_eq!(
+            super::parse_unit("kubelet.service").as_deref(),
+            Ok("kubelet.service")
+        );
         assert!(super::parse_unit("kubelet").is_err());
         assert!(super::parse_unit("/etc/x.service").is_err());
         assert!(super::parse_unit(".service").is_err());

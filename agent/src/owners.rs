@@ -9,12 +9,24 @@ pub fn by_inode(wanted: &[u32]) -> HashMap<u32, (u32, String)> {
     if wanted.is_empty() {
         return out;
     }
-    let Ok(procs) = std::fs::read_dir("/proc") else { return out };
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
     for entry in procs.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
         for fd in fds.flatten() {
-            let Ok(link) = std::fs::read_link(fd.path()) else { continue };
+            let Ok(link) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
             let inode = link
                 .to_str()
                 .and_then(|l| l.strip_prefix("socket:["))
@@ -22,7 +34,8 @@ pub fn by_inode(wanted: &[u32]) -> HashMap<u32, (u32, String)> {
                 .and_then(|l| l.parse::<u32>().ok());
             if let Some(inode) = inode.filter(|i| wanted.contains(i)) {
                 let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
-                out.entry(inode).or_insert((pid, comm.trim_end().to_owned()));
+                out.entry(inode)
+                    .or_insert((pid, comm.trim_end().to_owned()));
             }
         }
         if out.len() == wanted.len() {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use tokio::{
-    io::{unix::AsyncFd, Interest},
+    io::{Interest, unix::AsyncFd},
     sync::Notify,
 };
 
@@ -17,7 +17,8 @@ pub fn spawn_trouble_reader(probe: &mut Probe, wake: &Arc<Notify>) -> Result<()>
     let ring = probe.take_trouble()?;
     // SAFETY: the AsyncFd owns the ring buffer, which owns its fd, so the fd stays open for
     // as long as it is registered.
-    let mut fd = unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }.map_err(|e| anyhow::anyhow!("watching the probe's trouble buffer: {e}"))?;
+    let mut fd = unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }
+        .map_err(|e| anyhow::anyhow!("watching the probe's trouble buffer: {e}"))?;
     let wake = Arc::clone(wake);
     tokio::spawn(async move {
         while let Ok(mut guard) = fd.readable_mut().await {

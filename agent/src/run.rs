@@ -7,11 +7,11 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use lifeline_common::Keepalive;
 use tokio::{
-    signal::unix::{signal, SignalKind},
-    sync::{watch, Notify},
+    signal::unix::{SignalKind, signal},
+    sync::{Notify, watch},
 };
 
 use crate::{
@@ -21,8 +21,7 @@ use crate::{
     cli::RunArgs,
     daemon::Daemon,
     diag::SockDiag,
-    endpoint,
-    errors,
+    endpoint, errors,
     idle::IdleWatch,
     logging, mounts,
     probe::{Probe, ProbeConfig},
@@ -51,7 +50,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
     mounts::ensure("bpf", "/sys/fs/bpf");
     mounts::ensure("tracefs", "/sys/kernel/tracing");
 
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
     rt.block_on(async {
         let keepalive = keepalive_config(args);
         let cfg = ProbeConfig { cgroup: &cgroup_file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets, keepalive };
@@ -109,13 +111,21 @@ pub fn run(args: &RunArgs) -> Result<()> {
 /// `--keepalive` and `--user-timeout` as the probe's `KEEPALIVE` map entry.
 pub(crate) fn keepalive_config(args: &RunArgs) -> Keepalive {
     let secs = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
-    let user_timeout_ms = args.user_timeout.map_or(0, |d| u32::try_from(d.as_millis()).unwrap_or(u32::MAX));
-    args.keepalive.0.map_or(Keepalive { user_timeout_ms, ..Keepalive::default() }, |k| Keepalive {
-        idle_s: secs(k.idle),
-        intvl_s: secs(k.interval),
-        cnt: k.count,
-        user_timeout_ms,
-    })
+    let user_timeout_ms = args
+        .user_timeout
+        .map_or(0, |d| u32::try_from(d.as_millis()).unwrap_or(u32::MAX));
+    args.keepalive.0.map_or(
+        Keepalive {
+            user_timeout_ms,
+            ..Keepalive::default()
+        },
+        |k| Keepalive {
+            idle_s: secs(k.idle),
+            intvl_s: secs(k.interval),
+            cnt: k.count,
+            user_timeout_ms,
+        },
+    )
 }
 
 async fn sweep_until_signal(daemon: &mut Daemon, interval: Duration, wake: &Notify) -> Result<()> {

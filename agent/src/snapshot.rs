@@ -1,10 +1,17 @@
 //! One row of `lifeline status`: a socket as the probe recorded it and the kernel reports it.
 
-use lifeline_common::{sock::SOURCE_ADOPTED, SockState};
+use lifeline_common::{SockState, sock::SOURCE_ADOPTED};
 
 use crate::{clock, detect::Verdict, diag::TcpInfo, status::SocketStatus};
 
-pub fn row(cookie: u64, r: &SockState, info: Option<&TcpInfo>, verdict: Verdict, keepalive: String, now: u64) -> SocketStatus {
+pub fn row(
+    cookie: u64,
+    r: &SockState,
+    info: Option<&TcpInfo>,
+    verdict: Verdict,
+    keepalive: String,
+    now: u64,
+) -> SocketStatus {
     SocketStatus {
         cookie,
         local: r.local().to_string(),
@@ -12,7 +19,10 @@ pub fn row(cookie: u64, r: &SockState, info: Option<&TcpInfo>, verdict: Verdict,
         owner_pid: (r.owner_pid != 0).then_some(r.owner_pid),
         owner_comm: r.comm().map(str::to_owned),
         established_age_ms: clock::age_ms(now, r.established_ns),
-        last_ack_age_ms: info.map_or_else(|| clock::age_ms(now, r.last_ack_ns), |i| u64::from(i.last_ack_recv_ms)),
+        last_ack_age_ms: info.map_or_else(
+            || clock::age_ms(now, r.last_ack_ns),
+            |i| u64::from(i.last_ack_recv_ms),
+        ),
         trouble_age_ms: (r.trouble_ns != 0).then(|| clock::age_ms(now, r.trouble_ns)),
         unacked_segs: info.map_or(r.packets_out, |i| i.unacked),
         unacked_bytes: r.unacked_bytes(),
@@ -20,11 +30,19 @@ pub fn row(cookie: u64, r: &SockState, info: Option<&TcpInfo>, verdict: Verdict,
         rto_count: r.rto_count,
         bytes_acked: r.bytes_acked,
         bytes_received: r.bytes_received,
-        verdict: serde_json::to_value(verdict).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+        verdict: serde_json::to_value(verdict)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
         keepalive,
         keepalive_probes: info.map(|i| i.probes),
         endpoint: None,
         endpoint_member: None,
-        source: if r.source == SOURCE_ADOPTED { "adopted" } else { "sock_ops" }.to_owned(),
+        source: if r.source == SOURCE_ADOPTED {
+            "adopted"
+        } else {
+            "sock_ops"
+        }
+        .to_owned(),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::{io::Read as _, os::unix::net::UnixStream, path::Path};
 
-use anyhow::{anyhow, Context as _, Result};
+use anyhow::{Context as _, Result, anyhow};
 use serde::{Deserialize, Serialize};
 use tokio::{io::AsyncWriteExt as _, net::UnixListener, sync::watch};
 
@@ -59,7 +59,8 @@ pub fn serve(path: &Path, rx: watch::Receiver<Snapshot>) -> Result<tokio::task::
     }
     // A socket file left by a previous, killed agent would make bind fail.
     let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
+    let listener =
+        UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
     Ok(tokio::spawn(async move {
         while let Ok((mut conn, _)) = listener.accept().await {
             let body = serde_json::to_vec(&*rx.borrow()).unwrap_or_default();
@@ -74,10 +75,15 @@ pub fn serve(path: &Path, rx: watch::Receiver<Snapshot>) -> Result<tokio::task::
 /// # Errors
 /// When no daemon answers at `path`.
 pub fn fetch(path: &Path) -> Result<(String, Snapshot)> {
-    let mut conn = UnixStream::connect(path)
-        .map_err(|e| anyhow!("cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)", path.display()))?;
+    let mut conn = UnixStream::connect(path).map_err(|e| {
+        anyhow!(
+            "cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)",
+            path.display()
+        )
+    })?;
     let mut body = String::new();
-    conn.read_to_string(&mut body).context("reading the daemon's status")?;
+    conn.read_to_string(&mut body)
+        .context("reading the daemon's status")?;
     let snap = serde_json::from_str(&body).context("the daemon's status is not valid JSON")?;
     Ok((body, snap))
 }
@@ -90,14 +96,30 @@ pub fn render(s: &Snapshot) -> String {
         "watched sockets: {}   stall-timeout: {} ms   silent-timeout: {}   kills: {}{}\n",
         s.sockets.len(),
         s.stall_timeout_ms,
-        s.silent_timeout_ms.map_or_else(|| "off (no keepalive)".to_owned(), |t| format!("{t} ms")),
+        s.silent_timeout_ms
+            .map_or_else(|| "off (no keepalive)".to_owned(), |t| format!("{t} ms")),
         s.kills,
-        if s.sockets_full > 0 { format!("   NOT WATCHED (map full): {}", s.sockets_full) } else { String::new() }
+        if s.sockets_full > 0 {
+            format!("   NOT WATCHED (map full): {}", s.sockets_full)
+        } else {
+            String::new()
+        }
     );
     for e in &s.endpoints {
-        let age = e.last_refresh_age_ms.map_or_else(|| "never".to_owned(), |ms| format!("{} ago", secs(ms)));
-        let err = e.last_error.as_ref().map_or_else(String::new, |x| format!("   last error: {x}"));
-        let _ = writeln!(out, "endpoint {}: [{}]   refreshed {age}   DNS failures: {}{err}", e.endpoint, e.addrs.join(", "), e.failures);
+        let age = e
+            .last_refresh_age_ms
+            .map_or_else(|| "never".to_owned(), |ms| format!("{} ago", secs(ms)));
+        let err = e
+            .last_error
+            .as_ref()
+            .map_or_else(String::new, |x| format!("   last error: {x}"));
+        let _ = writeln!(
+            out,
+            "endpoint {}: [{}]   refreshed {age}   DNS failures: {}{err}",
+            e.endpoint,
+            e.addrs.join(", "),
+            e.failures
+        );
     }
     if s.holds > 0 {
         let _ = writeln!(out, "kills held (no healthy endpoint): {}", s.holds);
@@ -105,7 +127,17 @@ pub fn render(s: &Snapshot) -> String {
     let _ = writeln!(
         out,
         "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} KEEPALIVE",
-        "VERDICT", "PEER", "LOCAL", "OWNER", "LAST-ACK", "TROUBLE", "UNACKED", "RETRANS", "RTO", "SOURCE", "IN-SET"
+        "VERDICT",
+        "PEER",
+        "LOCAL",
+        "OWNER",
+        "LAST-ACK",
+        "TROUBLE",
+        "UNACKED",
+        "RETRANS",
+        "RTO",
+        "SOURCE",
+        "IN-SET"
     );
     for k in &s.sockets {
         let owner = match (&k.owner_comm, k.owner_pid) {
@@ -116,10 +148,21 @@ pub fn render(s: &Snapshot) -> String {
         let _ = writeln!(
             out,
             "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} {}{}",
-            k.verdict, k.peer, k.local, owner, secs(k.last_ack_age_ms), trouble,
-            format!("{}/{}B", k.unacked_segs, k.unacked_bytes), k.retransmits, k.rto_count, k.source,
+            k.verdict,
+            k.peer,
+            k.local,
+            owner,
+            secs(k.last_ack_age_ms),
+            trouble,
+            format!("{}/{}B", k.unacked_segs, k.unacked_bytes),
+            k.retransmits,
+            k.rto_count,
+            k.source,
             k.endpoint_member.as_deref().unwrap_or("-"),
-            k.keepalive, k.keepalive_probes.filter(|p| *p > 0).map_or_else(String::new, |p| format!(", {p} probes unanswered"))
+            k.keepalive,
+            k.keepalive_probes
+                .filter(|p| *p > 0)
+                .map_or_else(String::new, |p| format!(", {p} probes unanswered"))
         );
     }
     out

@@ -10,7 +10,7 @@ pub mod config;
 pub mod keepalive;
 pub mod sock;
 
-pub use config::{Owner, COMM_LEN};
+pub use config::{COMM_LEN, Owner};
 pub use keepalive::Keepalive;
 pub use sock::SockState;
 

@@ -27,14 +27,21 @@ impl Journald {
                       exec /lib/systemd/systemd-journald";
         let mut cmd = Command::new("unshare");
         cmd.args(["--mount", "--propagation", "slave", "sh", "-c", script]);
-        let mut j = Self { proc: Proc::spawn("systemd-journald", cmd)? };
+        let mut j = Self {
+            proc: Proc::spawn("systemd-journald", cmd)?,
+        };
         let socket = j.root().join("run/systemd/journal/socket");
-        let res = wait_until("journald's socket", Duration::from_secs(10), Duration::from_millis(50), || {
-            if let Some(st) = j.proc.try_status() {
-                bail!("systemd-journald exited ({st})");
-            }
-            Ok(socket.exists().then_some(()))
-        });
+        let res = wait_until(
+            "journald's socket",
+            Duration::from_secs(10),
+            Duration::from_millis(50),
+            || {
+                if let Some(st) = j.proc.try_status() {
+                    bail!("systemd-journald exited ({st})");
+                }
+                Ok(socket.exists().then_some(()))
+            },
+        );
         res.map_err(|e| anyhow::anyhow!("{e:#}; its stderr:\n{}", j.proc.stderr_text()))?;
         Ok(j)
     }

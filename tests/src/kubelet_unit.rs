@@ -32,9 +32,12 @@ pub fn start(m: &UserManager, lab: &Lab, redial: bool) -> Result<()> {
     );
     m.install(UNIT, &text)?;
     m.systemctl(&["start", UNIT])?;
-    wait_until("kubelet.service active", Duration::from_secs(10), Duration::from_millis(50), || {
-        Ok((m.prop(UNIT, "ActiveState")? == "active").then_some(()))
-    })
+    wait_until(
+        "kubelet.service active",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        || Ok((m.prop(UNIT, "ActiveState")? == "active").then_some(())),
+    )
 }
 
 /// The local ports of every connection the unit's clients reported, oldest first.
@@ -44,7 +47,12 @@ pub fn connected_ports(m: &UserManager) -> Vec<u16> {
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| matches!(v.get("event").and_then(Value::as_str), Some("connected" | "redialed")))
+        .filter(|v| {
+            matches!(
+                v.get("event").and_then(Value::as_str),
+                Some("connected" | "redialed")
+            )
+        })
         .filter_map(|v| v.get("local_port")?.as_u64()?.try_into().ok())
         .collect()
 }
@@ -54,9 +62,12 @@ pub fn connected_ports(m: &UserManager) -> Vec<u16> {
 /// # Errors
 /// When it does not appear within 15 s.
 pub fn wait_connection(m: &UserManager, n: usize) -> Result<u16> {
-    wait_until("a client connection", Duration::from_secs(15), Duration::from_millis(100), || {
-        Ok(connected_ports(m).get(n - 1).copied())
-    })
+    wait_until(
+        "a client connection",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        || Ok(connected_ports(m).get(n - 1).copied()),
+    )
     .context("kubelet.service's client did not connect")
 }
 

@@ -29,7 +29,9 @@ pub fn scrape(netns: &str, addr: SocketAddr) -> Result<(String, String, String)>
         conn.read_to_string(&mut out)?;
         Ok(out)
     });
-    let raw = worker.join().map_err(|_| anyhow::anyhow!("scrape thread panicked"))??;
+    let raw = worker
+        .join()
+        .map_err(|_| anyhow::anyhow!("scrape thread panicked"))??;
     let (head, body) = raw.split_once("\r\n\r\n").context("no end of HTTP head")?;
     let status = head.lines().next().unwrap_or_default().to_owned();
     let ctype = head
@@ -45,14 +47,27 @@ pub fn scrape(netns: &str, addr: SocketAddr) -> Result<(String, String, String)>
 /// # Errors
 /// On any line that is neither a comment nor `series value`, or without `# EOF`.
 pub fn parse(text: &str) -> Result<BTreeMap<String, f64>> {
-    ensure!(text.trim_end().ends_with("# EOF"), "no `# EOF` at the end:\n{text}");
+    ensure!(
+        text.trim_end().ends_with("# EOF"),
+        "no `# EOF` at the end:\n{text}"
+    );
     let mut out = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
-        let (series, value) = line.rsplit_once(' ').with_context(|| format!("bad sample {line:?}"))?;
-        let value: f64 = value.parse().with_context(|| format!("bad value in {line:?}"))?;
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (series, value) = line
+            .rsplit_once(' ')
+            .with_context(|| format!("bad sample {line:?}"))?;
+        let value: f64 = value
+            .parse()
+            .with_context(|| format!("bad value in {line:?}"))?;
         let name = series.split('{').next().unwrap_or_default();
         ensure!(
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
             "bad metric name in {line:?}"
         );
         ensure!(

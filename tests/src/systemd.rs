@@ -37,7 +37,10 @@ impl UserManager {
     pub fn start() -> Result<Self> {
         let cgroup = Cgroup::new()?;
         let runtime = TempDir::new()?;
-        std::fs::set_permissions(runtime.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+        std::fs::set_permissions(
+            runtime.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )?;
         std::fs::create_dir_all(runtime.path().join("systemd/user"))?;
         let address = format!("unix:path={}", runtime.path().join("bus").display());
         let mut bus = cgroup.command("dbus-daemon", &["--session", "--nofork", "--nopidfile"]);
@@ -53,15 +56,28 @@ impl UserManager {
             "unshare",
             &["--mount", "--propagation", "slave", "sh", "-c", script],
         );
-        cmd.env("XDG_RUNTIME_DIR", runtime.path()).env("DBUS_SESSION_BUS_ADDRESS", &address);
+        cmd.env("XDG_RUNTIME_DIR", runtime.path())
+            .env("DBUS_SESSION_BUS_ADDRESS", &address);
         let manager = Proc::spawn("systemd --user", cmd)?;
-        let mut m = Self { manager, bus, cgroup, runtime };
-        let res = wait_until("the user manager", Duration::from_secs(20), Duration::from_millis(100), || {
-            if let Some(st) = m.manager.try_status() {
-                bail!("systemd --user exited ({st})");
-            }
-            Ok(m.systemctl(&["show", "-p", "SystemState", "--value"]).ok().filter(|s| s.trim() == "running"))
-        });
+        let mut m = Self {
+            manager,
+            bus,
+            cgroup,
+            runtime,
+        };
+        let res = wait_until(
+            "the user manager",
+            Duration::from_secs(20),
+            Duration::from_millis(100),
+            || {
+                if let Some(st) = m.manager.try_status() {
+                    bail!("systemd --user exited ({st})");
+                }
+                Ok(m.systemctl(&["show", "-p", "SystemState", "--value"])
+                    .ok()
+                    .filter(|s| s.trim() == "running"))
+            },
+        );
         res.map_err(|e| anyhow::anyhow!("{e:#}; its stderr:\n{}", m.manager.stderr_text()))?;
         Ok(m)
     }
@@ -84,7 +100,10 @@ impl UserManager {
     /// When systemctl fails.
     pub fn systemctl(&self, args: &[&str]) -> Result<String> {
         let mut cmd = Command::new("systemctl");
-        cmd.arg("--user").args(args).env("XDG_RUNTIME_DIR", self.runtime.path()).env("DBUS_SESSION_BUS_ADDRESS", self.bus_address());
+        cmd.arg("--user")
+            .args(args)
+            .env("XDG_RUNTIME_DIR", self.runtime.path())
+            .env("DBUS_SESSION_BUS_ADDRESS", self.bus_address());
         crate::cmd::run(&mut cmd)
     }
 
@@ -92,10 +111,19 @@ impl UserManager {
     #[must_use]
     pub fn systemctl_text(&self, args: &[&str]) -> String {
         let mut cmd = Command::new("systemctl");
-        cmd.arg("--user").args(args).env("XDG_RUNTIME_DIR", self.runtime.path()).env("DBUS_SESSION_BUS_ADDRESS", self.bus_address());
+        cmd.arg("--user")
+            .args(args)
+            .env("XDG_RUNTIME_DIR", self.runtime.path())
+            .env("DBUS_SESSION_BUS_ADDRESS", self.bus_address());
         crate::cmd::output(&mut cmd).map_or_else(
             |e| format!("{e:#}"),
-            |o| format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)),
+            |o| {
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                )
+            },
         )
     }
 
@@ -113,7 +141,11 @@ impl UserManager {
     /// # Errors
     /// When the file cannot be written or the reload fails.
     pub fn install_dropin(&self, unit: &str, name: &str, text: &str) -> Result<()> {
-        let dir = self.runtime.path().join("systemd/user").join(format!("{unit}.d"));
+        let dir = self
+            .runtime
+            .path()
+            .join("systemd/user")
+            .join(format!("{unit}.d"));
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join(name), text)?;
         self.systemctl(&["daemon-reload"]).map(drop)
@@ -124,7 +156,10 @@ impl UserManager {
     /// # Errors
     /// When systemctl fails.
     pub fn prop(&self, unit: &str, prop: &str) -> Result<String> {
-        Ok(self.systemctl(&["show", "-p", prop, "--value", unit])?.trim().to_owned())
+        Ok(self
+            .systemctl(&["show", "-p", prop, "--value", unit])?
+            .trim()
+            .to_owned())
     }
 
     /// Every cgroup directory under `top`, deepest first.
@@ -149,7 +184,12 @@ impl Drop for UserManager {
         let _ = std::fs::write(self.cgroup.path().join("cgroup.kill"), "1");
         self.bus.kill();
         self.manager.kill();
-        let name = self.cgroup.path().file_name().map(PathBuf::from).unwrap_or_default();
+        let name = self
+            .cgroup
+            .path()
+            .file_name()
+            .map(PathBuf::from)
+            .unwrap_or_default();
         let v1 = Path::new(V1_SYSTEMD).join(&name);
         for top in [self.cgroup.path().to_path_buf(), v1.clone()] {
             for dir in Self::subdirs(&top) {

@@ -37,7 +37,13 @@ fn three_capabilities_suffice() -> Result<()> {
     // process's fds; without it such a socket is still watched and killed, as "-/0".)
     let client = s.heartbeat_client(&[])?;
     let caps = std::fs::read_to_string(format!("/proc/{}/status", agent.proc.pid()))?;
-    eprintln!("{}", caps.lines().filter(|l| l.starts_with("Cap")).collect::<Vec<_>>().join("\n"));
+    eprintln!(
+        "{}",
+        caps.lines()
+            .filter(|l| l.starts_with("Cap"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     blackhole_until_killed(&s, &agent, &client, Duration::from_secs(4))?;
     Ok(())
 }

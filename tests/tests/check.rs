@@ -12,7 +12,11 @@ use lifeline_tests::{Cgroup, NetNs, require_root};
 /// (exit code, stdout, stderr) of `lifeline check ARGS` in a fresh network namespace.
 fn check(ns: &NetNs, args: &[&str]) -> Result<(Option<i32>, String, String)> {
     let mut cmd = Command::new("nsenter");
-    cmd.arg(format!("--net={}", ns.path())).arg("--").arg(lifeline()?).arg("check").args(args);
+    cmd.arg(format!("--net={}", ns.path()))
+        .arg("--")
+        .arg(lifeline()?)
+        .arg("check")
+        .args(args);
     let out = lifeline_tests::cmd::output(&mut cmd)?;
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     Ok((out.status.code(), text(&out.stdout), text(&out.stderr)))
@@ -20,7 +24,9 @@ fn check(ns: &NetNs, args: &[&str]) -> Result<(Option<i32>, String, String)> {
 
 /// The result column of the row named `name`.
 fn row<'a>(table: &'a str, name: &str) -> Option<&'a str> {
-    table.lines().find_map(|l| l.strip_prefix(name)?.split_whitespace().next())
+    table
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.split_whitespace().next())
 }
 
 #[test]
@@ -34,10 +40,24 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
     let bus = m.bus_address();
     let base = ["--cgroup", &cgroup, "--systemd-bus", &bus];
 
-    let (code, out, err) = check(&ns, &[&base[..], &["--restart-unit", "kubelet.service"]].concat())?;
+    let (code, out, err) = check(
+        &ns,
+        &[&base[..], &["--restart-unit", "kubelet.service"]].concat(),
+    )?;
     eprintln!("{out}{err}");
     assert_eq!(code, Some(0), "{out}{err}");
-    for name in ["kernel", "btf", "privileges", "cgroup2", "target cgroup", "sock_ops attach", "bpf_setsockopt", "SOCK_DESTROY", "systemd unit", "resolver"] {
+    for name in [
+        "kernel",
+        "btf",
+        "privileges",
+        "cgroup2",
+        "target cgroup",
+        "sock_ops attach",
+        "bpf_setsockopt",
+        "SOCK_DESTROY",
+        "systemd unit",
+        "resolver",
+    ] {
         assert_eq!(row(&out, name), Some("pass"), "row {name}:\n{out}");
     }
     assert!(out.contains("owner got ECONNABORTED"), "{out}");
@@ -53,10 +73,20 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
     assert_eq!(row(&out, "target cgroup"), Some("fail"), "{out}");
     assert!(out.contains(&format!("{missing} does not exist")), "{out}");
     assert_eq!(row(&out, "sock_ops attach"), Some("fail"), "{out}");
-    assert_eq!(row(&out, "SOCK_DESTROY"), Some("pass"), "unrelated rows still run:\n{out}");
-    assert_eq!(err.trim(), "lifeline: error: check failed: target cgroup, sock_ops attach, bpf_setsockopt");
+    assert_eq!(
+        row(&out, "SOCK_DESTROY"),
+        Some("pass"),
+        "unrelated rows still run:\n{out}"
+    );
+    assert_eq!(
+        err.trim(),
+        "lifeline: error: check failed: target cgroup, sock_ops attach, bpf_setsockopt"
+    );
 
-    let (code, out, _) = check(&ns, &[&base[..], &["--restart-unit", "nosuch-ll.service"]].concat())?;
+    let (code, out, _) = check(
+        &ns,
+        &[&base[..], &["--restart-unit", "nosuch-ll.service"]].concat(),
+    )?;
     assert_eq!(code, Some(1), "{out}");
     assert_eq!(row(&out, "systemd unit"), Some("fail"), "{out}");
     assert!(out.contains("nosuch-ll.service: not-found"), "{out}");

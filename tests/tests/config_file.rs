@@ -55,7 +55,11 @@ fn assert_config_error(text: Option<&str>, names: &[&str]) {
 fn unknown_key_is_named_with_the_allowed_ones() {
     assert_config_error(
         Some("stall_timout = \"5s\"\n"),
-        &["unknown key 'stall_timout'", "allowed keys:", "stall_timeout"],
+        &[
+            "unknown key 'stall_timout'",
+            "allowed keys:",
+            "stall_timeout",
+        ],
     );
 }
 
@@ -117,7 +121,10 @@ fn unreadable_file_is_an_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(EX_CONFIG), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("cannot read it") && stderr.contains("Permission denied"), "{stderr}");
+    assert!(
+        stderr.contains("cannot read it") && stderr.contains("Permission denied"),
+        "{stderr}"
+    );
 }
 
 /// The file is really used (the agent refuses its bad --comm, which only the file gave),
@@ -131,7 +138,13 @@ fn file_values_apply_and_flags_override() {
     assert!(stderr.contains("invalid --comm"), "{stderr}");
     let (code, stderr) = run_with(
         Some(text),
-        &["run", "--comm", "kubelet", "--cgroup", "/nonexistent-ll-cgroup"],
+        &[
+            "run",
+            "--comm",
+            "kubelet",
+            "--cgroup",
+            "/nonexistent-ll-cgroup",
+        ],
     );
     assert_eq!(code, Some(1), "{stderr}");
     assert!(

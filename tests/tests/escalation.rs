@@ -16,7 +16,10 @@ fn agent(lab: &Lab, m: &UserManager, extra: &[&str]) -> Result<Agent> {
     let bus = m.bus_address();
     args.push(&bus);
     args.extend_from_slice(extra);
-    let args = AgentArgs { extra: args.into_iter().map(str::to_owned).collect(), ..AgentArgs::default() };
+    let args = AgentArgs {
+        extra: args.into_iter().map(str::to_owned).collect(),
+        ..AgentArgs::default()
+    };
     let mut a = Agent::start_with(lab, &m.cgroup, &args)?;
     a.wait_ready(Duration::from_mins(1))?;
     Ok(a)
@@ -24,9 +27,16 @@ fn agent(lab: &Lab, m: &UserManager, extra: &[&str]) -> Result<Agent> {
 
 /// The first restart decision about the client socket on `port`.
 fn restart_decision(a: &Agent, port: u16, within: Duration) -> Result<Decision> {
-    wait_until("a restart decision", within, Duration::from_millis(100), || {
-        Ok(a.decisions().into_iter().find(|d| d.action == "restart" && d.is_for_port(port)))
-    })
+    wait_until(
+        "a restart decision",
+        within,
+        Duration::from_millis(100),
+        || {
+            Ok(a.decisions()
+                .into_iter()
+                .find(|d| d.action == "restart" && d.is_for_port(port)))
+        },
+    )
 }
 
 /// `--action restart`: a confirmed stall restarts the unit instead of killing the socket;
@@ -46,8 +56,14 @@ fn action_restart_restarts_the_unit_then_the_budget_holds() -> Result<()> {
     let d = restart_decision(&a, port, Duration::from_secs(30))?;
     assert_eq!(d.outcome, "restarted", "{}", d.raw);
     assert_eq!(d.verdict, "stalled");
-    assert_eq!(d.raw.pointer("/fields/reason").and_then(|v| v.as_str()), Some("action-restart"));
-    assert!(a.decisions().iter().all(|d| d.action != "kill"), "killed although --action restart");
+    assert_eq!(
+        d.raw.pointer("/fields/reason").and_then(|v| v.as_str()),
+        Some("action-restart")
+    );
+    assert!(
+        a.decisions().iter().all(|d| d.action != "kill"),
+        "killed although --action restart"
+    );
     let after = identity(&m)?;
     assert_ne!(after.0, before.0, "MainPID unchanged");
     assert_ne!(after.1, before.1, "InvocationID unchanged");
@@ -59,8 +75,14 @@ fn action_restart_restarts_the_unit_then_the_budget_holds() -> Result<()> {
     let _fault2 = lab.blackhole_flow(port2)?;
     let held = restart_decision(&a, port2, Duration::from_secs(30))?;
     assert_eq!(held.outcome, "rate-limited", "{}", held.raw);
-    let retry = held.raw.pointer("/fields/retry_in_ms").and_then(serde_json::Value::as_u64);
-    assert!(retry.is_some_and(|ms| ms > 3_000_000), "retry_in_ms {retry:?}: about an hour");
+    let retry = held
+        .raw
+        .pointer("/fields/retry_in_ms")
+        .and_then(serde_json::Value::as_u64);
+    assert!(
+        retry.is_some_and(|ms| ms > 3_000_000),
+        "retry_in_ms {retry:?}: about an hour"
+    );
     assert_eq!(identity(&m)?, after, "restarted despite the budget");
     Ok(())
 }
@@ -80,14 +102,26 @@ fn no_recovery_after_kill_escalates_to_restart() -> Result<()> {
 
     let _fault = lab.blackhole_flow(port)?;
     let d = restart_decision(&a, port, Duration::from_secs(40))?;
-    let kill = a.decisions().into_iter().find(|d| d.action == "kill" && d.is_for_port(port));
+    let kill = a
+        .decisions()
+        .into_iter()
+        .find(|d| d.action == "kill" && d.is_for_port(port));
     let kill = kill.expect("the socket was killed first");
     assert_eq!(kill.outcome, "killed");
     assert_eq!(d.outcome, "restarted", "{}", d.raw);
     assert_eq!(d.verdict, "unrecovered");
-    assert_eq!(d.raw.pointer("/fields/reason").and_then(|v| v.as_str()), Some("no-recovery"));
-    let waited = d.logged_ms.zip(kill.logged_ms).map(|(r, k)| r.saturating_sub(k));
-    assert!(waited.is_some_and(|ms| ms >= 3000), "restarted {waited:?} ms after the kill");
+    assert_eq!(
+        d.raw.pointer("/fields/reason").and_then(|v| v.as_str()),
+        Some("no-recovery")
+    );
+    let waited = d
+        .logged_ms
+        .zip(kill.logged_ms)
+        .map(|(r, k)| r.saturating_sub(k));
+    assert!(
+        waited.is_some_and(|ms| ms >= 3000),
+        "restarted {waited:?} ms after the kill"
+    );
     assert_ne!(identity(&m)?.0, before.0, "MainPID unchanged");
     let port2 = wait_connection(&m, 2)?;
     assert_ne!(port2, port);
@@ -107,12 +141,23 @@ fn recovery_after_kill_does_not_restart() -> Result<()> {
     let a = agent(&lab, &m, &["--escalate-after", "3s"])?;
 
     let _fault = lab.blackhole_flow(port)?;
-    wait_until("the kill", Duration::from_secs(30), Duration::from_millis(100), || {
-        Ok(a.decisions().into_iter().find(|d| d.action == "kill" && d.is_for_port(port)))
-    })?;
+    wait_until(
+        "the kill",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || {
+            Ok(a.decisions()
+                .into_iter()
+                .find(|d| d.action == "kill" && d.is_for_port(port)))
+        },
+    )?;
     wait_connection(&m, 2)?;
     std::thread::sleep(Duration::from_secs(6)); // twice --escalate-after
-    assert!(a.decisions().iter().all(|d| d.action != "restart"), "{:?}", a.decisions());
+    assert!(
+        a.decisions().iter().all(|d| d.action != "restart"),
+        "{:?}",
+        a.decisions()
+    );
     assert_eq!(identity(&m)?, before, "the unit was restarted");
     Ok(())
 }

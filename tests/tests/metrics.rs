@@ -18,18 +18,37 @@ fn metrics_count_what_happened() -> Result<()> {
     let s = Setup::new()?;
     let client = s.heartbeat_client(&[])?;
     let addr: SocketAddr = "127.0.0.1:9464".parse()?;
-    let args = AgentArgs { extra: vec!["--metrics-addr".into(), addr.to_string()], ..AgentArgs::default() };
+    let args = AgentArgs {
+        extra: vec!["--metrics-addr".into(), addr.to_string()],
+        ..AgentArgs::default()
+    };
     let mut agent = Agent::start_with(&s.lab, &s.cgroup, &args)?;
     agent.wait_ready(Duration::from_mins(1))?;
     let ns = s.lab.client.path();
 
-    let before = wait_until("one watched socket", Duration::from_secs(10), Duration::from_millis(200), || {
-        let m = parse(&scrape(&ns, addr)?.2)?;
-        Ok((m.get("lifeline_watched_sockets") == Some(&1.0)).then_some(m))
-    })?;
-    assert_eq!(before.get("lifeline_kills_total"), Some(&0.0), "{before:#?}");
-    assert_eq!(before.get("lifeline_sockets{verdict=\"healthy\"}"), Some(&1.0), "{before:#?}");
-    assert_eq!(before.get("lifeline_detection_latency_seconds_count"), Some(&0.0));
+    let before = wait_until(
+        "one watched socket",
+        Duration::from_secs(10),
+        Duration::from_millis(200),
+        || {
+            let m = parse(&scrape(&ns, addr)?.2)?;
+            Ok((m.get("lifeline_watched_sockets") == Some(&1.0)).then_some(m))
+        },
+    )?;
+    assert_eq!(
+        before.get("lifeline_kills_total"),
+        Some(&0.0),
+        "{before:#?}"
+    );
+    assert_eq!(
+        before.get("lifeline_sockets{verdict=\"healthy\"}"),
+        Some(&1.0),
+        "{before:#?}"
+    );
+    assert_eq!(
+        before.get("lifeline_detection_latency_seconds_count"),
+        Some(&0.0)
+    );
 
     blackhole_until_killed(&s, &agent, &client, STALL)?;
     let (status, ctype, body) = scrape(&ns, addr)?;
@@ -40,10 +59,25 @@ fn metrics_count_what_happened() -> Result<()> {
     assert_eq!(after.get("lifeline_kills_total"), Some(&1.0), "{body}");
     let killed = "lifeline_decisions_total{verdict=\"stalled\",action=\"kill\",outcome=\"killed\"}";
     assert_eq!(after.get(killed), Some(&1.0), "{body}");
-    assert_eq!(after.get("lifeline_detection_latency_seconds_count"), Some(&1.0), "{body}");
-    let sum = after.get("lifeline_detection_latency_seconds_sum").copied().unwrap_or_default();
-    assert!((STALL.as_secs_f64()..STALL.as_secs_f64() + 10.0).contains(&sum), "latency {sum} s");
-    assert!(after.keys().all(|k| !k.starts_with("lifeline_restarts_total")), "no restart happened: {body}");
+    assert_eq!(
+        after.get("lifeline_detection_latency_seconds_count"),
+        Some(&1.0),
+        "{body}"
+    );
+    let sum = after
+        .get("lifeline_detection_latency_seconds_sum")
+        .copied()
+        .unwrap_or_default();
+    assert!(
+        (STALL.as_secs_f64()..STALL.as_secs_f64() + 10.0).contains(&sum),
+        "latency {sum} s"
+    );
+    assert!(
+        after
+            .keys()
+            .all(|k| !k.starts_with("lifeline_restarts_total")),
+        "no restart happened: {body}"
+    );
     Ok(())
 }
 
@@ -52,11 +86,18 @@ fn metrics_count_what_happened() -> Result<()> {
 fn non_loopback_metrics_address_is_refused() -> Result<()> {
     require_root();
     let out = lifeline_tests::cmd::output(
-        std::process::Command::new(lifeline_tests::paths::lifeline()?).args(["run", "--metrics-addr", "198.51.100.1:9464"]),
+        std::process::Command::new(lifeline_tests::paths::lifeline()?).args([
+            "run",
+            "--metrics-addr",
+            "198.51.100.1:9464",
+        ]),
     )?;
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("--metrics-addr 198.51.100.1:9464") && err.contains("--metrics-allow-remote"), "{err}");
+    assert!(
+        err.contains("--metrics-addr 198.51.100.1:9464") && err.contains("--metrics-allow-remote"),
+        "{err}"
+    );
     Ok(())
 }

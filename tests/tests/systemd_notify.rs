@@ -17,7 +17,10 @@ const UNIT: &str = "lifeline-test.service";
 /// cgroup and files: so the hardening, capabilities and Type=notify really run here.
 fn install_unit(m: &UserManager, ns: &NetNs) -> Result<()> {
     let unit = lifeline_tests::paths::workspace().join("packaging/lifeline.service");
-    m.install(UNIT, &std::fs::read_to_string(&unit).with_context(|| format!("read {}", unit.display()))?)?;
+    m.install(
+        UNIT,
+        &std::fs::read_to_string(&unit).with_context(|| format!("read {}", unit.display()))?,
+    )?;
     let dir = m.dir().display();
     let dropin = format!(
         "[Service]\nWatchdogSec=4s\nNetworkNamespacePath={net}\nPrivateMounts=yes\nExecStart=\n\
@@ -38,7 +41,9 @@ fn log_has(m: &UserManager, event: &str) -> bool {
 }
 
 fn mono_prop(m: &UserManager, prop: &str) -> Result<u64> {
-    m.prop(UNIT, prop)?.parse().with_context(|| format!("{prop} is not a number"))
+    m.prop(UNIT, prop)?
+        .parse()
+        .with_context(|| format!("{prop} is not a number"))
 }
 
 #[test]
@@ -56,24 +61,45 @@ fn notify_unit_ready_status_watchdog_and_stop() -> Result<()> {
         let log = std::fs::read_to_string(m.dir().join("lifeline.log")).unwrap_or_default();
         anyhow::anyhow!("{e:#}\n{status}\nlifeline's log:\n{log}")
     };
-    wait_until("the unit to become active", Duration::from_mins(1), Duration::from_millis(20), || {
-        let state = m.prop(UNIT, "ActiveState")?;
-        saw_activating |= state == "activating";
-        ensure!(state != "failed", "the unit failed: {}", std::fs::read_to_string(m.dir().join("lifeline.log")).unwrap_or_default());
-        Ok((state == "active").then_some(()))
-    })
+    wait_until(
+        "the unit to become active",
+        Duration::from_mins(1),
+        Duration::from_millis(20),
+        || {
+            let state = m.prop(UNIT, "ActiveState")?;
+            saw_activating |= state == "activating";
+            ensure!(
+                state != "failed",
+                "the unit failed: {}",
+                std::fs::read_to_string(m.dir().join("lifeline.log")).unwrap_or_default()
+            );
+            Ok((state == "active").then_some(()))
+        },
+    )
     .map_err(diag)?;
     let ready_logged = log_has(&m, "ready");
     assert!(ready_logged, "active before lifeline logged ready");
-    assert!(saw_activating, "never saw the unit activating: not waiting for READY=1?");
+    assert!(
+        saw_activating,
+        "never saw the unit activating: not waiting for READY=1?"
+    );
     let started = mono_prop(&m, "ExecMainStartTimestampMonotonic")?;
     let active = mono_prop(&m, "ActiveEnterTimestampMonotonic")?;
-    assert!(active > started, "active at {active} µs, main process started at {started} µs");
+    assert!(
+        active > started,
+        "active at {active} µs, main process started at {started} µs"
+    );
 
-    let status = wait_until("STATUS= text", Duration::from_secs(10), Duration::from_millis(100), || {
-        Ok(Some(m.prop(UNIT, "StatusText")?).filter(|s| s.starts_with("watching ")))
-    })?;
-    eprintln!("StatusText: {status}; ready after {} ms", (active - started) / 1000);
+    let status = wait_until(
+        "STATUS= text",
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        || Ok(Some(m.prop(UNIT, "StatusText")?).filter(|s| s.starts_with("watching "))),
+    )?;
+    eprintln!(
+        "StatusText: {status}; ready after {} ms",
+        (active - started) / 1000
+    );
     assert_eq!(status, "watching 0 sockets: 0 stalled, 0 suspect; 0 killed");
 
     // Three WatchdogSec periods: without pings systemd would have killed it by now.
@@ -81,10 +107,17 @@ fn notify_unit_ready_status_watchdog_and_stop() -> Result<()> {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(12) {
         std::thread::sleep(Duration::from_millis(500));
-        assert_eq!(m.prop(UNIT, "ActiveState")?, "active", "the watchdog fired?");
+        assert_eq!(
+            m.prop(UNIT, "ActiveState")?,
+            "active",
+            "the watchdog fired?"
+        );
     }
     let last_ping = mono_prop(&m, "WatchdogTimestampMonotonic")?;
-    assert!(last_ping > first_ping, "no watchdog ping in 12 s ({first_ping} -> {last_ping})");
+    assert!(
+        last_ping > first_ping,
+        "no watchdog ping in 12 s ({first_ping} -> {last_ping})"
+    );
     assert_eq!(m.prop(UNIT, "NRestarts")?, "0");
 
     m.systemctl(&["stop", UNIT])?;

@@ -19,15 +19,30 @@ pub fn bench(ws: &Path, phases: &mut Phases, quick: bool) -> Result<()> {
     phases.run("packages", crate::packages::ensure)?;
     phases.run("build-ebpf", || ebpf::build(ws))?;
     phases.run("build (release agent)", || {
-        cargo(ws, "building lifeline (release)", &["build", "--release", "-p", "lifeline"])
+        cargo(
+            ws,
+            "building lifeline (release)",
+            &["build", "--release", "-p", "lifeline"],
+        )
     })?;
-    let fixtures = ["build", "-p", "lifeline-tests", "--bins", "-p", "lifeline-bench"];
+    let fixtures = [
+        "build",
+        "-p",
+        "lifeline-tests",
+        "--bins",
+        "-p",
+        "lifeline-bench",
+    ];
     phases.run("build (lab, bench)", || {
         cargo(ws, "building the lab fixtures and lab-bench", &fixtures)
     })?;
     let target = target_dir(ws)?;
     let mut cmd = Command::new(target.join("debug/lab-bench"));
-    let shown = if quick { "cargo xtask bench --quick" } else { "cargo xtask bench" };
+    let shown = if quick {
+        "cargo xtask bench --quick"
+    } else {
+        "cargo xtask bench"
+    };
     cmd.current_dir(ws)
         .env("LIFELINE_BIN", target.join("release/lifeline"))
         .env("LAB_BENCH_COMMAND", shown);

@@ -3,8 +3,8 @@
 //! Arguments are parsed by hand: the library half of this crate is a build-dependency of the
 //! agent and is kept to anyhow alone, and three subcommands do not need clap.
 
-mod deb;
 mod bench;
+mod deb;
 mod lab;
 mod packages;
 

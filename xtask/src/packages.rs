@@ -9,8 +9,8 @@ use xtask::process::{Output, run};
 
 /// (command that proves the package is installed, Debian package).
 const NEEDED: &[(&str, &str)] = &[
-    ("nft", "nftables"),   // black holes and random loss in the lab
-    ("ip", "iproute2"),    // namespaces, veth, bridge
+    ("nft", "nftables"), // black holes and random loss in the lab
+    ("ip", "iproute2"),  // namespaces, veth, bridge
     ("nsenter", "util-linux"),
     ("setpriv", "util-linux"),
     ("ss", "iproute2"),
@@ -48,7 +48,10 @@ pub fn ensure() -> Result<()> {
         return Ok(());
     }
     if xtask::which("apt-get").is_none() {
-        bail!("missing packages {} and no apt-get to install them; install them and retry", pkgs.join(" "));
+        bail!(
+            "missing packages {} and no apt-get to install them; install them and retry",
+            pkgs.join(" ")
+        );
     }
     // zlib is linked by bpf-linker alongside the toolchain's libLLVM.
     pkgs.push("zlib1g-dev");
@@ -58,10 +61,16 @@ pub fn ensure() -> Result<()> {
         c.env("DEBIAN_FRONTEND", "noninteractive");
         c
     };
-    run("apt-get update", quiet().args(["update", "-qq"]), Output::Inherit)?;
+    run(
+        "apt-get update",
+        quiet().args(["update", "-qq"]),
+        Output::Inherit,
+    )?;
     run(
         "installing the lab's packages",
-        quiet().args(["install", "-y", "-qq", "--no-install-recommends"]).args(&pkgs),
+        quiet()
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&pkgs),
         Output::Inherit,
     )
 }

@@ -11,18 +11,43 @@ pub(super) fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
     let (peer, local, i) = (r.peer(), r.local(), ev.info);
     let verdict = ev.reason.verdict();
     let (endpoint, orphaned_for_ms) = match ev.reason {
-        Reason::Orphaned { endpoint, absent_for } => (Some(endpoint.as_str()), Some(u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX))),
+        Reason::Orphaned {
+            endpoint,
+            absent_for,
+        } => (
+            Some(endpoint.as_str()),
+            Some(u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX)),
+        ),
         Reason::DeadPeer { endpoint } => (endpoint.as_deref(), None),
         Reason::Dead(_) => (None, None),
     };
     let why = match ev.reason {
-        Reason::Dead(Verdict::Silent) => format!("idle, {} keepalive probes unanswered, nothing from the peer for {} ms", i.probes, i.last_ack_recv_ms),
-        Reason::Dead(_) => format!("no ACK for {} ms with {} segments unacknowledged", i.last_ack_recv_ms, i.unacked),
-        Reason::Orphaned { endpoint, absent_for } => format!("its peer left {endpoint}'s DNS set {} s ago", absent_for.as_secs()),
+        Reason::Dead(Verdict::Silent) => format!(
+            "idle, {} keepalive probes unanswered, nothing from the peer for {} ms",
+            i.probes, i.last_ack_recv_ms
+        ),
+        Reason::Dead(_) => format!(
+            "no ACK for {} ms with {} segments unacknowledged",
+            i.last_ack_recv_ms, i.unacked
+        ),
+        Reason::Orphaned {
+            endpoint,
+            absent_for,
+        } => format!(
+            "its peer left {endpoint}'s DNS set {} s ago",
+            absent_for.as_secs()
+        ),
         Reason::DeadPeer { .. } => "a fresh connection to its peer timed out twice".to_owned(),
     };
-    let hold = if action == "hold" { "; no healthy endpoint, holding" } else { "" };
-    let message = format!("{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}", r.owner_pid);
+    let hold = if action == "hold" {
+        "; no healthy endpoint, holding"
+    } else {
+        ""
+    };
+    let message = format!(
+        "{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}",
+        r.owner_pid
+    );
     macro_rules! decision {
         ($lvl:ident) => {
             tracing::$lvl!(

@@ -19,7 +19,10 @@ pub enum Reason {
     /// Confirmed stalled or silent (two witnesses, two looks).
     Dead(Verdict),
     /// The peer's address left the endpoint's set for longer than the grace.
-    Orphaned { endpoint: String, absent_for: Duration },
+    Orphaned {
+        endpoint: String,
+        absent_for: Duration,
+    },
     /// A fresh connection to the peer timed out twice.
     DeadPeer { endpoint: Option<String> },
 }
@@ -57,11 +60,18 @@ pub struct KillBudget {
 impl KillBudget {
     #[must_use]
     pub fn new(max_per_minute: u32) -> Self {
-        Self { max: usize::try_from(max_per_minute).unwrap_or(usize::MAX), recent: VecDeque::new() }
+        Self {
+            max: usize::try_from(max_per_minute).unwrap_or(usize::MAX),
+            recent: VecDeque::new(),
+        }
     }
 
     fn try_take(&mut self, now: Instant) -> bool {
-        while self.recent.front().is_some_and(|t| now.duration_since(*t) >= Duration::from_mins(1)) {
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_mins(1))
+        {
             self.recent.pop_front();
         }
         if self.recent.len() >= self.max {
@@ -84,14 +94,23 @@ pub struct Actor {
 impl Actor {
     #[must_use]
     pub fn new(dry_run: bool, max_kills_per_minute: u32) -> Self {
-        Self { dry_run, kills: 0, budget: KillBudget::new(max_kills_per_minute), hold: HashMap::new() }
+        Self {
+            dry_run,
+            kills: 0,
+            budget: KillBudget::new(max_kills_per_minute),
+            hold: HashMap::new(),
+        }
     }
 
     /// Kill a socket (unless held back), logging the decision.
     /// Returns the outcome ("killed", "gone", "failed: ...", ...), None when held back.
     pub fn act(&mut self, diag: &mut SockDiag, ev: &Evidence<'_>) -> Option<String> {
         let now = Instant::now();
-        if self.hold.get(&ev.cookie).is_some_and(|(until, _)| now < *until) {
+        if self
+            .hold
+            .get(&ev.cookie)
+            .is_some_and(|(until, _)| now < *until)
+        {
             return None;
         }
         let outcome = if self.dry_run {
@@ -109,7 +128,12 @@ impl Actor {
             }
         };
         if outcome != "killed" && outcome != "gone" {
-            let delay = self.hold.get(&ev.cookie).map_or(Duration::from_secs(5), |(_, d)| (*d * 2).min(Duration::from_mins(5)));
+            let delay = self
+                .hold
+                .get(&ev.cookie)
+                .map_or(Duration::from_secs(5), |(_, d)| {
+                    (*d * 2).min(Duration::from_mins(5))
+                });
             self.hold.insert(ev.cookie, (now + delay, delay));
         }
         log_decision(ev, if self.dry_run { "none" } else { "kill" }, &outcome);
@@ -137,7 +161,13 @@ mod tests {
         let t0 = Instant::now();
         assert!(b.try_take(t0));
         assert!(b.try_take(t0 + Duration::from_secs(1)));
-        assert!(!b.try_take(t0 + Duration::from_secs(2)), "third kill inside the minute");
-        assert!(b.try_take(t0 + Duration::from_secs(61)), "first one aged out");
+        assert!(
+            !b.try_take(t0 + Duration::from_secs(2)),
+            "third kill inside the minute"
+        );
+        assert!(
+            b.try_take(t0 + Duration::from_secs(61)),
+            "first one aged out"
+        );
     }
 }

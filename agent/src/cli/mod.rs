@@ -14,7 +14,10 @@ pub const DEFAULT_STATUS_SOCKET: &str = "/run/lifeline/status.sock";
 /// and heals them: a socket whose data has gone unacknowledged past --stall-timeout is
 /// destroyed (SOCK_DESTROY, as `ss -K` does) so that its owner re-dials at once, instead of hanging for
 /// the ~15 minutes the kernel retransmits for.
-#[allow(clippy::doc_markdown, reason = "this doc comment is the --help text, where backticks would show")]
+#[allow(
+    clippy::doc_markdown,
+    reason = "this doc comment is the --help text, where backticks would show"
+)]
 #[derive(Debug, Parser)]
 #[command(name = "lifeline", version, propagate_version = true)]
 pub struct Cli {
@@ -22,7 +25,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-#[allow(clippy::large_enum_variant, reason = "parsed once at start; boxing would only add noise")]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once at start; boxing would only add noise"
+)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the agent: attach the kernel probe, watch, decide, act (needs root).
@@ -33,7 +39,10 @@ pub enum Command {
     Check(Box<RunArgs>),
 }
 
-#[allow(clippy::doc_markdown, reason = "these doc comments are the --help text, where backticks would show")]
+#[allow(
+    clippy::doc_markdown,
+    reason = "these doc comments are the --help text, where backticks would show"
+)]
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Cgroup (v2) whose TCP sockets are watched: a path under the cgroup2 mount, or
@@ -195,10 +204,14 @@ mod tests {
     #[test]
     fn silent_timeout_defaults_to_idle_plus_two_intervals() {
         let cli = Cli::try_parse_from(["lifeline", "run"]).unwrap();
-        let Command::Run(run) = cli.command else { panic!("not run") };
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
         assert_eq!(run.silent_timeout(), Some(Duration::from_secs(16)));
         let cli = Cli::try_parse_from(["lifeline", "run", "--keepalive", "off"]).unwrap();
-        let Command::Run(run) = cli.command else { panic!("not run") };
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
         assert_eq!(run.silent_timeout(), None);
     }
 

@@ -8,19 +8,25 @@ use super::{KeepaliveArg, KeepaliveSpec};
 pub fn parse_port(s: &str) -> Result<u16, String> {
     match s.trim().parse::<u32>() {
         Ok(p) if (1..=65_535).contains(&p) => Ok(u16::try_from(p).unwrap_or_default()),
-        _ => Err(format!("invalid port '{s}': expected a number from 1 to 65535")),
+        _ => Err(format!(
+            "invalid port '{s}': expected a number from 1 to 65535"
+        )),
     }
 }
 
 /// `NAME:PORT`, `IPV4:PORT` or `[IPV6]:PORT`.
 pub fn parse_endpoint(s: &str) -> Result<(String, u16), String> {
-    let bad = |why: &str| format!("invalid --endpoint '{s}': {why} (expected NAME:PORT, e.g. api.example.com:6443)");
+    let bad = |why: &str| {
+        format!("invalid --endpoint '{s}': {why} (expected NAME:PORT, e.g. api.example.com:6443)")
+    };
     let (host, port) = s.rsplit_once(':').ok_or_else(|| bad("no port"))?;
     let (host, bracketed) = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         Some(h) => (h, true),
         None => (host, false),
     };
-    if host.is_empty() || host.contains(':') && (!bracketed || host.parse::<std::net::Ipv6Addr>().is_err()) {
+    if host.is_empty()
+        || host.contains(':') && (!bracketed || host.parse::<std::net::Ipv6Addr>().is_err())
+    {
         return Err(bad("bad host (write IPv6 addresses as [ADDR]:PORT)"));
     }
     Ok((host.to_owned(), parse_port(port).map_err(|e| bad(&e))?))
@@ -28,12 +34,16 @@ pub fn parse_endpoint(s: &str) -> Result<(String, u16), String> {
 
 pub fn parse_dns_server(s: &str) -> Result<std::net::SocketAddr, String> {
     s.parse::<std::net::SocketAddr>()
-        .or_else(|_| s.parse::<std::net::IpAddr>().map(|ip| std::net::SocketAddr::new(ip, 53)))
+        .or_else(|_| {
+            s.parse::<std::net::IpAddr>()
+                .map(|ip| std::net::SocketAddr::new(ip, 53))
+        })
         .map_err(|_| format!("invalid --dns-server '{s}': expected IP or IP:PORT"))
 }
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("invalid duration '{s}': {e} (e.g. 10s, 500ms)"))?;
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("invalid duration '{s}': {e} (e.g. 10s, 500ms)"))?;
     if d.is_zero() {
         return Err(format!("invalid duration '{s}': must be greater than zero"));
     }
@@ -46,30 +56,49 @@ pub fn parse_keepalive(s: &str) -> Result<KeepaliveSpec, String> {
     if s.trim() == "off" {
         return Ok(KeepaliveSpec(None));
     }
-    let bad = |why: &str| format!("invalid --keepalive '{s}': {why} (expected IDLE,INTERVAL,COUNT like 10s,3s,3, or off)");
+    let bad = |why: &str| {
+        format!(
+            "invalid --keepalive '{s}': {why} (expected IDLE,INTERVAL,COUNT like 10s,3s,3, or off)"
+        )
+    };
     let [idle, interval, count] = s.split(',').map(str::trim).collect::<Vec<_>>()[..] else {
         return Err(bad("three comma-separated values needed"));
     };
     let secs = |v: &str, max: u32| -> Result<Duration, String> {
         let d = parse_duration(v).map_err(|e| bad(&e))?;
         if d.subsec_nanos() != 0 || d.as_secs() > u64::from(max) {
-            return Err(bad(&format!("'{v}' must be whole seconds from 1s to {max}s")));
+            return Err(bad(&format!(
+                "'{v}' must be whole seconds from 1s to {max}s"
+            )));
         }
         Ok(d)
     };
-    let count: u32 = count.parse().ok().filter(|c| (1..=MAX_KEEPCNT).contains(c))
-        .ok_or_else(|| bad(&format!("COUNT '{count}' must be a number from 1 to {MAX_KEEPCNT}")))?;
-    Ok(KeepaliveSpec(Some(KeepaliveArg { idle: secs(idle, MAX_KEEPIDLE_S)?, interval: secs(interval, MAX_KEEPINTVL_S)?, count })))
+    let count: u32 = count
+        .parse()
+        .ok()
+        .filter(|c| (1..=MAX_KEEPCNT).contains(c))
+        .ok_or_else(|| {
+            bad(&format!(
+                "COUNT '{count}' must be a number from 1 to {MAX_KEEPCNT}"
+            ))
+        })?;
+    Ok(KeepaliveSpec(Some(KeepaliveArg {
+        idle: secs(idle, MAX_KEEPIDLE_S)?,
+        interval: secs(interval, MAX_KEEPINTVL_S)?,
+        count,
+    })))
 }
 
 pub fn parse_user_timeout(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.as_millis() > i32::MAX as u128 {
-        return Err(format!("invalid duration '{s}': at most {} ms (TCP_USER_TIMEOUT is an int)", i32::MAX));
+        return Err(format!(
+            "invalid duration '{s}': at most {} ms (TCP_USER_TIMEOUT is an int)",
+            i32::MAX
+        ));
     }
     Ok(d)
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -88,10 +117,24 @@ mod tests {
 
     #[test]
     fn endpoints_and_dns_servers_are_validated() {
-        assert_eq!(parse_endpoint("api.lab.test:6443"), Ok(("api.lab.test".into(), 6443)));
-        assert_eq!(parse_endpoint("[2001:db8::2]:6443"), Ok(("2001:db8::2".into(), 6443)));
-        assert!(parse_endpoint("api.lab.test").unwrap_err().contains("no port"));
-        assert!(parse_endpoint("2001:db8::2:6443").unwrap_err().contains("IPv6"));
+        assert_eq!(
+            parse_endpoint("api.lab.test:6443"),
+            Ok(("api.lab.test".into(), 6443))
+        );
+        assert_eq!(
+            parse_endpoint("[2001:db8::2]:6443"),
+            Ok(("2001:db8::2".into(), 6443))
+        );
+        assert!(
+            parse_endpoint("api.lab.test")
+                .unwrap_err()
+                .contains("no port")
+        );
+        assert!(
+            parse_endpoint("2001:db8::2:6443")
+                .unwrap_err()
+                .contains("IPv6")
+        );
         assert!(parse_endpoint("api:0").is_err());
         assert_eq!(parse_dns_server("198.51.100.53").unwrap().port(), 53);
         assert!(parse_dns_server("dns.example").is_err());
@@ -100,11 +143,18 @@ mod tests {
     #[test]
     fn keepalive_is_validated() {
         let ka = parse_keepalive("10s,3s,3").unwrap().0.unwrap();
-        assert_eq!((ka.idle, ka.interval, ka.count), (Duration::from_secs(10), Duration::from_secs(3), 3));
+        assert_eq!(
+            (ka.idle, ka.interval, ka.count),
+            (Duration::from_secs(10), Duration::from_secs(3), 3)
+        );
         assert_eq!(parse_keepalive("off"), Ok(KeepaliveSpec(None)));
         assert!(parse_keepalive("10s,3s").unwrap_err().contains("three"));
         assert!(parse_keepalive("10s,3s,0").unwrap_err().contains("COUNT"));
-        assert!(parse_keepalive("1500ms,3s,3").unwrap_err().contains("whole seconds"));
+        assert!(
+            parse_keepalive("1500ms,3s,3")
+                .unwrap_err()
+                .contains("whole seconds")
+        );
         assert!(parse_keepalive("10h,3s,3").unwrap_err().contains("32767"));
     }
 }

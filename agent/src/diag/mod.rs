@@ -15,8 +15,8 @@ use std::{
 pub use tcp_info::TcpInfo;
 pub use wire::DiagSock;
 use wire::{
-    family_of, parse_msg, request, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDRLEN, NLM_F_ACK, NLM_F_DUMP,
-    NLM_F_REQUEST, SOCK_DESTROY, SOCK_DIAG_BY_FAMILY,
+    NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDRLEN, SOCK_DESTROY,
+    SOCK_DIAG_BY_FAMILY, family_of, parse_msg, request,
 };
 
 /// TCP states as a `sock_diag` bitmask.
@@ -54,13 +54,20 @@ impl SockDiag {
     pub fn open() -> Result<Self, DiagError> {
         // SAFETY: plain syscall; the result is checked before use.
         let fd = unsafe {
-            libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_SOCK_DIAG)
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                libc::NETLINK_SOCK_DIAG,
+            )
         };
         if fd < 0 {
             return Err(io::Error::last_os_error().into());
         }
         // SAFETY: `fd` is a fresh descriptor we own.
-        Ok(Self { fd: unsafe { OwnedFd::from_raw_fd(fd) }, seq: 0 })
+        Ok(Self {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            seq: 0,
+        })
     }
 
     /// Every TCP socket of `family` in `states`, with `tcp_info` and cgroup id.
@@ -68,7 +75,11 @@ impl SockDiag {
     /// # Errors
     /// On netlink failure.
     pub fn dump(&mut self, family: u8, states: u32) -> Result<Vec<DiagSock>, DiagError> {
-        self.send(SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, &request(family, states, None))?;
+        self.send(
+            SOCK_DIAG_BY_FAMILY,
+            NLM_F_REQUEST | NLM_F_DUMP,
+            &request(family, states, None),
+        )?;
         let mut out = Vec::new();
         self.recv(|m| out.push(m))?;
         Ok(out)
@@ -78,7 +89,12 @@ impl SockDiag {
     ///
     /// # Errors
     /// On netlink failure or when the kernel refuses the request.
-    pub fn get(&mut self, local: SocketAddr, peer: SocketAddr, cookie: u64) -> Result<Option<DiagSock>, DiagError> {
+    pub fn get(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: u64,
+    ) -> Result<Option<DiagSock>, DiagError> {
         let req = request(family_of(&local), ALL_STATES, Some((local, peer, cookie)));
         self.send(SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, &req)?;
         let mut found = None;
@@ -94,12 +110,19 @@ impl SockDiag {
     /// # Errors
     /// On netlink failure, or the kernel's refusal (EOPNOTSUPP without
     /// `CONFIG_INET_DIAG_DESTROY`, EPERM without `CAP_NET_ADMIN`).
-    pub fn destroy(&mut self, local: SocketAddr, peer: SocketAddr, cookie: u64) -> Result<Destroyed, DiagError> {
+    pub fn destroy(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: u64,
+    ) -> Result<Destroyed, DiagError> {
         let req = request(family_of(&local), ALL_STATES, Some((local, peer, cookie)));
         self.send(SOCK_DESTROY, NLM_F_REQUEST | NLM_F_ACK, &req)?;
         match self.recv(|_| ()) {
             Ok(()) => Ok(Destroyed::Killed),
-            Err(DiagError::Kernel(e)) if e.raw_os_error() == Some(libc::ENOENT) => Ok(Destroyed::Gone),
+            Err(DiagError::Kernel(e)) if e.raw_os_error() == Some(libc::ENOENT) => {
+                Ok(Destroyed::Gone)
+            }
             Err(e) => Err(e),
         }
     }
@@ -108,7 +131,11 @@ impl SockDiag {
         self.seq = self.seq.wrapping_add(1);
         let len = NLMSG_HDRLEN + payload.len();
         let mut msg = Vec::with_capacity(len);
-        msg.extend_from_slice(&u32::try_from(len).map_err(|_| DiagError::Malformed)?.to_ne_bytes());
+        msg.extend_from_slice(
+            &u32::try_from(len)
+                .map_err(|_| DiagError::Malformed)?
+                .to_ne_bytes(),
+        );
         msg.extend_from_slice(&kind.to_ne_bytes());
         msg.extend_from_slice(&flags.to_ne_bytes());
         msg.extend_from_slice(&self.seq.to_ne_bytes());
@@ -141,7 +168,8 @@ impl SockDiag {
         // against a kernel that never says DONE.
         for _ in 0..100_000 {
             // SAFETY: `buf` is valid for `buf.len()` bytes.
-            let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            let n =
+                unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
             let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
             let mut rest = &buf[..n];
             let mut answered = false;
@@ -160,7 +188,9 @@ impl SockDiag {
                 match kind {
                     NLMSG_DONE => return Ok(()),
                     NLMSG_ERROR => {
-                        let code = body.get(..4).map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                        let code = body
+                            .get(..4)
+                            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
                         return match code {
                             Some(0) => Ok(()),
                             Some(e) => Err(DiagError::Kernel(io::Error::from_raw_os_error(-e))),
@@ -180,7 +210,6 @@ impl SockDiag {
         }
         Err(DiagError::Malformed)
     }
-
 }
 
 /// Whether the first message in `buf` is part of a multipart (dump) answer.

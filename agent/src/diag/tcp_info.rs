@@ -26,7 +26,8 @@ pub struct TcpInfo {
 }
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
-    b.get(off..off + 4).map_or(0, |s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+    b.get(off..off + 4)
+        .map_or(0, |s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
 }
 
 fn u64_at(b: &[u8], off: usize) -> u64 {

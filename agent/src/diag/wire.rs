@@ -46,7 +46,11 @@ fn addr_bytes(ip: IpAddr) -> [u8; 16] {
 }
 
 /// An `inet_diag_req_v2` naming one socket exactly (or, with `None`, a dump filter).
-pub fn request(family: u8, states: u32, sock: Option<(SocketAddr, SocketAddr, u64)>) -> [u8; REQ_LEN] {
+pub fn request(
+    family: u8,
+    states: u32,
+    sock: Option<(SocketAddr, SocketAddr, u64)>,
+) -> [u8; REQ_LEN] {
     let mut r = [0u8; REQ_LEN];
     r[0] = family;
     r[1] = IPPROTO_TCP;
@@ -57,7 +61,10 @@ pub fn request(family: u8, states: u32, sock: Option<(SocketAddr, SocketAddr, u6
         r[10..12].copy_from_slice(&peer.port().to_be_bytes());
         r[12..28].copy_from_slice(&addr_bytes(local.ip()));
         r[28..44].copy_from_slice(&addr_bytes(peer.ip()));
-        #[allow(clippy::cast_possible_truncation, reason = "the cookie is split into two u32s")]
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "the cookie is split into two u32s"
+        )]
         let (lo, hi) = (cookie as u32, (cookie >> 32) as u32);
         r[48..52].copy_from_slice(&lo.to_ne_bytes());
         r[52..56].copy_from_slice(&hi.to_ne_bytes());
@@ -135,7 +142,10 @@ mod tests {
         msg.extend_from_slice(&req[8..]);
         msg.extend_from_slice(&[0u8; 20]);
         let s = parse_msg(&msg).unwrap();
-        assert_eq!((s.local, s.peer, s.cookie, s.state), (local, peer, 0x1_0000_0002, 1));
+        assert_eq!(
+            (s.local, s.peer, s.cookie, s.state),
+            (local, peer, 0x1_0000_0002, 1)
+        );
     }
 
     #[test]

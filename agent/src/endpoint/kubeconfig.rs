@@ -5,14 +5,15 @@
 
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context as _, Result};
+use anyhow::{Context as _, Result, anyhow, bail};
 
 /// `(host, port)` of the first cluster's server.
 ///
 /// # Errors
 /// When the file cannot be read or has no usable `server:` URL.
 pub fn server(path: &Path) -> Result<(String, u16)> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
     let url = text
         .lines()
         .filter_map(|l| l.trim().strip_prefix("server:"))
@@ -42,7 +43,9 @@ fn parse_url(url: &str) -> Result<(String, u16)> {
     if host.is_empty() {
         bail!("no host");
     }
-    let port = port.map_or(Ok(default_port), |p| p.parse::<u16>().map_err(|_| anyhow!("bad port {p:?}")))?;
+    let port = port.map_or(Ok(default_port), |p| {
+        p.parse::<u16>().map_err(|_| anyhow!("bad port {p:?}"))
+    })?;
     Ok((host.to_owned(), port))
 }
 
@@ -52,9 +55,18 @@ mod tests {
 
     #[test]
     fn server_urls() {
-        assert_eq!(parse_url("https://api.example.com:6443").unwrap(), ("api.example.com".into(), 6443));
-        assert_eq!(parse_url("https://api.example.com/").unwrap(), ("api.example.com".into(), 443));
-        assert_eq!(parse_url("https://[2001:db8::2]:6443").unwrap(), ("2001:db8::2".into(), 6443));
+        assert_eq!(
+            parse_url("https://api.example.com:6443").unwrap(),
+            ("api.example.com".into(), 6443)
+        );
+        assert_eq!(
+            parse_url("https://api.example.com/").unwrap(),
+            ("api.example.com".into(), 443)
+        );
+        assert_eq!(
+            parse_url("https://[2001:db8::2]:6443").unwrap(),
+            ("2001:db8::2".into(), 6443)
+        );
         assert!(parse_url("ftp://x").is_err());
         assert!(parse_url("https://:6443").is_err());
     }

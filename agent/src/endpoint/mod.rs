@@ -2,8 +2,8 @@
 //! endpoint check that keeps lifeline from making an outage worse.
 
 mod connect;
-pub mod kubeconfig;
 pub mod guard;
+pub mod kubeconfig;
 mod peers;
 mod refresh;
 mod resolve;
@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use guard::Guard;
 pub use peers::Prober;
-pub use refresh::{spawn_refreshers, Refresh};
+pub use refresh::{Refresh, spawn_refreshers};
 pub use resolve::Resolver;
 pub use set::{EndpointSet, Membership};
 
@@ -47,7 +47,12 @@ fn ms(d: Duration) -> u64 {
 impl Endpoints {
     #[must_use]
     pub fn new(list: &[(String, u16)]) -> Self {
-        Self { sets: list.iter().map(|(h, p)| Arc::new(Mutex::new(EndpointSet::new(h, *p)))).collect() }
+        Self {
+            sets: list
+                .iter()
+                .map(|(h, p)| Arc::new(Mutex::new(EndpointSet::new(h, *p))))
+                .collect(),
+        }
     }
 
     #[must_use]
@@ -71,7 +76,10 @@ impl Endpoints {
                 continue;
             }
             let m = s.membership(peer.ip(), grace);
-            if found.is_none() || m == Membership::InSet || found.as_ref().is_some_and(|f| f.1 == Membership::Unknown) {
+            if found.is_none()
+                || m == Membership::InSet
+                || found.as_ref().is_some_and(|f| f.1 == Membership::Unknown)
+            {
                 found = Some((s.name.clone(), m));
             }
         }
@@ -103,7 +111,9 @@ impl Endpoints {
                 EndpointStatus {
                     endpoint: s.name.clone(),
                     addrs: s.current.iter().map(ToString::to_string).collect(),
-                    last_refresh_age_ms: s.last_success.map(|t| ms(now.saturating_duration_since(t))),
+                    last_refresh_age_ms: s
+                        .last_success
+                        .map(|t| ms(now.saturating_duration_since(t))),
                     failures: s.failures,
                     last_error: s.last_error.clone(),
                 }

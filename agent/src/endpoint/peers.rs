@@ -35,14 +35,24 @@ pub struct Prober {
 impl Prober {
     #[must_use]
     pub fn new(wake: Arc<Notify>) -> Self {
-        Self { peers: Arc::default(), wake }
+        Self {
+            peers: Arc::default(),
+            wake,
+        }
     }
 
     /// Probe `peer` unless a probe is running or a fresh result exists.
     pub fn request(&self, peer: SocketAddr, reason: &'static str) {
         let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
         let e = peers.entry(peer).or_default();
-        let fresh = e.result.is_some_and(|(r, at)| at.elapsed() < if r == Reach::TimedOut { FRESH_DEAD } else { FRESH_ALIVE });
+        let fresh = e.result.is_some_and(|(r, at)| {
+            at.elapsed()
+                < if r == Reach::TimedOut {
+                    FRESH_DEAD
+                } else {
+                    FRESH_ALIVE
+                }
+        });
         if e.running || fresh {
             return;
         }
@@ -54,7 +64,13 @@ impl Prober {
             tracing::info!(target: "lifeline::endpoint", peer = %peer, result = r.label(), reason,
                 took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX), "peer probe");
             let mut peers = this.peers.lock().unwrap_or_else(PoisonError::into_inner);
-            peers.insert(peer, Entry { running: false, result: Some((r, Instant::now())) });
+            peers.insert(
+                peer,
+                Entry {
+                    running: false,
+                    result: Some((r, Instant::now())),
+                },
+            );
             drop(peers);
             this.wake.notify_one();
         });
@@ -73,6 +89,10 @@ impl Prober {
     /// Forget peers nobody asked about for a while.
     pub fn prune(&self) {
         let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
-        peers.retain(|_, e| e.running || e.result.is_some_and(|(_, at)| at.elapsed() < Duration::from_mins(1)));
+        peers.retain(|_, e| {
+            e.running
+                || e.result
+                    .is_some_and(|(_, at)| at.elapsed() < Duration::from_mins(1))
+        });
     }
 }

@@ -18,7 +18,12 @@ pub struct Refresh {
 }
 
 /// Spawns the refresh tasks; they end with the runtime.
-pub fn spawn_refreshers(endpoints: &Endpoints, resolver: Resolver, refresh: Refresh, wake: &Arc<Notify>) {
+pub fn spawn_refreshers(
+    endpoints: &Endpoints,
+    resolver: Resolver,
+    refresh: Refresh,
+    wake: &Arc<Notify>,
+) {
     let resolver = Arc::new(resolver);
     for set in endpoints.sets() {
         let (host, name) = {
@@ -36,8 +41,12 @@ pub fn spawn_refreshers(endpoints: &Endpoints, resolver: Resolver, refresh: Refr
                 let now = Instant::now();
                 let wait = match result {
                     Ok(answer) => {
-                        let changed = set.lock().unwrap_or_else(PoisonError::into_inner).update(answer.addrs.clone(), now);
-                        let addrs: Vec<String> = answer.addrs.iter().map(ToString::to_string).collect();
+                        let changed = set
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .update(answer.addrs.clone(), now);
+                        let addrs: Vec<String> =
+                            answer.addrs.iter().map(ToString::to_string).collect();
                         let ttl_ms = u64::try_from(answer.ttl.as_millis()).unwrap_or(u64::MAX);
                         if changed {
                             tracing::info!(target: "lifeline::endpoint", endpoint = %name, addrs = %addrs.join(","), ttl_ms, changed, "endpoint resolved");

@@ -5,10 +5,10 @@
 use std::{collections::BTreeSet, net::IpAddr, time::Duration};
 
 use hickory_resolver::{
+    ResolveError, ResolveErrorKind, TokioResolver,
     config::{LookupIpStrategy, NameServerConfigGroup, ResolveHosts, ResolverConfig, ResolverOpts},
     name_server::TokioConnectionProvider,
-    proto::{op::ResponseCode, ProtoErrorKind},
-    ResolveError, ResolveErrorKind, TokioResolver,
+    proto::{ProtoErrorKind, op::ResponseCode},
 };
 
 /// Why a resolution gave no usable answer.
@@ -30,13 +30,23 @@ pub enum DnsError {
 
 impl DnsError {
     fn from_resolve(e: &ResolveError) -> Self {
-        let ResolveErrorKind::Proto(p) = e.kind() else { return Self::Other(e.to_string()) };
+        let ResolveErrorKind::Proto(p) = e.kind() else {
+            return Self::Other(e.to_string());
+        };
         match p.kind() {
             ProtoErrorKind::Timeout => Self::Timeout,
-            ProtoErrorKind::NoRecordsFound { response_code: ResponseCode::NXDomain, .. } => Self::NxDomain,
-            ProtoErrorKind::NoRecordsFound { response_code: ResponseCode::ServFail, .. } => Self::ServFail,
+            ProtoErrorKind::NoRecordsFound {
+                response_code: ResponseCode::NXDomain,
+                ..
+            } => Self::NxDomain,
+            ProtoErrorKind::NoRecordsFound {
+                response_code: ResponseCode::ServFail,
+                ..
+            } => Self::ServFail,
             ProtoErrorKind::NoRecordsFound { .. } => Self::Empty,
-            ProtoErrorKind::NoConnections | ProtoErrorKind::Io(_) | ProtoErrorKind::Busy => Self::Unreachable(p.to_string()),
+            ProtoErrorKind::NoConnections | ProtoErrorKind::Io(_) | ProtoErrorKind::Busy => {
+                Self::Unreachable(p.to_string())
+            }
             _ => Self::Other(p.to_string()),
         }
     }
@@ -60,14 +70,22 @@ impl Resolver {
     /// When /etc/resolv.conf cannot be read or parsed.
     pub fn new(servers: &[std::net::SocketAddr]) -> anyhow::Result<Self> {
         let (config, mut opts) = if servers.is_empty() {
-            hickory_resolver::system_conf::read_system_conf()
-                .map_err(|e| anyhow::anyhow!("cannot read the DNS configuration in /etc/resolv.conf: {e}"))?
+            hickory_resolver::system_conf::read_system_conf().map_err(|e| {
+                anyhow::anyhow!("cannot read the DNS configuration in /etc/resolv.conf: {e}")
+            })?
         } else {
             let mut group = NameServerConfigGroup::new();
             for s in servers {
-                group.merge(NameServerConfigGroup::from_ips_clear(&[s.ip()], s.port(), true));
+                group.merge(NameServerConfigGroup::from_ips_clear(
+                    &[s.ip()],
+                    s.port(),
+                    true,
+                ));
             }
-            (ResolverConfig::from_parts(None, vec![], group), ResolverOpts::default())
+            (
+                ResolverConfig::from_parts(None, vec![], group),
+                ResolverOpts::default(),
+            )
         };
         // We schedule refreshes from the TTL ourselves; a cache would hide a changed answer
         // (and a round-robin server's other subsets) until its own expiry.
@@ -76,7 +94,9 @@ impl Resolver {
         opts.use_hosts_file = ResolveHosts::Never;
         opts.timeout = Duration::from_secs(2);
         opts.attempts = 2;
-        let inner = TokioResolver::builder_with_config(config, TokioConnectionProvider::default()).with_options(opts).build();
+        let inner = TokioResolver::builder_with_config(config, TokioConnectionProvider::default())
+            .with_options(opts)
+            .build();
         Ok(Self { inner })
     }
 
@@ -85,12 +105,18 @@ impl Resolver {
     /// # Errors
     /// One `DnsError` per way the lookup failed; an answer without addresses is `Empty`.
     pub async fn resolve(&self, name: &str) -> Result<Answer, DnsError> {
-        let lookup = self.inner.lookup_ip(name).await.map_err(|e| DnsError::from_resolve(&e))?;
+        let lookup = self
+            .inner
+            .lookup_ip(name)
+            .await
+            .map_err(|e| DnsError::from_resolve(&e))?;
         let addrs: BTreeSet<IpAddr> = lookup.iter().collect();
         if addrs.is_empty() {
             return Err(DnsError::Empty);
         }
-        let ttl = lookup.valid_until().saturating_duration_since(std::time::Instant::now());
+        let ttl = lookup
+            .valid_until()
+            .saturating_duration_since(std::time::Instant::now());
         Ok(Answer { addrs, ttl })
     }
 }

@@ -17,9 +17,13 @@ use std::{
 pub enum Membership {
     InSet,
     /// Missing from the answers, for less than the grace so far.
-    Leaving { absent_for: Duration },
+    Leaving {
+        absent_for: Duration,
+    },
     /// Missing from every successful answer for at least the grace.
-    Orphaned { absent_for: Duration },
+    Orphaned {
+        absent_for: Duration,
+    },
     /// No successful answer yet: nothing can be said.
     Unknown,
 }
@@ -57,9 +61,17 @@ pub struct EndpointSet {
 impl EndpointSet {
     #[must_use]
     pub fn new(host: &str, port: u16) -> Self {
-        let literal: Option<IpAddr> = host.trim_start_matches('[').trim_end_matches(']').parse().ok();
+        let literal: Option<IpAddr> = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .ok();
         let mut s = Self {
-            name: if host.contains(':') && !host.starts_with('[') { format!("[{host}]:{port}") } else { format!("{host}:{port}") },
+            name: if host.contains(':') && !host.starts_with('[') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            },
             host: host.to_owned(),
             port,
             fixed: literal.is_some(),
@@ -90,7 +102,9 @@ impl EndpointSet {
             self.absent_since.insert(*ip, None);
         }
         // Forget addresses gone for an hour: no socket can still be waiting on them.
-        self.absent_since.retain(|_, since| since.is_none_or(|t| now.duration_since(t) < Duration::from_hours(1)));
+        self.absent_since.retain(|_, since| {
+            since.is_none_or(|t| now.duration_since(t) < Duration::from_hours(1))
+        });
         self.current = addrs;
         self.last_success = Some(now);
         self.last_attempt = Some(now);
@@ -110,16 +124,26 @@ impl EndpointSet {
     /// the first successful answer.
     pub fn membership(&mut self, ip: IpAddr, grace: Duration) -> Membership {
         if self.fixed {
-            return if self.current.contains(&ip) { Membership::InSet } else { Membership::Unknown };
+            return if self.current.contains(&ip) {
+                Membership::InSet
+            } else {
+                Membership::Unknown
+            };
         }
-        let Some(last) = self.last_success else { return Membership::Unknown };
+        let Some(last) = self.last_success else {
+            return Membership::Unknown;
+        };
         let since = *self.absent_since.entry(ip).or_insert(Some(last));
         match since {
             None => Membership::InSet,
             Some(t) => {
                 // Measured up to the last successful answer only: failures prove nothing.
                 let absent_for = last.saturating_duration_since(t);
-                if absent_for >= grace { Membership::Orphaned { absent_for } } else { Membership::Leaving { absent_for } }
+                if absent_for >= grace {
+                    Membership::Orphaned { absent_for }
+                } else {
+                    Membership::Leaving { absent_for }
+                }
             }
         }
     }
@@ -140,10 +164,16 @@ mod tests {
         let (mut s, t0) = (EndpointSet::new("api", 6443), Instant::now());
         let subsets: [&[u8]; 3] = [&[2, 3], &[3, 4], &[4, 2]];
         for i in 0..24u32 {
-            s.update(ips(subsets[i as usize % 3]), t0 + Duration::from_secs(5) * i);
+            s.update(
+                ips(subsets[i as usize % 3]),
+                t0 + Duration::from_secs(5) * i,
+            );
         }
         for d in [2, 3, 4] {
-            assert!(matches!(s.membership(IpAddr::from([198, 51, 100, d]), GRACE), Membership::InSet | Membership::Leaving { .. }));
+            assert!(matches!(
+                s.membership(IpAddr::from([198, 51, 100, d]), GRACE),
+                Membership::InSet | Membership::Leaving { .. }
+            ));
         }
     }
 
@@ -153,14 +183,25 @@ mod tests {
         let old = IpAddr::from([198, 51, 100, 2]);
         s.update(ips(&[2]), t0);
         s.update(ips(&[3]), t0 + Duration::from_secs(5));
-        assert!(matches!(s.membership(old, GRACE), Membership::Leaving { .. }));
+        assert!(matches!(
+            s.membership(old, GRACE),
+            Membership::Leaving { .. }
+        ));
         // DNS down for a minute: failures do not move the clock.
         for i in 1..12u32 {
             s.fail("timeout".into(), t0 + Duration::from_secs(5) * (i + 1));
         }
-        assert!(matches!(s.membership(old, GRACE), Membership::Leaving { .. }), "a DNS failure never orphans");
+        assert!(
+            matches!(s.membership(old, GRACE), Membership::Leaving { .. }),
+            "a DNS failure never orphans"
+        );
         s.update(ips(&[3]), t0 + Duration::from_secs(40));
-        assert_eq!(s.membership(old, GRACE), Membership::Orphaned { absent_for: Duration::from_secs(35) });
+        assert_eq!(
+            s.membership(old, GRACE),
+            Membership::Orphaned {
+                absent_for: Duration::from_secs(35)
+            }
+        );
         assert_eq!(s.failures, 11);
     }
 
@@ -168,11 +209,27 @@ mod tests {
     fn literal_is_a_fixed_set_and_unknown_peers_start_absent() {
         let mut s = EndpointSet::new("198.51.100.2", 6443);
         assert!(s.fixed);
-        assert_eq!(s.membership(IpAddr::from([198, 51, 100, 2]), GRACE), Membership::InSet);
-        assert_eq!(s.membership(IpAddr::from([198, 51, 100, 9]), GRACE), Membership::Unknown, "not this endpoint's");
+        assert_eq!(
+            s.membership(IpAddr::from([198, 51, 100, 2]), GRACE),
+            Membership::InSet
+        );
+        assert_eq!(
+            s.membership(IpAddr::from([198, 51, 100, 9]), GRACE),
+            Membership::Unknown,
+            "not this endpoint's"
+        );
         let mut d = EndpointSet::new("api", 6443);
         d.update(ips(&[3]), Instant::now());
-        assert!(matches!(d.membership(IpAddr::from([198, 51, 100, 9]), GRACE), Membership::Leaving { .. }), "older than the agent");
-        assert_eq!(EndpointSet::new("2001:db8::2", 443).name, "[2001:db8::2]:443");
+        assert!(
+            matches!(
+                d.membership(IpAddr::from([198, 51, 100, 9]), GRACE),
+                Membership::Leaving { .. }
+            ),
+            "older than the agent"
+        );
+        assert_eq!(
+            EndpointSet::new("2001:db8::2", 443).name,
+            "[2001:db8::2]:443"
+        );
     }
 }

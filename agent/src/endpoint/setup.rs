@@ -2,10 +2,10 @@
 
 use std::{path::Path, sync::Arc};
 
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use tokio::sync::Notify;
 
-use super::{kubeconfig, spawn_refreshers, Endpoints, Follow, Guard, Prober, Refresh, Resolver};
+use super::{Endpoints, Follow, Guard, Prober, Refresh, Resolver, kubeconfig, spawn_refreshers};
 use crate::cli::{OnOrphan, RunArgs};
 
 const DEFAULT_KUBECONFIG: &str = "/etc/kubernetes/kubelet.conf";
@@ -22,7 +22,9 @@ pub fn configured(args: &RunArgs) -> Result<Vec<(String, u16)>> {
     }
     match &args.kubeconfig {
         Some(path) => Ok(vec![kubeconfig::server(path)?]),
-        None if Path::new(DEFAULT_KUBECONFIG).exists() => Ok(vec![kubeconfig::server(Path::new(DEFAULT_KUBECONFIG))?]),
+        None if Path::new(DEFAULT_KUBECONFIG).exists() => {
+            Ok(vec![kubeconfig::server(Path::new(DEFAULT_KUBECONFIG))?])
+        }
         None => Ok(Vec::new()),
     }
 }
@@ -33,7 +35,11 @@ pub fn configured(args: &RunArgs) -> Result<Vec<(String, u16)>> {
 /// When --min-refresh exceeds --max-refresh.
 pub fn check(args: &RunArgs) -> Result<()> {
     if args.min_refresh > args.max_refresh {
-        bail!("invalid --min-refresh {:?}: it is longer than --max-refresh {:?}", args.min_refresh, args.max_refresh);
+        bail!(
+            "invalid --min-refresh {:?}: it is longer than --max-refresh {:?}",
+            args.min_refresh,
+            args.max_refresh
+        );
     }
     Ok(())
 }
@@ -44,13 +50,27 @@ pub fn check(args: &RunArgs) -> Result<()> {
 /// When the system's DNS configuration is needed and cannot be read.
 pub fn start(args: &RunArgs, list: &[(String, u16)], wake: &Arc<Notify>) -> Result<Option<Follow>> {
     if list.is_empty() {
-        tracing::info!("no API endpoint configured (--endpoint, --kubeconfig): DNS following, peer probes and the healthy-endpoint check are off");
+        tracing::info!(
+            "no API endpoint configured (--endpoint, --kubeconfig): DNS following, peer probes and the healthy-endpoint check are off"
+        );
         return Ok(None);
     }
     let endpoints = Endpoints::new(list);
-    if endpoints.sets().iter().any(|s| !s.lock().is_ok_and(|s| s.fixed)) {
+    if endpoints
+        .sets()
+        .iter()
+        .any(|s| !s.lock().is_ok_and(|s| s.fixed))
+    {
         let resolver = Resolver::new(&args.dns_servers)?;
-        spawn_refreshers(&endpoints, resolver, Refresh { min: args.min_refresh, max: args.max_refresh }, wake);
+        spawn_refreshers(
+            &endpoints,
+            resolver,
+            Refresh {
+                min: args.min_refresh,
+                max: args.max_refresh,
+            },
+            wake,
+        );
     }
     Ok(Some(Follow {
         endpoints,

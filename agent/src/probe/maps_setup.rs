@@ -2,16 +2,17 @@
 
 use anyhow::{Context as _, Result};
 use aya::{
+    Btf, Ebpf,
     maps::{Array, HashMap, MapData},
     programs::Iter,
-    Btf, Ebpf,
 };
-use lifeline_common::{config::CONFIG_COMM_FILTER, maps, programs, Keepalive, COMM_LEN};
+use lifeline_common::{COMM_LEN, Keepalive, config::CONFIG_COMM_FILTER, maps, programs};
 
-use super::{program, ProbeConfig};
+use super::{ProbeConfig, program};
 
 pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
-    let mut ports: HashMap<&mut MapData, u16, u8> = HashMap::try_from(ebpf.map_mut(maps::PORTS).context("PORTS")?)?;
+    let mut ports: HashMap<&mut MapData, u16, u8> =
+        HashMap::try_from(ebpf.map_mut(maps::PORTS).context("PORTS")?)?;
     for p in cfg.ports {
         ports.insert(p, 1, 0)?;
     }
@@ -24,8 +25,17 @@ pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
         key[..n].copy_from_slice(&c.as_bytes()[..n]);
         comms.insert(key, 1, 0)?;
     }
-    let mut config: Array<&mut MapData, u32> = Array::try_from(ebpf.map_mut(maps::CONFIG).context("CONFIG")?)?;
-    config.set(0, if cfg.comms.is_empty() { 0 } else { CONFIG_COMM_FILTER }, 0)?;
+    let mut config: Array<&mut MapData, u32> =
+        Array::try_from(ebpf.map_mut(maps::CONFIG).context("CONFIG")?)?;
+    config.set(
+        0,
+        if cfg.comms.is_empty() {
+            0
+        } else {
+            CONFIG_COMM_FILTER
+        },
+        0,
+    )?;
     let mut keepalive: Array<&mut MapData, Keepalive> =
         Array::try_from(ebpf.map_mut(maps::KEEPALIVE).context("KEEPALIVE")?)?;
     keepalive.set(0, cfg.keepalive, 0)?;
@@ -35,13 +45,17 @@ pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
 pub(super) fn load_iter(ebpf: &mut Ebpf) -> Result<()> {
     let btf = Btf::from_sys_fs().context("reading /sys/kernel/btf/vmlinux")?;
     let iter: &mut Iter = program(ebpf, programs::ADOPT_ITER)?;
-    iter.load("tcp", &btf).context("loading the iter/tcp program")?;
+    iter.load("tcp", &btf)
+        .context("loading the iter/tcp program")?;
     Ok(())
 }
 
 /// Kernels before 5.11 charge BPF maps to `RLIMIT_MEMLOCK`; lift it so they load too.
 pub(super) fn raise_memlock() {
-    let lim = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    let lim = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
     // SAFETY: plain syscall with a valid struct; failure only matters on old kernels,
     // where the load error that follows says so.
     unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &raw const lim) };

@@ -4,16 +4,11 @@ use std::{collections::HashMap as StdHashMap, fs::File, io::Read, os::fd::AsFd};
 
 use anyhow::{Context as _, Result};
 use aya::{
-    maps::{HashMap, MapData, PerCpuArray, RingBuf},
-    programs::{links::CgroupAttachMode, CgroupSockAddr, Iter, SockOps},
     Ebpf, EbpfLoader, VerifierLogLevel,
+    maps::{HashMap, MapData, PerCpuArray, RingBuf},
+    programs::{CgroupSockAddr, Iter, SockOps, links::CgroupAttachMode},
 };
-use lifeline_common::{
-    config::stats,
-    maps, programs,
-    sock::ADOPT_PENDING,
-    Keepalive, SockState,
-};
+use lifeline_common::{Keepalive, SockState, config::stats, maps, programs, sock::ADOPT_PENDING};
 
 /// The object built from `agent-ebpf` by `build.rs` (the same routine as
 /// `cargo xtask build-ebpf`), embedded so the binary is self-contained.
@@ -65,13 +60,16 @@ impl Probe {
         configure(&mut ebpf, cfg)?;
         let cgroup = cfg.cgroup.as_fd();
         let sock_ops: &mut SockOps = program(&mut ebpf, programs::SOCK_OPS)?;
-        sock_ops.load().map_err(|e| crate::errors::explain_program(programs::SOCK_OPS, &e))?;
+        sock_ops
+            .load()
+            .map_err(|e| crate::errors::explain_program(programs::SOCK_OPS, &e))?;
         sock_ops
             .attach(cgroup, ATTACH_MODE)
             .map_err(|e| crate::errors::explain_program(programs::SOCK_OPS, &e))?;
         for name in [programs::CONNECT4, programs::CONNECT6] {
             let prog: &mut CgroupSockAddr = program(&mut ebpf, name)?;
-            prog.load().map_err(|e| crate::errors::explain_program(name, &e))?;
+            prog.load()
+                .map_err(|e| crate::errors::explain_program(name, &e))?;
             prog.attach(cgroup, ATTACH_MODE)
                 .map_err(|e| crate::errors::explain_program(name, &e))?;
         }
@@ -98,7 +96,10 @@ impl Probe {
     /// # Errors
     /// When the object has no such map.
     pub fn take_trouble(&mut self) -> Result<RingBuf<MapData>> {
-        let map = self.ebpf.take_map(maps::TROUBLE).context("map TROUBLE missing from the eBPF object")?;
+        let map = self
+            .ebpf
+            .take_map(maps::TROUBLE)
+            .context("map TROUBLE missing from the eBPF object")?;
         Ok(RingBuf::try_from(map)?)
     }
 
@@ -130,9 +131,14 @@ impl Probe {
     /// # Errors
     /// When the map is full or cannot be written.
     pub fn seed(&mut self, cookie: u64, state: &SockState) -> Result<()> {
-        let mut map: HashMap<&mut MapData, u64, SockState> = HashMap::try_from(self.map_mut(maps::SOCKETS)?)?;
+        let mut map: HashMap<&mut MapData, u64, SockState> =
+            HashMap::try_from(self.map_mut(maps::SOCKETS)?)?;
         match map.insert(cookie, state, BPF_NOEXIST) {
-            Err(aya::maps::MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+            Err(aya::maps::MapError::SyscallError(e))
+                if e.io_error.raw_os_error() == Some(libc::EEXIST) =>
+            {
+                Ok(())
+            }
             r => r.context("SOCKETS map full: a pre-existing socket is NOT watched"),
         }
     }
@@ -153,7 +159,8 @@ impl Probe {
     /// When the iterator cannot run.
     pub fn adopt(&mut self, cookies: &[u64]) -> Result<StdHashMap<u64, i32>> {
         {
-            let mut adopt: HashMap<&mut MapData, u64, i32> = HashMap::try_from(self.map_mut(maps::ADOPT)?)?;
+            let mut adopt: HashMap<&mut MapData, u64, i32> =
+                HashMap::try_from(self.map_mut(maps::ADOPT)?)?;
             for c in cookies {
                 adopt.insert(c, ADOPT_PENDING, 0)?;
             }
@@ -162,17 +169,25 @@ impl Probe {
         let link_id = iter.attach()?;
         let mut file = iter.take_link(link_id)?.into_file()?;
         // Reading the iterator runs the program over every TCP socket once.
-        file.read_to_end(&mut Vec::new()).context("running the TCP iterator")?;
+        file.read_to_end(&mut Vec::new())
+            .context("running the TCP iterator")?;
         let adopt: HashMap<&MapData, u64, i32> = HashMap::try_from(self.map(maps::ADOPT)?)?;
-        Ok(cookies.iter().filter_map(|c| adopt.get(c, 0).ok().map(|v| (*c, v))).collect())
+        Ok(cookies
+            .iter()
+            .filter_map(|c| adopt.get(c, 0).ok().map(|v| (*c, v)))
+            .collect())
     }
 
     fn map(&self, name: &str) -> Result<&aya::maps::Map> {
-        self.ebpf.map(name).with_context(|| format!("map {name} missing from the eBPF object"))
+        self.ebpf
+            .map(name)
+            .with_context(|| format!("map {name} missing from the eBPF object"))
     }
 
     fn map_mut(&mut self, name: &str) -> Result<&mut aya::maps::Map> {
-        self.ebpf.map_mut(name).with_context(|| format!("map {name} missing from the eBPF object"))
+        self.ebpf
+            .map_mut(name)
+            .with_context(|| format!("map {name} missing from the eBPF object"))
     }
 }
 
@@ -180,6 +195,9 @@ fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T>
 where
     &'a mut T: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
 {
-    let p = ebpf.program_mut(name).with_context(|| format!("program {name} missing from the eBPF object"))?;
-    p.try_into().with_context(|| format!("program {name} has an unexpected type"))
+    let p = ebpf
+        .program_mut(name)
+        .with_context(|| format!("program {name} missing from the eBPF object"))?;
+    p.try_into()
+        .with_context(|| format!("program {name} has an unexpected type"))
 }

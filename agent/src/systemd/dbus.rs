@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, Context as _, Result};
+use anyhow::{Context as _, Result, anyhow};
 use futures_lite::StreamExt as _;
-use zbus::{zvariant::OwnedObjectPath, Connection};
+use zbus::{Connection, zvariant::OwnedObjectPath};
 
 use crate::node_args::SystemdBus;
 
@@ -23,10 +23,19 @@ trait Manager {
     fn restart_unit(&self, name: &str, mode: &str) -> zbus::Result<OwnedObjectPath>;
     fn load_unit(&self, name: &str) -> zbus::Result<OwnedObjectPath>;
     #[zbus(signal)]
-    fn job_removed(&self, id: u32, job: OwnedObjectPath, unit: String, result: String) -> zbus::Result<()>;
+    fn job_removed(
+        &self,
+        id: u32,
+        job: OwnedObjectPath,
+        unit: String,
+        result: String,
+    ) -> zbus::Result<()>;
 }
 
-#[zbus::proxy(interface = "org.freedesktop.systemd1.Unit", default_service = "org.freedesktop.systemd1")]
+#[zbus::proxy(
+    interface = "org.freedesktop.systemd1.Unit",
+    default_service = "org.freedesktop.systemd1"
+)]
 trait Unit {
     #[zbus(property)]
     fn load_state(&self) -> zbus::Result<String>;
@@ -38,7 +47,9 @@ trait Unit {
 /// When the bus cannot be reached.
 pub async fn connect(bus: &SystemdBus) -> Result<Connection> {
     match bus {
-        SystemdBus::System => Connection::system().await.context("cannot connect to the system D-Bus"),
+        SystemdBus::System => Connection::system()
+            .await
+            .context("cannot connect to the system D-Bus"),
         SystemdBus::User => Connection::session()
             .await
             .context("cannot connect to the session D-Bus (DBUS_SESSION_BUS_ADDRESS)"),
@@ -60,7 +71,10 @@ pub async fn restart(conn: &Connection, unit: &str) -> Result<String> {
     // Subscribe and listen before the call, or a fast job's signal could be missed.
     manager.subscribe().await.context("Subscribe")?;
     let mut removed = manager.receive_job_removed().await?;
-    let job = manager.restart_unit(unit, "replace").await.with_context(|| format!("RestartUnit {unit}"))?;
+    let job = manager
+        .restart_unit(unit, "replace")
+        .await
+        .with_context(|| format!("RestartUnit {unit}"))?;
     let wait = async {
         while let Some(signal) = removed.next().await {
             let args = signal.args()?;
@@ -70,9 +84,12 @@ pub async fn restart(conn: &Connection, unit: &str) -> Result<String> {
         }
         Err(anyhow!("the bus closed before the job finished"))
     };
-    tokio::time::timeout(JOB_TIMEOUT, wait)
-        .await
-        .map_err(|_| anyhow!("the restart job of {unit} did not finish within {}s", JOB_TIMEOUT.as_secs()))?
+    tokio::time::timeout(JOB_TIMEOUT, wait).await.map_err(|_| {
+        anyhow!(
+            "the restart job of {unit} did not finish within {}s",
+            JOB_TIMEOUT.as_secs()
+        )
+    })?
 }
 
 /// The unit's load and active state ("loaded", "active"), for `check`.
@@ -81,7 +98,10 @@ pub async fn restart(conn: &Connection, unit: &str) -> Result<String> {
 /// When the manager does not answer.
 pub async fn unit_state(conn: &Connection, unit: &str) -> Result<(String, String)> {
     let manager = ManagerProxy::new(conn).await?;
-    let path = manager.load_unit(unit).await.with_context(|| format!("LoadUnit {unit}"))?;
+    let path = manager
+        .load_unit(unit)
+        .await
+        .with_context(|| format!("LoadUnit {unit}"))?;
     let proxy = UnitProxy::builder(conn).path(path)?.build().await?;
     Ok((proxy.load_state().await?, proxy.active_state().await?))
 }

@@ -52,8 +52,18 @@ pub struct Escalation {
 
 impl Escalation {
     #[must_use]
-    pub fn new(mode: ActionMode, escalate_after: Duration, tx: mpsc::UnboundedSender<Request>) -> Self {
-        Self { mode, escalate_after, tx, asked: HashSet::new(), watching: Vec::new() }
+    pub fn new(
+        mode: ActionMode,
+        escalate_after: Duration,
+        tx: mpsc::UnboundedSender<Request>,
+    ) -> Self {
+        Self {
+            mode,
+            escalate_after,
+            tx,
+            asked: HashSet::new(),
+            watching: Vec::new(),
+        }
     }
 
     fn ask(&mut self, cookie: u64, request: Request) {
@@ -114,7 +124,12 @@ fn request(ev: &Evidence<'_>, reason: &'static str) -> Request {
 }
 
 /// The daemon's one call for a confirmed stall: kill (and watch the outcome), or restart.
-pub fn act(actor: &mut Actor, esc: Option<&mut Escalation>, diag: &mut SockDiag, ev: &Evidence<'_>) {
+pub fn act(
+    actor: &mut Actor,
+    esc: Option<&mut Escalation>,
+    diag: &mut SockDiag,
+    ev: &Evidence<'_>,
+) {
     let Some(esc) = esc else {
         actor.act(diag, ev);
         return;
@@ -124,7 +139,10 @@ pub fn act(actor: &mut Actor, esc: Option<&mut Escalation>, diag: &mut SockDiag,
         return;
     }
     match actor.act(diag, ev).as_deref() {
-        Some("killed") => esc.watching.push(AfterKill { request: request(ev, "no-recovery"), port: ev.rec.peer().port() }),
+        Some("killed") => esc.watching.push(AfterKill {
+            request: request(ev, "no-recovery"),
+            port: ev.rec.peer().port(),
+        }),
         Some(o) if o.starts_with("failed") => esc.ask(ev.cookie, request(ev, "kill-failed")),
         _ => {}
     }

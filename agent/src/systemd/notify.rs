@@ -23,12 +23,18 @@ fn send(states: &[NotifyState<'_>]) {
 
 /// The probe is attached and the first sweep may start.
 pub fn ready(snapshot: &Snapshot) {
-    send(&[NotifyState::Ready, NotifyState::Status(&status_line(snapshot))]);
+    send(&[
+        NotifyState::Ready,
+        NotifyState::Status(&status_line(snapshot)),
+    ]);
 }
 
 /// SIGTERM or SIGINT arrived: detaching.
 pub fn stopping() {
-    send(&[NotifyState::Stopping, NotifyState::Status("stopping: detaching the probe")]);
+    send(&[
+        NotifyState::Stopping,
+        NotifyState::Status("stopping: detaching the probe"),
+    ]);
 }
 
 /// The one-line STATUS= that `systemctl status` shows.
@@ -36,19 +42,28 @@ pub fn stopping() {
 pub fn status_line(s: &Snapshot) -> String {
     let stalled = s.sockets.iter().filter(|k| k.verdict == "stalled").count();
     let suspect = s.sockets.iter().filter(|k| k.verdict == "suspect").count();
-    format!("watching {} sockets: {stalled} stalled, {suspect} suspect; {} killed", s.sockets.len(), s.kills)
+    format!(
+        "watching {} sockets: {stalled} stalled, {suspect} suspect; {} killed",
+        s.sockets.len(),
+        s.kills
+    )
 }
 
 /// Follow the daemon's snapshots: a new STATUS= when the line changes, and a watchdog
 /// ping per snapshot, so the pings stop when the sweeps stop (a hung loop gets restarted).
-pub fn spawn(mut rx: watch::Receiver<Snapshot>, sweep_interval: Duration) -> Option<tokio::task::JoinHandle<()>> {
+pub fn spawn(
+    mut rx: watch::Receiver<Snapshot>,
+    sweep_interval: Duration,
+) -> Option<tokio::task::JoinHandle<()>> {
     if !enabled() {
         return None;
     }
     let watchdog = sd_notify::watchdog_enabled();
     if let Some(period) = watchdog.filter(|p| *p < sweep_interval * 3) {
-        tracing::warn!(watchdog_ms = u64::try_from(period.as_millis()).unwrap_or(u64::MAX),
-            "WatchdogSec is less than three sweep intervals: systemd may kill a healthy lifeline");
+        tracing::warn!(
+            watchdog_ms = u64::try_from(period.as_millis()).unwrap_or(u64::MAX),
+            "WatchdogSec is less than three sweep intervals: systemd may kill a healthy lifeline"
+        );
     }
     Some(tokio::spawn(async move {
         let mut last = String::new();

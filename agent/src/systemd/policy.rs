@@ -30,12 +30,20 @@ pub struct RestartPolicy {
 impl RestartPolicy {
     #[must_use]
     pub fn new(max_per_hour: u32) -> Self {
-        Self { max: usize::try_from(max_per_hour).unwrap_or(usize::MAX), recent: VecDeque::new(), not_before: None }
+        Self {
+            max: usize::try_from(max_per_hour).unwrap_or(usize::MAX),
+            recent: VecDeque::new(),
+            not_before: None,
+        }
     }
 
     /// May a restart start now? Does not count it: `record` does, once it ran.
     pub fn gate(&mut self, now: Instant) -> Gate {
-        while self.recent.front().is_some_and(|t| now.duration_since(*t) >= HOUR) {
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= HOUR)
+        {
             self.recent.pop_front();
         }
         if self.recent.len() >= self.max {
@@ -52,7 +60,9 @@ impl RestartPolicy {
     pub fn record(&mut self, now: Instant, jitter: f64) {
         self.recent.push_back(now);
         // The pause grows with the restarts of the last hour: 1, 2, 4, ... minutes.
-        let exp = u32::try_from(self.recent.len().saturating_sub(1)).unwrap_or(u32::MAX).min(16);
+        let exp = u32::try_from(self.recent.len().saturating_sub(1))
+            .unwrap_or(u32::MAX)
+            .min(16);
         let pause = BASE_PAUSE.saturating_mul(1 << exp).min(MAX_PAUSE);
         self.not_before = Some(now + pause.mul_f64(0.8 + 0.4 * jitter.clamp(0.0, 1.0)));
     }
@@ -62,8 +72,14 @@ impl RestartPolicy {
 #[must_use]
 pub fn jitter() -> f64 {
     use std::hash::{BuildHasher as _, Hasher as _};
-    let bits = std::collections::hash_map::RandomState::new().build_hasher().finish() >> 11;
-    #[allow(clippy::cast_precision_loss, reason = "53 random bits fit an f64 mantissa exactly")]
+    let bits = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        >> 11;
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "53 random bits fit an f64 mantissa exactly"
+    )]
     let x = bits as f64 / (1u64 << 53) as f64;
     x
 }
@@ -78,11 +94,21 @@ mod tests {
         let t0 = Instant::now();
         assert_eq!(p.gate(t0), Gate::Go);
         p.record(t0, 0.5);
-        assert!(matches!(p.gate(t0 + Duration::from_secs(30)), Gate::Backoff(_)), "inside the first minute");
+        assert!(
+            matches!(p.gate(t0 + Duration::from_secs(30)), Gate::Backoff(_)),
+            "inside the first minute"
+        );
         assert_eq!(p.gate(t0 + Duration::from_secs(61)), Gate::Go);
         p.record(t0 + Duration::from_secs(61), 0.5);
-        assert!(matches!(p.gate(t0 + Duration::from_mins(10)), Gate::RateLimited(_)), "two in the hour");
-        assert_eq!(p.gate(t0 + Duration::from_mins(62)), Gate::Go, "the first aged out");
+        assert!(
+            matches!(p.gate(t0 + Duration::from_mins(10)), Gate::RateLimited(_)),
+            "two in the hour"
+        );
+        assert_eq!(
+            p.gate(t0 + Duration::from_mins(62)),
+            Gate::Go,
+            "the first aged out"
+        );
     }
 
     #[test]
@@ -91,12 +117,19 @@ mod tests {
         let mut p = RestartPolicy::new(10);
         p.record(t0, 0.0);
         p.record(t0, 0.0);
-        let Gate::Backoff(low) = p.gate(t0) else { panic!("expected a pause") };
+        let Gate::Backoff(low) = p.gate(t0) else {
+            panic!("expected a pause")
+        };
         assert_eq!(low, Duration::from_secs(96), "2 minutes x 0.8");
         let mut q = RestartPolicy::new(10);
         q.record(t0, 0.999_999);
-        let Gate::Backoff(high) = q.gate(t0) else { panic!("expected a pause") };
-        assert!(high > Duration::from_secs(71) && high <= Duration::from_secs(72), "{high:?}");
+        let Gate::Backoff(high) = q.gate(t0) else {
+            panic!("expected a pause")
+        };
+        assert!(
+            high > Duration::from_secs(71) && high <= Duration::from_secs(72),
+            "{high:?}"
+        );
         assert!((0.0..1.0).contains(&jitter()));
     }
 }

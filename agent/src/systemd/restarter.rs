@@ -10,7 +10,7 @@ use zbus::Connection;
 use super::{
     dbus,
     escalate::Request,
-    policy::{jitter, Gate, RestartPolicy},
+    policy::{Gate, RestartPolicy, jitter},
 };
 use crate::node_args::SystemdBus;
 
@@ -63,7 +63,9 @@ impl Restarter {
                 Err(e) => return format!("failed: {e:#}"),
             }
         }
-        let Some(c) = conn.as_ref() else { return "failed: no D-Bus connection".to_owned() };
+        let Some(c) = conn.as_ref() else {
+            return "failed: no D-Bus connection".to_owned();
+        };
         match dbus::restart(c, &self.unit).await {
             Ok(result) if result == "done" => "restarted".to_owned(),
             Ok(result) => format!("failed: job result {result}"),

@@ -32,7 +32,11 @@ impl SockState {
     /// The owner's `comm`, up to its first NUL; `None` when the owner is unknown.
     #[must_use]
     pub fn comm(&self) -> Option<&str> {
-        let end = self.owner_comm.iter().position(|&b| b == 0).unwrap_or(self.owner_comm.len());
+        let end = self
+            .owner_comm
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.owner_comm.len());
         (end > 0).then(|| core::str::from_utf8(&self.owner_comm[..end]).unwrap_or("?"))
     }
 }
@@ -66,7 +70,10 @@ mod tests {
 
     #[test]
     fn endpoints_round_trip_for_both_families() {
-        for (l, p) in [("198.51.100.1:40000", "198.51.100.2:6443"), ("[2001:db8::1]:40000", "[2001:db8::2]:6443")] {
+        for (l, p) in [
+            ("198.51.100.1:40000", "198.51.100.2:6443"),
+            ("[2001:db8::1]:40000", "[2001:db8::2]:6443"),
+        ] {
             let (l, p): (SocketAddr, SocketAddr) = (l.parse().unwrap(), p.parse().unwrap());
             let s = SockState::for_endpoints(l, p);
             assert_eq!((s.local(), s.peer()), (l, p));

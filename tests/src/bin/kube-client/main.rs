@@ -21,9 +21,9 @@ use lifeline_tests::parse_duration;
 
 mod calls;
 mod dial;
-mod tuning;
 #[path = "../lab-client/report.rs"]
 mod report;
+mod tuning;
 use report::{Report, emit};
 
 #[derive(Parser)]
