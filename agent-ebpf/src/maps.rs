@@ -4,20 +4,25 @@ use aya_ebpf::{
     macros::map,
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use lifeline_common::{COMM_LEN, Keepalive, Owner, SockState, config::stats};
+use lifeline_common::{
+    COMM_LEN, Keepalive, Owner, SockState,
+    config::stats,
+    watch::{CGROUP_PATH_LEN, PeerKey, WatchConfig},
+};
 
 /// Watched sockets by cookie. The agent may resize it at load time (`--max-sockets`).
 #[map]
 pub static SOCKETS: HashMap<u64, SockState> = HashMap::with_max_entries(65_536, 0);
 
-/// Where `sock_ops` builds a new record: a 160-byte `SockState` on the 512-byte BPF stack,
+/// Where `sock_ops` builds a new record: a 168-byte `SockState` on the 512-byte BPF stack,
 /// plus the copies LLVM makes of it, would leave no room for the keepalive helpers' frames
 /// ("combined stack size ... Too large").
 #[map]
 pub static SCRATCH: PerCpuArray<SockState> = PerCpuArray::with_max_entries(1, 0);
 
-/// Owner of each socket connecting to a watched port, by cookie. LRU so that sockets
-/// that never reach ESTABLISHED cannot fill it.
+/// Owner of each socket connecting to a watched port from the agent's namespace, by cookie,
+/// with the reasons it is a target so far. LRU so that sockets that never reach
+/// ESTABLISHED cannot fill it.
 #[map]
 pub static OWNERS: LruHashMap<u64, Owner> = LruHashMap::with_max_entries(16_384, 0);
 
@@ -25,12 +30,30 @@ pub static OWNERS: LruHashMap<u64, Owner> = LruHashMap::with_max_entries(16_384,
 #[map]
 pub static PORTS: HashMap<u16, u8> = HashMap::with_max_entries(64, 0);
 
-/// Watched process names when `CONFIG_COMM_FILTER` is set.
+/// Target process names (`--comm`).
 #[map]
 pub static COMMS: HashMap<[u8; COMM_LEN], u8> = HashMap::with_max_entries(16, 0);
 
+/// Ids of the target cgroups that exist now → the target's index. Written by the agent at
+/// start and by the `cgroup_mkdir`/`cgroup_rmdir` tracepoints as units come and go.
 #[map]
-pub static CONFIG: Array<u32> = Array::with_max_entries(1, 0);
+pub static TARGET_CGROUPS: HashMap<u64, u32> = HashMap::with_max_entries(256, 0);
+
+/// Paths of the target cgroups (NUL-padded, as the tracepoint prints them) → index.
+#[map]
+pub static TARGET_PATHS: HashMap<[u8; CGROUP_PATH_LEN], u32> = HashMap::with_max_entries(32, 0);
+
+/// Where the tracepoints copy a path to look it up (too big for the BPF stack).
+#[map]
+pub static PATH_SCRATCH: PerCpuArray<[u8; CGROUP_PATH_LEN]> = PerCpuArray::with_max_entries(1, 0);
+
+/// The endpoint's addresses (current, or leaving within the grace): every socket to one of
+/// them is a target, whoever owns it. Kept by the agent as DNS answers change.
+#[map]
+pub static ENDPOINT_PEERS: HashMap<PeerKey, u8> = HashMap::with_max_entries(256, 0);
+
+#[map]
+pub static CONFIG: Array<WatchConfig> = Array::with_max_entries(1, 0);
 
 /// The keepalive values to arm watched sockets with (one entry; idle 0: do not arm).
 #[map]
@@ -57,6 +80,11 @@ pub fn count(index: u32) {
     }
 }
 
+pub fn config() -> Option<*mut WatchConfig> {
+    CONFIG.get_ptr_mut(0)
+}
+
 pub fn config_flag(flag: u32) -> bool {
-    CONFIG.get(0).is_some_and(|v| v & flag != 0)
+    // SAFETY: the array's one slot, plain data.
+    config().is_some_and(|c| unsafe { (*c).flags } & flag != 0)
 }

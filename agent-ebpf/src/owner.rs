@@ -1,60 +1,99 @@
-//! `cgroup/connect4` and `cgroup/connect6`: remember who connects to a watched port.
+//! `cgroup/connect4` and `cgroup/connect6` on the cgroup v2 root: remember who connects to
+//! a watched port from the agent's network namespace, and whether that task is a target.
 //!
-//! These run in the connecting task's context, the one place where pid and comm are
-//! the socket's owner. They always allow the connect (return 1): lifeline observes, it
-//! never blocks traffic.
+//! These run in the connecting task's context, the one place where pid, comm and cgroup are
+//! the socket's owner's (`sock_ops` runs mostly in softirq context). They run for every
+//! connect on the host, so the port lookup comes first and everything else only after it.
+//! They always allow the connect (return 1), except the agent's own calibration socket.
 
 use aya_ebpf::{
-    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_socket_cookie},
+    helpers::{
+        bpf_get_current_ancestor_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_get_netns_cookie, bpf_get_socket_cookie,
+    },
     macros::cgroup_sock_addr,
     programs::SockAddrContext,
 };
-use lifeline_common::{Owner, config::CONFIG_COMM_FILTER};
+use lifeline_common::{
+    Owner,
+    watch::{BY_CGROUP, BY_COMM, MAX_CGROUP_DEPTH, WATCH_CGROUPS, WATCH_COMMS},
+};
 
-use crate::maps::{COMMS, OWNERS, PORTS, config_flag};
+use crate::maps::{COMMS, OWNERS, PORTS, TARGET_CGROUPS, config};
 
 const IPPROTO_TCP: u32 = 6;
+/// Allow the connect.
+const ALLOW: i32 = 1;
+/// Refuse it with EPERM before any packet is sent (the calibration socket only).
+const REFUSE: i32 = 0;
 
 #[cgroup_sock_addr(connect4)]
 pub fn lifeline_connect4(ctx: SockAddrContext) -> i32 {
-    record_owner(&ctx);
-    1
+    record_owner(&ctx)
 }
 
 #[cgroup_sock_addr(connect6)]
 pub fn lifeline_connect6(ctx: SockAddrContext) -> i32 {
-    record_owner(&ctx);
-    1
+    record_owner(&ctx)
 }
 
-fn record_owner(ctx: &SockAddrContext) {
+fn record_owner(ctx: &SockAddrContext) -> i32 {
     // SAFETY: `sock_addr` is the context pointer the kernel passed in.
     let (protocol, user_port) = unsafe { ((*ctx.sock_addr).protocol, (*ctx.sock_addr).user_port) };
     // `user_port` holds the port in network byte order in its low 16 bits.
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "the port is the low 16 bits"
-    )]
+    #[allow(clippy::cast_possible_truncation, reason = "the port is the low 16 bits")]
     let port = u16::from_be(user_port as u16);
     if protocol != IPPROTO_TCP || PORTS.get_ptr(port).is_none() {
-        return;
+        return ALLOW;
     }
-    let Ok(comm) = bpf_get_current_comm() else {
-        return;
+    let Some(cfg) = config() else { return ALLOW };
+    // SAFETY: the helpers read the socket and namespace behind the context.
+    let (cookie, netns) = unsafe {
+        (
+            bpf_get_socket_cookie(ctx.sock_addr.cast()),
+            bpf_get_netns_cookie(ctx.sock_addr.cast()),
+        )
     };
-    let watched = !config_flag(CONFIG_COMM_FILTER) || COMMS.get_ptr(comm).is_some();
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "upper half of pid_tgid is the tgid"
-    )]
+    // SAFETY: the one `CONFIG` slot; the agent writes it before it calibrates.
+    let cfg = unsafe { &mut *cfg };
+    if cookie == cfg.calibrate_cookie {
+        cfg.netns_cookie = netns;
+        return REFUSE;
+    }
+    if netns != cfg.netns_cookie {
+        return ALLOW;
+    }
+    let Ok(comm) = bpf_get_current_comm() else { return ALLOW };
+    let mut reasons = 0;
+    if cfg.flags & WATCH_CGROUPS != 0 && in_target_cgroup() {
+        reasons |= BY_CGROUP;
+    }
+    if cfg.flags & WATCH_COMMS != 0 && COMMS.get_ptr(comm).is_some() {
+        reasons |= BY_COMM;
+    }
+    #[allow(clippy::cast_possible_truncation, reason = "upper half of pid_tgid is the tgid")]
     let pid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    let owner = Owner {
-        pid,
-        watched: u32::from(watched),
-        comm,
-    };
-    // SAFETY: the helper only reads the socket behind the context.
-    let cookie = unsafe { bpf_get_socket_cookie(ctx.sock_addr.cast()) };
-    // An LRU map evicts the oldest entry instead of failing, so this cannot fill up.
-    let _ = OWNERS.insert(cookie, owner, 0);
+    // Recorded even with no reason yet: its peer may make it an endpoint client at
+    // ESTABLISHED, and the record says it was born in our namespace. An LRU map evicts the
+    // oldest entry instead of failing, so this cannot fill up.
+    let _ = OWNERS.insert(cookie, Owner { pid, reasons, comm }, 0);
+    ALLOW
+}
+
+/// Whether the current task's cgroup, or one of its ancestors, is a target. Level 0 is the
+/// root; the helper returns 0 past the task's own level
+/// (<https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/helpers.c>,
+/// `bpf_get_current_ancestor_cgroup_id`; in connect hooks since 5.7).
+fn in_target_cgroup() -> bool {
+    for level in 0..MAX_CGROUP_DEPTH {
+        // SAFETY: no pointers involved.
+        let id = unsafe { bpf_get_current_ancestor_cgroup_id(level) };
+        if id == 0 {
+            return false;
+        }
+        if TARGET_CGROUPS.get_ptr(id).is_some() {
+            return true;
+        }
+    }
+    false
 }

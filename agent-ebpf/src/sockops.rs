@@ -1,6 +1,6 @@
-//! `sock_ops` on the watched cgroup: the heart of the probe.
+//! `sock_ops` on the cgroup v2 root: the heart of the probe.
 //!
-//! At ESTABLISHED a socket to a watched port is recorded and armed with the RTO,
+//! At ESTABLISHED a target socket (`lifeline_common::watch`) is recorded and armed with the RTO,
 //! RETRANS, STATE and RTT callbacks. From then on the kernel calls us only for those
 //! events on that socket: an RTT sample means the peer acknowledged data (progress),
 //! a retransmission or RTO means data went unanswered (trouble), CLOSE ends the record.
@@ -24,13 +24,16 @@ use aya_ebpf::{
 use aya_log_ebpf::error;
 use lifeline_common::{
     SockState,
-    config::{CONFIG_COMM_FILTER, stats},
+    config::stats,
     sock::{SOURCE_SOCK_OPS, WATCH_CB_FLAGS},
+    watch::{BY_ENDPOINT, PeerKey, WATCH_ENDPOINT},
 };
 
 use crate::{
     keepalive,
-    maps::{ADOPT, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE, config_flag, count},
+    maps::{
+        ADOPT, ENDPOINT_PEERS, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE, config_flag, count,
+    },
 };
 
 const AF_INET: u32 = 2;
@@ -69,9 +72,20 @@ fn on_established(ctx: &SockOpsContext) {
         return;
     }
     let cookie = cookie(ctx);
+    // No owner record: the connect did not come from the agent's namespace (or predates
+    // the agent, and is adopted through sock_diag instead).
     // SAFETY: plain-old-data copied out of the map value.
-    let owner = OWNERS.get_ptr(cookie).map(|o| unsafe { *o });
-    if config_flag(CONFIG_COMM_FILTER) && !owner.is_some_and(|o| o.watched != 0) {
+    let Some(owner) = OWNERS.get_ptr(cookie).map(|o| unsafe { *o }) else {
+        return;
+    };
+    let ip = Addresses::read(ctx);
+    let mut reasons = owner.reasons;
+    if config_flag(WATCH_ENDPOINT) && is_endpoint_peer(ctx.family(), &ip, port) {
+        reasons |= BY_ENDPOINT;
+    }
+    if reasons == 0 {
+        // Not a target: nothing is recorded or armed on it, it costs nothing from here on.
+        let _ = OWNERS.remove(cookie);
         return;
     }
     let Some(s) = SCRATCH.get_ptr_mut(0) else {
@@ -96,7 +110,6 @@ fn on_established(ctx: &SockOpsContext) {
     s.family = family;
     s.source = SOURCE_SOCK_OPS;
     s.state = TCP_ESTABLISHED;
-    let ip = Addresses::read(ctx);
     if ctx.family() == AF_INET {
         s.local_addr[..4].copy_from_slice(&ip.local4.to_ne_bytes());
         s.peer_addr[..4].copy_from_slice(&ip.remote4.to_ne_bytes());
@@ -104,10 +117,9 @@ fn on_established(ctx: &SockOpsContext) {
         copy_ip6(&mut s.local_addr, ip.local6);
         copy_ip6(&mut s.peer_addr, ip.remote6);
     }
-    if let Some(o) = owner {
-        s.owner_pid = o.pid;
-        s.owner_comm = o.comm;
-    }
+    s.owner_pid = owner.pid;
+    s.owner_comm = owner.comm;
+    s.reasons = reasons;
     refresh(s, ctx);
     if SOCKETS.insert(cookie, &*s, 0).is_err() {
         // Loud, never silent: the agent reports this counter and logs every drop.
@@ -164,6 +176,22 @@ impl Addresses {
             }
         }
     }
+}
+
+/// Whether the peer is one of the endpoint's addresses (`ENDPOINT_PEERS`).
+fn is_endpoint_peer(family: u32, ip: &Addresses, port: u16) -> bool {
+    let mut key = PeerKey {
+        port,
+        #[allow(clippy::cast_possible_truncation, reason = "AF_INET/AF_INET6")]
+        family: family as u16,
+        ..PeerKey::default()
+    };
+    if family == AF_INET {
+        key.addr[..4].copy_from_slice(&ip.remote4.to_ne_bytes());
+    } else {
+        copy_ip6(&mut key.addr, ip.remote6);
+    }
+    ENDPOINT_PEERS.get_ptr(key).is_some()
 }
 
 fn copy_ip6(dst: &mut [u8; 16], words: [u32; 4]) {

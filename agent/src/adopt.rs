@@ -2,13 +2,17 @@
 //! recorded in the probe's map, and armed through the TCP iterator where the kernel
 //! allows; the rest are polled through `sock_diag` every sweep.
 
-use std::collections::HashSet;
+use std::{
+    collections::{BTreeSet, HashSet},
+    net::SocketAddr,
+};
 
 use anyhow::Result;
 use lifeline_common::{
     COMM_LEN, SockState,
     keepalive::{KA_OFF, KA_PENDING},
     sock::{ADOPT_ALREADY, ADOPT_ARMED, SOURCE_ADOPTED},
+    watch::{BY_CGROUP, BY_COMM, BY_ENDPOINT},
 };
 
 use crate::{
@@ -16,22 +20,43 @@ use crate::{
     diag::{DiagSock, STATE_ESTABLISHED, SockDiag},
     owners,
     probe::Probe,
+    watch::Targets,
 };
 
-/// Which sockets count as the target's.
-pub struct Target {
-    pub ports: Vec<u16>,
-    /// Ids of the watched cgroup and its descendants; `None` watches every cgroup.
-    pub cgroup_ids: Option<HashSet<u64>>,
-    pub comms: Vec<String>,
+/// Which existing sockets are targets, and why (`lifeline_common::watch::BY_*`; 0: not one).
+pub struct Selector<'a> {
+    pub ports: &'a [u16],
+    pub targets: &'a Targets,
+    /// Ids of the present target cgroups and their descendants.
+    pub cgroup_ids: HashSet<u64>,
+    /// Endpoint peers to select (those just added to the endpoint-client target).
+    pub peers: BTreeSet<SocketAddr>,
+}
+
+impl Selector<'_> {
+    fn reasons(&self, d: &DiagSock, comm: &str) -> u32 {
+        if !self.ports.contains(&d.peer.port()) {
+            return 0;
+        }
+        let mut r = 0;
+        if d.cgroup_id.is_some_and(|id| self.cgroup_ids.contains(&id)) {
+            r |= BY_CGROUP;
+        }
+        if comm_matches(&self.targets.comms, comm) {
+            r |= BY_COMM;
+        }
+        if self.peers.contains(&d.peer) {
+            r |= BY_ENDPOINT;
+        }
+        r
+    }
 }
 
 fn comm_matches(filter: &[String], comm: &str) -> bool {
     // The kernel truncates task names to 15 bytes.
-    filter.is_empty()
-        || filter
-            .iter()
-            .any(|f| f.as_bytes().iter().take(COMM_LEN - 1).eq(comm.as_bytes()))
+    filter
+        .iter()
+        .any(|f| !comm.is_empty() && f.as_bytes().iter().take(COMM_LEN - 1).eq(comm.as_bytes()))
 }
 
 /// Adopt pre-existing sockets; returns the cookies that must be polled. `keepalive`: the
@@ -42,7 +67,7 @@ fn comm_matches(filter: &[String], comm: &str) -> bool {
 pub fn adopt(
     probe: &mut Probe,
     diag: &mut SockDiag,
-    target: &Target,
+    select: &Selector<'_>,
     keepalive: bool,
 ) -> Result<HashSet<u64>> {
     let mut found: Vec<DiagSock> = Vec::new();
@@ -50,23 +75,19 @@ pub fn adopt(
         let family = u8::try_from(family).unwrap_or_default();
         found.extend(diag.dump(family, STATE_ESTABLISHED)?);
     }
-    found.retain(|d| {
-        target.ports.contains(&d.peer.port())
-            && target
-                .cgroup_ids
-                .as_ref()
-                .is_none_or(|ids| d.cgroup_id.is_some_and(|id| ids.contains(&id)))
-    });
+    found.retain(|d| select.ports.contains(&d.peer.port()));
     let inodes: Vec<u32> = found.iter().map(|d| d.inode).collect();
     let owners = owners::by_inode(&inodes);
     let now = clock::now_ns();
     let mut cookies = Vec::new();
     for d in &found {
         let owner = owners.get(&d.inode);
-        if !comm_matches(&target.comms, owner.map_or("", |o| o.1.as_str())) {
+        let reasons = select.reasons(d, owner.map_or("", |o| o.1.as_str()));
+        if reasons == 0 {
             continue;
         }
         let mut s = SockState::for_endpoints(d.local, d.peer);
+        s.reasons = reasons;
         s.source = SOURCE_ADOPTED;
         s.state = d.state;
         s.established_ns = now;
@@ -89,7 +110,9 @@ pub fn adopt(
             s.owner_comm[..n].copy_from_slice(&comm.as_bytes()[..n]);
         }
         match probe.seed(d.cookie, &s) {
-            Ok(()) => cookies.push(d.cookie),
+            Ok(true) => cookies.push(d.cookie),
+            // Already watched (sock_ops saw it connect): nothing to adopt.
+            Ok(false) => {}
             Err(e) => {
                 tracing::error!(peer = %d.peer, error = %format!("{e:#}"), "pre-existing socket NOT watched")
             }

@@ -1,4 +1,4 @@
-//! Finding the cgroup v2 hierarchy and the cgroup to watch.
+//! Finding the cgroup v2 hierarchy, and the ids of a target cgroup's subtree.
 //!
 //! Never hard-coded: pure v2 nodes mount it at /sys/fs/cgroup, hybrid ones (this
 //! project's CI) at /sys/fs/cgroup/unified, so it is read from /proc/self/mountinfo.
@@ -12,38 +12,27 @@ use std::{
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-/// Default target: the kubelet's systemd unit.
-pub const DEFAULT_CGROUP: &str = "system.slice/kubelet.service";
-
-/// Where the cgroup2 filesystem is mounted, from `/proc/self/mountinfo`.
+/// Where the cgroup2 filesystem is mounted, and which path of the hierarchy is mounted
+/// there (`/`, unless this runs in a private cgroup namespace), from `/proc/self/mountinfo`.
 ///
 /// # Errors
 /// When no cgroup2 filesystem is mounted.
-pub fn cgroup2_mount() -> Result<PathBuf> {
+pub fn cgroup2_mount() -> Result<(PathBuf, PathBuf)> {
     let info =
         std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
-    crate::mounts::mount_point_of(&info, "cgroup2").ok_or_else(|| {
-        anyhow!("no cgroup2 filesystem is mounted (none in /proc/self/mountinfo): lifeline attaches its sock_ops probe to a cgroup v2 and cannot run without one")
+    crate::mounts::mount_of(&info, "cgroup2").ok_or_else(|| {
+        anyhow!("no cgroup2 filesystem is mounted (none in /proc/self/mountinfo): lifeline attaches its probe to the cgroup v2 root and cannot run without one")
     })
 }
 
-/// Resolve `--cgroup`: absolute under the mount, or relative to it (as
-/// `/proc/PID/cgroup` prints it, e.g. `/system.slice/kubelet.service`).
-pub fn resolve(mount: &Path, arg: &Path) -> PathBuf {
-    if arg.starts_with(mount) {
-        arg.to_path_buf()
-    } else {
-        mount.join(arg.strip_prefix("/").unwrap_or(arg))
-    }
-}
-
-/// Open the target cgroup directory, checking that it exists and is cgroup v2.
+/// Open a cgroup directory (the hierarchy's root, where the probe attaches), checking that
+/// it exists and is cgroup v2.
 ///
 /// # Errors
 /// Naming the path and the problem.
 pub fn open(path: &Path) -> Result<File> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow!("cgroup {} does not exist (give the watched unit's cgroup with --cgroup, or a process name with --comm)", path.display()),
+        std::io::ErrorKind::NotFound => anyhow!("cgroup {} does not exist", path.display()),
         _ => anyhow!("cannot read cgroup {}: {e}", path.display()),
     })?;
     if !meta.is_dir() {
@@ -100,18 +89,4 @@ pub fn subtree_ids(root: &Path) -> HashSet<u64> {
         );
     }
     ids
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relative_and_proc_style_paths_resolve_under_the_mount() {
-        let m = Path::new("/sys/fs/cgroup/unified");
-        let want = PathBuf::from("/sys/fs/cgroup/unified/system.slice/kubelet.service");
-        assert_eq!(resolve(m, Path::new("system.slice/kubelet.service")), want);
-        assert_eq!(resolve(m, Path::new("/system.slice/kubelet.service")), want);
-        assert_eq!(resolve(m, &want), want);
-    }
 }

@@ -1,10 +1,11 @@
 //! `lifeline check`: preflight on this node, with the flags (and config) `run` would use.
 //! Every row really exercises what the daemon needs: the probe is loaded, attached to the
-//! target cgroup and detached; a loopback connection the check makes itself is armed
+//! cgroup v2 root (with the cgroup tracepoints), calibrated to this network namespace and
+//! detached; a loopback connection the check makes itself is armed
 //! through the TCP iterator (`bpf_setsockopt`) and destroyed with `SOCK_DESTROY`.
 //! A `fail` row means the daemon cannot work; a `warn` row means it works with less.
 
-use std::{fmt::Write as _, path::PathBuf};
+use std::fmt::Write as _;
 
 use anyhow::{Result, bail};
 
@@ -13,6 +14,7 @@ use crate::{
     check_probe::{self, Row},
     cli::RunArgs,
     errors, mounts,
+    watch::Targets,
 };
 
 /// Oldest kernel with every `sock_ops` callback the probe arms (RTT is 5.3).
@@ -27,7 +29,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if let Some(path) = crate::config::source(args) {
         rows.push(Row::pass("config", path.display().to_string()));
     }
-    let target = target_cgroup(args, &mut rows);
+    let target = targets(args, &mut rows);
     rows.push(mounted("bpffs", "bpf", "/sys/fs/bpf"));
     rows.push(mounted("tracefs", "tracefs", "/sys/kernel/tracing"));
     rows.extend(check_probe::probe_rows(args, target.as_ref()));
@@ -104,31 +106,56 @@ fn privileges() -> Row {
     }
 }
 
-/// The cgroup2 mount and the target cgroup, resolved as `run` does.
-fn target_cgroup(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(PathBuf, std::fs::File)> {
-    let mount = match cgroup::cgroup2_mount() {
+/// The cgroup2 mount (where the probe attaches) and each target, resolved as `run` does.
+/// A target cgroup that does not exist yet is a warning: `run` waits for it.
+fn targets(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(std::fs::File, Targets)> {
+    let (mount, mount_root) = match cgroup::cgroup2_mount() {
         Ok(m) => m,
         Err(e) => {
             rows.push(Row::fail("cgroup2", format!("{e:#}")));
             return None;
         }
     };
-    rows.push(Row::pass("cgroup2", mount.display().to_string()));
-    let path = match (&args.cgroup, args.comms.is_empty()) {
-        (Some(p), _) => cgroup::resolve(&mount, p),
-        (None, true) => cgroup::resolve(&mount, cgroup::DEFAULT_CGROUP.as_ref()),
-        (None, false) => mount.clone(),
-    };
-    match cgroup::open(&path) {
-        Ok(f) => {
-            rows.push(Row::pass("target cgroup", path.display().to_string()));
-            Some((path, f))
-        }
+    let root = match cgroup::open(&mount) {
+        Ok(f) => f,
         Err(e) => {
-            rows.push(Row::fail("target cgroup", format!("{e:#}")));
-            None
+            rows.push(Row::fail("cgroup2", format!("{e:#}")));
+            return None;
         }
+    };
+    rows.push(Row::pass("cgroup2", mount.display().to_string()));
+    let targets = match Targets::from_args(args, &mount, &mount_root) {
+        Ok(t) => t,
+        Err(e) => {
+            rows.push(Row::fail("targets", format!("{e:#}")));
+            return None;
+        }
+    };
+    for t in &targets.cgroups {
+        rows.push(match std::fs::metadata(&t.dir) {
+            Ok(m) if m.is_dir() => Row::pass(
+                "target cgroup",
+                format!("{} (id {})", t.dir.display(), std::os::unix::fs::MetadataExt::ino(&m)),
+            ),
+            _ => Row::warn(
+                "target cgroup",
+                format!(
+                    "{} does not exist yet: `run` waits for it and watches it from its creation",
+                    t.dir.display()
+                ),
+            ),
+        });
     }
+    for c in &targets.comms {
+        rows.push(Row::pass("target comm", c.clone()));
+    }
+    if targets.endpoint_clients {
+        rows.push(Row::pass(
+            "target endpoint",
+            "every client of the API endpoint's addresses".to_owned(),
+        ));
+    }
+    Some((root, targets))
 }
 
 fn mounted(name: &'static str, fstype: &str, at: &str) -> Row {

@@ -1,4 +1,4 @@
-//! The rows of `lifeline check` that act: load and attach the probe to the target cgroup
+//! The rows of `lifeline check` that act: load and attach the probe to the cgroup v2 root
 //! (then detach it), arm a loopback connection through the TCP iterator (`bpf_setsockopt`),
 //! destroy it with `SOCK_DESTROY` and see the owner get `ECONNABORTED`, ask systemd about
 //! the restart unit. The connection is the check's own, on 127.0.0.1.
@@ -6,8 +6,7 @@
 use std::{
     io::{ErrorKind, Read as _},
     net::{TcpListener, TcpStream},
-    os::fd::AsRawFd as _,
-    path::PathBuf,
+    fs::File,
 };
 
 use anyhow::{Context as _, Result, anyhow};
@@ -18,6 +17,7 @@ use crate::{
     node_args::SystemdBus,
     probe::{Probe, ProbeConfig},
     systemd::dbus,
+    watch::Targets,
 };
 
 pub struct Row {
@@ -50,32 +50,47 @@ impl Row {
     }
 }
 
-/// `sock_ops` attach, `bpf_setsockopt` through the iterator, `SOCK_DESTROY`.
-pub fn probe_rows(args: &RunArgs, target: Option<&(PathBuf, std::fs::File)>) -> Vec<Row> {
+/// `sock_ops` attach, the cgroup tracepoints, `bpf_setsockopt` through the iterator,
+/// `SOCK_DESTROY`.
+pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> {
     let mut rows = Vec::new();
     let conn = loopback_pair();
     let probe = match target {
         None => {
             rows.push(Row::fail(
                 "sock_ops attach",
-                "no target cgroup to attach to".to_owned(),
+                "no cgroup v2 root to attach to".to_owned(),
             ));
             None
         }
-        Some((path, file)) => {
+        Some((root, targets)) => {
             let cfg = ProbeConfig {
-                cgroup: file,
+                root,
                 ports: &args.ports,
-                comms: &args.comms,
+                targets,
                 max_sockets: args.max_sockets,
                 keepalive: crate::run::keepalive_config(args),
             };
-            match Probe::load(&cfg) {
+            match Probe::load(&cfg).and_then(|mut p| {
+                let port = args.ports.first().copied().unwrap_or(6443);
+                crate::watch::netns::calibrate(&mut p, port).map(|_| p)
+            }) {
                 Ok(p) => {
                     rows.push(Row::pass(
                         "sock_ops attach",
-                        format!("loaded, attached to {} and detached", path.display()),
+                        "loaded, attached to the cgroup v2 root, calibrated to this network namespace, detached".to_owned(),
                     ));
+                    rows.push(if p.tracks_cgroups {
+                        Row::pass(
+                            "cgroup tracepoints",
+                            "a re-created target cgroup is watched before its first process runs".to_owned(),
+                        )
+                    } else {
+                        Row::warn(
+                            "cgroup tracepoints",
+                            "unavailable (see the log line): target cgroups are re-checked every sweep, a restarted unit's first connection may be adopted late".to_owned(),
+                        )
+                    });
                     Some(p)
                 }
                 Err(e) => {
@@ -123,21 +138,7 @@ fn loopback_pair() -> Result<(TcpStream, TcpStream, u64)> {
     let client =
         TcpStream::connect(listener.local_addr()?).context("cannot connect on loopback")?;
     let (server, _) = listener.accept()?;
-    let mut cookie: u64 = 0;
-    let mut len = libc::socklen_t::try_from(size_of::<u64>()).unwrap_or_default();
-    // SAFETY: getsockopt writes at most `len` bytes into `cookie`, a valid u64.
-    let rc = unsafe {
-        libc::getsockopt(
-            client.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_COOKIE,
-            (&raw mut cookie).cast(),
-            &raw mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(anyhow!("SO_COOKIE: {}", std::io::Error::last_os_error()));
-    }
+    let cookie = crate::watch::netns::socket_cookie(&client)?;
     Ok((client, server, cookie))
 }
 

@@ -43,6 +43,8 @@ pub struct Daemon {
     pub migrations: HashMap<u64, Instant>,
     /// Orphaned sockets already reported under `--on-orphan log`.
     pub orphans_logged: HashSet<u64>,
+    /// Target cgroups and endpoint peers, kept current every sweep.
+    pub watching: crate::watch::Watching,
 }
 
 /// How soon a stalled or silent socket is looked at again to confirm it.
@@ -56,6 +58,9 @@ impl Daemon {
     /// # Errors
     /// When the probe's maps cannot be read.
     pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
+        let armed = self.idle.want != lifeline_common::Keepalive::default();
+        let adopted = self.watching.sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
+        self.polled.extend(adopted);
         let now = clock::now_ns();
         let at = Instant::now();
         self.check_capacity()?;
@@ -131,6 +136,7 @@ impl Daemon {
                 .as_ref()
                 .map(|f| f.endpoints.status(Instant::now()))
                 .unwrap_or_default(),
+            targets: self.watching.status.clone(),
             sockets: out,
         });
         Ok(wake)

@@ -29,6 +29,7 @@ mod run;
 mod snapshot;
 mod status;
 mod systemd;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -6,10 +6,20 @@ use std::path::{Path, PathBuf};
 /// Mount point of the first filesystem of type `fstype` in a mountinfo text.
 /// Format: `id parent major:minor root mount-point options... - fstype source super`.
 pub fn mount_point_of(mountinfo: &str, fstype: &str) -> Option<PathBuf> {
+    mount_of(mountinfo, fstype).map(|(point, _)| point)
+}
+
+/// Mount point and root (the path inside the filesystem that is mounted there) of the first
+/// filesystem of type `fstype`.
+pub fn mount_of(mountinfo: &str, fstype: &str) -> Option<(PathBuf, PathBuf)> {
     mountinfo.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
-        (right.split_whitespace().next()? == fstype)
-            .then(|| unescape(left.split_whitespace().nth(4)?))?
+        if right.split_whitespace().next()? != fstype {
+            return None;
+        }
+        let mut fields = left.split_whitespace();
+        let root = unescape(fields.nth(3)?)?;
+        Some((unescape(fields.next()?)?, root))
     })
 }
 

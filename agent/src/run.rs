@@ -2,12 +2,11 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    path::PathBuf,
     sync::Arc,
     time::Duration,
 };
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use lifeline_common::Keepalive;
 use tokio::{
     signal::unix::{SignalKind, signal},
@@ -16,7 +15,7 @@ use tokio::{
 
 use crate::{
     action::Actor,
-    adopt::{self, Target},
+    adopt,
     cgroup,
     cli::RunArgs,
     daemon::Daemon,
@@ -26,29 +25,23 @@ use crate::{
     logging, mounts,
     probe::{Probe, ProbeConfig},
     readers, status,
+    watch::{Targets, Watching, netns},
 };
 
 /// # Errors
 /// Bad input, missing privileges or kernel features, each with one clear message.
 pub fn run(args: &RunArgs) -> Result<()> {
-    if args.comms.iter().any(|c| c.is_empty() || c.len() > 15) {
-        bail!("invalid --comm: a process name is 1 to 15 bytes (the kernel's TASK_COMM_LEN - 1)");
-    }
     crate::node::validate(args)?;
     endpoint::setup::check(args)?;
     let endpoints = endpoint::setup::configured(args)?;
+    let (mount, mount_root) = cgroup::cgroup2_mount()?;
+    let targets = Targets::from_args(args, &mount, &mount_root)?;
     errors::check_privileges()?;
-    let mount = cgroup::cgroup2_mount()?;
-    let path: PathBuf = match (&args.cgroup, args.comms.is_empty()) {
-        (Some(p), _) => cgroup::resolve(&mount, p),
-        (None, true) => cgroup::resolve(&mount, cgroup::DEFAULT_CGROUP.as_ref()),
-        (None, false) => mount.clone(),
-    };
-    let cgroup_file = cgroup::open(&path)?;
-    let cgroup_ids = (path != mount).then(|| cgroup::subtree_ids(&path));
+    let root = cgroup::open(&mount)?;
     logging::init(args.log)?;
     mounts::ensure("bpf", "/sys/fs/bpf");
     mounts::ensure("tracefs", "/sys/kernel/tracing");
+    let ports = watched_ports(args, &targets, &endpoints);
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -56,18 +49,32 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .context("starting the runtime")?;
     rt.block_on(async {
         let keepalive = keepalive_config(args);
-        let cfg = ProbeConfig { cgroup: &cgroup_file, ports: &args.ports, comms: &args.comms, max_sockets: args.max_sockets, keepalive };
+        let cfg = ProbeConfig {
+            root: &root,
+            ports: &ports,
+            targets: &targets,
+            max_sockets: args.max_sockets,
+            keepalive,
+        };
         let mut probe = Probe::load(&cfg)?;
         readers::spawn_probe_logger(&mut probe)?;
         let wake = Arc::new(Notify::new());
         readers::spawn_trouble_reader(&mut probe, &wake)?;
+        let first_port = *ports.first().context("no port to watch (--ports)")?;
+        netns::calibrate(&mut probe, first_port)?;
+        let described = targets.describe();
+        let watching = Watching::start(&mut probe, targets, ports.clone());
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
-        let target = Target { ports: args.ports.clone(), cgroup_ids, comms: args.comms.clone() };
-        let polled = adopt::adopt(&mut probe, &mut diag, &target, keepalive != Keepalive::default())?;
+        let armed = keepalive != Keepalive::default();
+        let polled = adopt::adopt(&mut probe, &mut diag, &watching.selector(), armed)?;
         let follow = endpoint::setup::start(args, &endpoints, &wake)?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let no_endpoints = endpoint::Endpoints::default();
-        let (node, escalation) = crate::node::Node::start(args, &rx, follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints))?;
+        let (node, escalation) = crate::node::Node::start(
+            args,
+            &rx,
+            follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints),
+        )?;
         let server = status::serve(&args.status_socket, rx)?;
         let mut daemon = Daemon {
             probe,
@@ -84,21 +91,24 @@ pub fn run(args: &RunArgs) -> Result<()> {
             follow,
             migrations: HashMap::new(),
             orphans_logged: HashSet::new(),
+            watching,
         };
         tracing::info!(
             event = "ready",
-            cgroup = %path.display(),
-            ports = ?args.ports,
-            comms = ?args.comms,
+            targets = ?described,
+            ports = ?ports,
             stall_timeout_ms = u64::try_from(args.stall_timeout.as_millis()).unwrap_or(u64::MAX),
             keepalive = %args.keepalive.0.map_or_else(|| "off".to_owned(), |k| format!("{:?},{:?},{}", k.idle, k.interval, k.count)),
             silent_timeout_ms = args.silent_timeout().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             dry_run = args.dry_run,
             endpoints = ?endpoints,
-            "probe attached; watching"
+            "probe attached to the cgroup v2 root; watching"
         );
+        // The first snapshot (with the targets' states) before READY, so that STATUS and
+        // `lifeline status` say at once what is watched and what is waiting.
+        let wait = daemon.sweep(args.sweep_interval).await?;
         node.ready(&daemon.status.borrow());
-        let result = sweep_until_signal(&mut daemon, args.sweep_interval, &wake).await;
+        let result = sweep_until_signal(&mut daemon, args.sweep_interval, wait, &wake).await;
         node.stop();
         server.abort();
         let _ = std::fs::remove_file(&args.status_socket);
@@ -106,6 +116,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
         tracing::info!(event = "stopped", "probe detached");
         result
     })
+}
+
+/// `--ports`, plus the endpoints' ports when their clients are targets (the hooks select
+/// by port first).
+fn watched_ports(args: &RunArgs, targets: &Targets, endpoints: &[(String, u16)]) -> Vec<u16> {
+    let mut ports = args.ports.clone();
+    if targets.endpoint_clients {
+        ports.extend(endpoints.iter().map(|(_, p)| *p));
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
 }
 
 /// `--keepalive` and `--user-timeout` as the probe's `KEEPALIVE` map entry.
@@ -128,10 +150,15 @@ pub(crate) fn keepalive_config(args: &RunArgs) -> Keepalive {
     )
 }
 
-async fn sweep_until_signal(daemon: &mut Daemon, interval: Duration, wake: &Notify) -> Result<()> {
+async fn sweep_until_signal(
+    daemon: &mut Daemon,
+    interval: Duration,
+    first_wait: Duration,
+    wake: &Notify,
+) -> Result<()> {
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-    let mut wait = interval;
+    let mut wait = first_wait;
     loop {
         tokio::select! {
             () = tokio::time::sleep(wait) => {}

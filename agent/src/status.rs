@@ -18,6 +18,9 @@ pub struct Snapshot {
     pub endpoints: Vec<crate::endpoint::EndpointStatus>,
     /// Sockets the probe could not record because its map was full.
     pub sockets_full: u64,
+    /// Each watch target and its state (`present`, `waiting`, `active`).
+    #[serde(default)]
+    pub targets: Vec<crate::watch::TargetStatus>,
     pub sockets: Vec<SocketStatus>,
 }
 
@@ -105,6 +108,11 @@ pub fn render(s: &Snapshot) -> String {
             String::new()
         }
     );
+    for t in &s.targets {
+        let id = t.cgroup_id.map_or_else(String::new, |id| format!(" (id {id})"));
+        let since = t.since_ms.map_or_else(String::new, |ms| format!(" for {}", secs(ms)));
+        let _ = writeln!(out, "target {}: {}{id}{since}", t.target, t.state);
+    }
     for e in &s.endpoints {
         let age = e
             .last_refresh_age_ms

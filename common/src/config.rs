@@ -3,9 +3,6 @@
 /// Length of a task's `comm` in the kernel (`TASK_COMM_LEN`).
 pub const COMM_LEN: usize = 16;
 
-/// `CONFIG[0]` bit: only sockets whose connecting task's `comm` is in `COMMS` are watched.
-pub const CONFIG_COMM_FILTER: u32 = 1;
-
 /// Index of each counter in the `STATS` array.
 pub mod stats {
     /// A watched socket could not be recorded because `SOCKETS` was full.
@@ -24,8 +21,9 @@ pub mod stats {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Owner {
     pub pid: u32,
-    /// 1 when the owner matches the `--comm` filter (or no filter is set).
-    pub watched: u32,
+    /// Why the socket is watched so far (`crate::watch::BY_CGROUP` | `BY_COMM`); 0 when only
+    /// its peer can still make it a target (`BY_ENDPOINT`, decided at ESTABLISHED).
+    pub reasons: u32,
     pub comm: [u8; COMM_LEN],
 }
 

@@ -9,6 +9,7 @@
 pub mod config;
 pub mod keepalive;
 pub mod sock;
+pub mod watch;
 
 pub use config::{COMM_LEN, Owner};
 pub use keepalive::Keepalive;
@@ -25,6 +26,9 @@ pub mod maps {
     pub const KEEPALIVE: &str = "KEEPALIVE";
     pub const TROUBLE: &str = "TROUBLE";
     pub const STATS: &str = "STATS";
+    pub const TARGET_CGROUPS: &str = "TARGET_CGROUPS";
+    pub const TARGET_PATHS: &str = "TARGET_PATHS";
+    pub const ENDPOINT_PEERS: &str = "ENDPOINT_PEERS";
 }
 
 /// Names of the programs in the eBPF object.
@@ -33,4 +37,6 @@ pub mod programs {
     pub const CONNECT4: &str = "lifeline_connect4";
     pub const CONNECT6: &str = "lifeline_connect6";
     pub const ADOPT_ITER: &str = "lifeline_adopt";
+    pub const CGROUP_MKDIR: &str = "lifeline_cgroup_mkdir";
+    pub const CGROUP_RMDIR: &str = "lifeline_cgroup_rmdir";
 }

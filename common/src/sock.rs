@@ -56,9 +56,12 @@ pub struct SockState {
     /// The keepalive values in force on the socket once armed (the application's where
     /// they were stricter).
     pub keepalive: crate::Keepalive,
+    /// Why the socket is watched (`crate::watch::BY_*` bits); 0 for an adopted socket.
+    pub reasons: u32,
+    pub _pad: u32,
 }
 
-const _: () = assert!(core::mem::size_of::<SockState>() == 160);
+const _: () = assert!(core::mem::size_of::<SockState>() == 168);
 const _: () = assert!(core::mem::align_of::<SockState>() == 8);
 
 impl SockState {

@@ -45,16 +45,24 @@ pub enum Command {
 )]
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Cgroup (v2) whose TCP sockets are watched: a path under the cgroup2 mount, or
-    /// relative to it as /proc/PID/cgroup prints it. Default: system.slice/kubelet.service
-    /// (or the whole hierarchy when only --comm is given).
-    #[arg(long, value_name = "PATH")]
-    pub cgroup: Option<PathBuf>,
+    /// Watch the TCP sockets of this cgroup (v2) and its descendants (repeatable): a path
+    /// under the cgroup2 mount, or relative to it as /proc/PID/cgroup prints it. It may not
+    /// exist yet, and may be re-created (a unit restart): it is watched whenever it exists.
+    /// Without --cgroup, --comm and --endpoint-clients the targets are
+    /// system.slice/kubelet.service plus the endpoint's clients.
+    #[arg(long = "cgroup", value_name = "PATH")]
+    pub cgroups: Vec<PathBuf>,
 
-    /// Watch only sockets opened by processes with this name (repeatable; 15 bytes max,
-    /// as the kernel keeps them).
+    /// Watch the sockets opened by processes with this name, anywhere on the node
+    /// (repeatable; 15 bytes max, as the kernel keeps them).
     #[arg(long = "comm", value_name = "NAME")]
     pub comms: Vec<String>,
+
+    /// Watch every socket whose peer is one of the API endpoint's addresses (current, or
+    /// within --orphan-grace of leaving), whatever process owns it: kube-proxy, the CNI
+    /// agent, node daemons using the node's kubeconfig.
+    #[arg(long)]
+    pub endpoint_clients: bool,
 
     /// Remote ports to watch, comma separated.
     #[arg(long, value_name = "PORTS", value_delimiter = ',', default_value = "443,6443", value_parser = parse_port)]

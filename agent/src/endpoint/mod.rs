@@ -97,6 +97,18 @@ impl Endpoints {
         out
     }
 
+    /// Every address a new connection to an endpoint may still use (see
+    /// `EndpointSet::within_grace`), with its endpoint's port: the endpoint-client targets.
+    #[must_use]
+    pub fn peers_within_grace(&self, grace: Duration) -> std::collections::BTreeSet<SocketAddr> {
+        let mut out = std::collections::BTreeSet::new();
+        for s in &self.sets {
+            let s = s.lock().unwrap_or_else(PoisonError::into_inner);
+            out.extend(s.within_grace(grace).map(|ip| SocketAddr::new(ip, s.port)));
+        }
+        out
+    }
+
     /// Whether at least one address of the current sets accepts a TCP connection within 1 s.
     pub async fn any_accepts(&self) -> bool {
         connect::any_accepts(&self.targets()).await

@@ -119,6 +119,19 @@ impl EndpointSet {
         self.last_attempt = Some(now);
     }
 
+    /// Addresses a new connection may still use: the latest answer's, and those that left
+    /// it less than `grace` ago (measured up to the last successful answer, as `membership`).
+    pub fn within_grace(&self, grace: Duration) -> impl Iterator<Item = IpAddr> + '_ {
+        let last = self.last_success;
+        self.absent_since
+            .iter()
+            .filter_map(move |(ip, since)| match (since, last) {
+                (None, _) => Some(*ip),
+                (Some(t), Some(l)) if l.saturating_duration_since(*t) < grace => Some(*ip),
+                _ => None,
+            })
+    }
+
     /// Where `ip` stands, with the grace applied. A peer never seen in any answer (a socket
     /// older than the agent, to an address that had already left) counts as absent since
     /// the first successful answer.
@@ -157,6 +170,19 @@ mod tests {
 
     fn ips(v: &[u8]) -> BTreeSet<IpAddr> {
         v.iter().map(|d| IpAddr::from([198, 51, 100, *d])).collect()
+    }
+
+    #[test]
+    fn within_grace_keeps_a_leaving_address_until_the_grace_ends() {
+        let (mut s, t0) = (EndpointSet::new("api", 6443), Instant::now());
+        s.update(ips(&[2, 3]), t0);
+        s.update(ips(&[3]), t0 + Duration::from_secs(1));
+        s.update(ips(&[3]), t0 + Duration::from_secs(20));
+        let got: BTreeSet<IpAddr> = s.within_grace(GRACE).collect();
+        assert_eq!(got, ips(&[2, 3]));
+        s.update(ips(&[3]), t0 + Duration::from_secs(40));
+        let got: BTreeSet<IpAddr> = s.within_grace(GRACE).collect();
+        assert_eq!(got, ips(&[3]));
     }
 
     #[test]

@@ -6,7 +6,10 @@ use aya::{
     maps::{Array, HashMap, MapData},
     programs::Iter,
 };
-use lifeline_common::{COMM_LEN, Keepalive, config::CONFIG_COMM_FILTER, maps, programs};
+use lifeline_common::{
+    COMM_LEN, Keepalive, maps, programs,
+    watch::{CGROUP_PATH_LEN, WatchConfig},
+};
 
 use super::{ProbeConfig, program};
 
@@ -18,24 +21,29 @@ pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
     }
     let mut comms: HashMap<&mut MapData, [u8; COMM_LEN], u8> =
         HashMap::try_from(ebpf.map_mut(maps::COMMS).context("COMMS")?)?;
-    for c in cfg.comms {
+    for c in &cfg.targets.comms {
         let mut key = [0u8; COMM_LEN];
         // The kernel keeps 15 bytes of a task name plus NUL.
         let n = c.len().min(COMM_LEN - 1);
         key[..n].copy_from_slice(&c.as_bytes()[..n]);
         comms.insert(key, 1, 0)?;
     }
-    let mut config: Array<&mut MapData, u32> =
+    let mut config: Array<&mut MapData, WatchConfig> =
         Array::try_from(ebpf.map_mut(maps::CONFIG).context("CONFIG")?)?;
-    config.set(
-        0,
-        if cfg.comms.is_empty() {
-            0
-        } else {
-            CONFIG_COMM_FILTER
-        },
-        0,
-    )?;
+    let watch = WatchConfig {
+        flags: cfg.targets.flags(),
+        ..WatchConfig::default()
+    };
+    config.set(0, watch, 0)?;
+    let mut paths: HashMap<&mut MapData, [u8; CGROUP_PATH_LEN], u32> =
+        HashMap::try_from(ebpf.map_mut(maps::TARGET_PATHS).context("TARGET_PATHS")?)?;
+    for (i, t) in cfg.targets.cgroups.iter().enumerate() {
+        let mut key = [0u8; CGROUP_PATH_LEN];
+        // `Targets` refused longer paths; the last byte stays NUL like the kernel's copy.
+        let n = t.key.len().min(CGROUP_PATH_LEN - 1);
+        key[..n].copy_from_slice(&t.key.as_bytes()[..n]);
+        paths.insert(key, u32::try_from(i)?, 0)?;
+    }
     let mut keepalive: Array<&mut MapData, Keepalive> =
         Array::try_from(ebpf.map_mut(maps::KEEPALIVE).context("KEEPALIVE")?)?;
     keepalive.set(0, cfg.keepalive, 0)?;

@@ -1,4 +1,4 @@
-//! Loading the kernel probe, configuring its maps and attaching it to the target cgroup.
+//! Loading the kernel probe, configuring its maps and attaching it to the cgroup v2 root.
 
 use std::{collections::HashMap as StdHashMap, fs::File, io::Read, os::fd::AsFd};
 
@@ -6,7 +6,7 @@ use anyhow::{Context as _, Result};
 use aya::{
     Ebpf, EbpfLoader, VerifierLogLevel,
     maps::{HashMap, MapData, PerCpuArray, RingBuf},
-    programs::{CgroupSockAddr, Iter, SockOps, links::CgroupAttachMode},
+    programs::{CgroupSockAddr, Iter, SockOps, TracePoint, links::CgroupAttachMode},
 };
 use lifeline_common::{Keepalive, SockState, config::stats, maps, programs, sock::ADOPT_PENDING};
 
@@ -22,14 +22,16 @@ const BPF_NOEXIST: u64 = 1;
 const ATTACH_MODE: CgroupAttachMode = CgroupAttachMode::Single;
 
 mod maps_setup;
+mod watch_maps;
 use maps_setup::{configure, load_iter, raise_memlock};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("LIFELINE_EBPF_OBJECT"));
 
 pub struct ProbeConfig<'a> {
-    pub cgroup: &'a File,
+    /// The cgroup v2 root: attached there, the probe outlives every unit's cgroup.
+    pub root: &'a File,
     pub ports: &'a [u16],
-    pub comms: &'a [String],
+    pub targets: &'a crate::watch::Targets,
     pub max_sockets: u32,
     /// What to arm watched sockets with; `idle_s` 0: no keepalive.
     pub keepalive: Keepalive,
@@ -39,6 +41,10 @@ pub struct Probe {
     ebpf: Ebpf,
     /// `false` when the TCP iterator could not load (kernel < 6.12 or no BTF).
     pub can_adopt: bool,
+    /// `true` when the `cgroup_mkdir`/`rmdir` tracepoints keep the target cgroups current;
+    /// otherwise the agent's sweep does, and a restarted unit's first connection may be
+    /// adopted rather than seen from its SYN.
+    pub tracks_cgroups: bool,
 }
 
 impl Probe {
@@ -58,7 +64,9 @@ impl Probe {
             .load(OBJECT)
             .map_err(|e| crate::errors::explain_load(&e))?;
         configure(&mut ebpf, cfg)?;
-        let cgroup = cfg.cgroup.as_fd();
+        // Before anything that selects sockets: target cgroups made from now on are seen.
+        let tracks_cgroups = cfg.targets.cgroups.is_empty() || attach_tracepoints(&mut ebpf);
+        let cgroup = cfg.root.as_fd();
         let sock_ops: &mut SockOps = program(&mut ebpf, programs::SOCK_OPS)?;
         sock_ops
             .load()
@@ -80,7 +88,11 @@ impl Probe {
                 false
             }
         };
-        Ok(Self { ebpf, can_adopt })
+        Ok(Self {
+            ebpf,
+            can_adopt,
+            tracks_cgroups,
+        })
     }
 
     /// Hand the probe's log ring buffer to a task that forwards it into `tracing`.
@@ -126,20 +138,23 @@ impl Probe {
         Ok(out)
     }
 
-    /// Record a socket found by `sock_diag` unless the kernel side already has it.
+    /// Record a socket found by `sock_diag` unless the kernel side already has it; `true`
+    /// when recorded now.
     ///
     /// # Errors
     /// When the map is full or cannot be written.
-    pub fn seed(&mut self, cookie: u64, state: &SockState) -> Result<()> {
+    pub fn seed(&mut self, cookie: u64, state: &SockState) -> Result<bool> {
         let mut map: HashMap<&mut MapData, u64, SockState> =
             HashMap::try_from(self.map_mut(maps::SOCKETS)?)?;
         match map.insert(cookie, state, BPF_NOEXIST) {
             Err(aya::maps::MapError::SyscallError(e))
                 if e.io_error.raw_os_error() == Some(libc::EEXIST) =>
             {
-                Ok(())
+                Ok(false)
             }
-            r => r.context("SOCKETS map full: a pre-existing socket is NOT watched"),
+            r => r
+                .map(|()| true)
+                .context("SOCKETS map full: a pre-existing socket is NOT watched"),
         }
     }
 
@@ -189,6 +204,29 @@ impl Probe {
             .map_mut(name)
             .with_context(|| format!("map {name} missing from the eBPF object"))
     }
+}
+
+/// The cgroup tracepoints, after checking their record layout; `false` (and one warning)
+/// when they cannot be used.
+fn attach_tracepoints(ebpf: &mut Ebpf) -> bool {
+    let result = (|| -> Result<()> {
+        for (name, event) in [
+            (programs::CGROUP_MKDIR, "cgroup_mkdir"),
+            (programs::CGROUP_RMDIR, "cgroup_rmdir"),
+        ] {
+            crate::watch::tracefs::check_layout(event)?;
+            let tp: &mut TracePoint = program(ebpf, name)?;
+            tp.load()
+                .map_err(|e| crate::errors::explain_program(name, &e))?;
+            tp.attach("cgroup", event)
+                .map_err(|e| crate::errors::explain_program(name, &e))?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = &result {
+        tracing::warn!(error = %format!("{e:#}"), "cgroup tracepoints unavailable: target cgroups are re-checked every sweep instead, so a restarted unit's first connection may be adopted late rather than watched from its SYN");
+    }
+    result.is_ok()
 }
 
 fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T>

@@ -1,0 +1,73 @@
+//! Which network namespace is ours, in the probe's terms. The hooks run on the cgroup root,
+//! for every namespace of the host; only sockets of the agent's own namespace may be
+//! recorded (sock_diag, which reads and kills them, works per namespace, and parallel
+//! agents in other namespaces must not see each other's sockets). `SO_NETNS_COOKIE` would
+//! tell the cookie directly, but only from 5.14; so the agent connects a socket of its own
+//! whose cookie it has written into `CONFIG`, and the connect hook, which has
+//! `bpf_get_netns_cookie` since 5.7, writes the namespace's cookie and refuses that
+//! connect: no packet leaves.
+
+use std::{net::SocketAddrV4, os::fd::AsRawFd as _};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::probe::Probe;
+
+/// Teach the probe the agent's namespace; returns its cookie.
+///
+/// # Errors
+/// When the calibration connect is not seen by the hook.
+pub fn calibrate(probe: &mut Probe, port: u16) -> Result<u64> {
+    let sock = tcp_socket()?;
+    let cookie = socket_cookie(&sock)?;
+    probe.begin_calibration(cookie)?;
+    let addr = SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port);
+    let sa = libc::sockaddr_in {
+        sin_family: libc::sa_family_t::try_from(libc::AF_INET).unwrap_or_default(),
+        sin_port: addr.port().to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(*addr.ip()).to_be() },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: a valid socket and a valid sockaddr_in of the given length.
+    let rc = unsafe {
+        libc::connect(
+            sock.as_raw_fd(),
+            (&raw const sa).cast(),
+            libc::socklen_t::try_from(size_of::<libc::sockaddr_in>()).unwrap_or_default(),
+        )
+    };
+    let err = std::io::Error::last_os_error();
+    let netns = probe.end_calibration()?;
+    if rc == 0 || err.raw_os_error() != Some(libc::EPERM) || netns == 0 {
+        bail!(
+            "the probe's connect hook did not see the agent's calibration connect (connect: {}); cannot tell this network namespace's sockets from others'",
+            if rc == 0 { "succeeded".to_owned() } else { err.to_string() }
+        );
+    }
+    Ok(netns)
+}
+
+/// A non-blocking TCP socket, closed on drop.
+fn tcp_socket() -> Result<std::os::fd::OwnedFd> {
+    // SAFETY: plain socket(2); the fd is owned at once.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()).context("socket(AF_INET, SOCK_STREAM)");
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+}
+
+/// `SO_COOKIE` (4.13): the same cookie `bpf_get_socket_cookie` returns.
+pub fn socket_cookie(fd: &impl std::os::fd::AsRawFd) -> Result<u64> {
+    let mut cookie: u64 = 0;
+    let mut len = libc::socklen_t::try_from(size_of::<u64>()).unwrap_or_default();
+    // SAFETY: getsockopt writes at most `len` bytes into `cookie`, a valid u64.
+    let rc = unsafe {
+        libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_COOKIE, (&raw mut cookie).cast(), &raw mut len)
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context("getsockopt(SO_COOKIE)");
+    }
+    Ok(cookie)
+}

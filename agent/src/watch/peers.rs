@@ -1,0 +1,42 @@
+//! The endpoint-client target: `ENDPOINT_PEERS` holds every address a new connection to the
+//! API endpoint may use (the current answer's, and those within `--orphan-grace` of leaving
+//! it), so `sock_ops` can select such sockets at ESTABLISHED whoever owns them. Kept in step
+//! with the DNS answers at every sweep; an address that arrives late is also searched for
+//! among the sockets that already exist (a client may have resolved before the agent).
+
+use std::{collections::BTreeSet, net::SocketAddr, time::Duration};
+
+use crate::{endpoint::Endpoints, probe::Probe};
+
+#[derive(Default)]
+pub struct PeerSync {
+    installed: BTreeSet<SocketAddr>,
+}
+
+impl PeerSync {
+    /// Update the map; returns the peers added now, for the caller to adopt their sockets.
+    pub fn sync(&mut self, probe: &mut Probe, endpoints: &Endpoints, grace: Duration) -> Vec<SocketAddr> {
+        let want = endpoints.peers_within_grace(grace);
+        for gone in self.installed.difference(&want) {
+            probe.remove_endpoint_peer(*gone);
+        }
+        let mut added = Vec::new();
+        let mut failed = BTreeSet::new();
+        for peer in want.difference(&self.installed) {
+            match probe.add_endpoint_peer(*peer) {
+                Ok(()) => added.push(*peer),
+                Err(e) => {
+                    // Not installed, so the next sweep tries again.
+                    tracing::error!(peer = %peer, error = %format!("{e:#}"), "cannot watch the clients of an endpoint address");
+                    failed.insert(*peer);
+                }
+            }
+        }
+        let changed = !added.is_empty() || self.installed.difference(&want).next().is_some();
+        self.installed = want.difference(&failed).copied().collect();
+        if changed {
+            tracing::info!(event = "endpoint-clients", peers = ?self.installed, "endpoint-client targets updated");
+        }
+        added
+    }
+}

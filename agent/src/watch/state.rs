@@ -1,0 +1,92 @@
+//! The daemon's side of the watch model: started once after the probe is attached, synced
+//! at every sweep.
+
+use std::collections::{BTreeSet, HashSet};
+
+use super::{CgroupWatch, PeerSync, TargetStatus, Targets};
+use crate::{
+    adopt::{self, Selector},
+    cgroup,
+    diag::SockDiag,
+    endpoint::Follow,
+    probe::Probe,
+};
+
+pub struct Watching {
+    pub targets: Targets,
+    pub ports: Vec<u16>,
+    cgroups: CgroupWatch,
+    peers: PeerSync,
+    /// What `lifeline status` shows of each target, as of the last sync.
+    pub status: Vec<TargetStatus>,
+}
+
+impl Watching {
+    /// The first look at the target cgroups: present ones are watched from here on.
+    pub fn start(probe: &mut Probe, targets: Targets, ports: Vec<u16>) -> Self {
+        let mut cgroups = CgroupWatch::new(&targets.cgroups);
+        let status = cgroups.sync(probe, true);
+        let mut w = Self { targets, ports, cgroups, peers: PeerSync::default(), status };
+        w.status.extend(w.other_status(None));
+        w
+    }
+
+    /// What decides whether a socket that predates the agent is a target: the present
+    /// target cgroups' subtrees (their ids as sock_diag reports them), the process names,
+    /// and no endpoint peers yet (those are adopted as DNS answers arrive, in `sync`).
+    #[must_use]
+    pub fn selector(&self) -> Selector<'_> {
+        let cgroup_ids = self
+            .targets
+            .cgroups
+            .iter()
+            .filter(|t| t.dir.is_dir())
+            .flat_map(|t| cgroup::subtree_ids(&t.dir))
+            .collect();
+        Selector { ports: &self.ports, targets: &self.targets, cgroup_ids, peers: BTreeSet::new() }
+    }
+
+    /// Once per sweep: target cgroups and endpoint peers. Returns the cookies of sockets
+    /// adopted now that must be polled (see `adopt`).
+    pub fn sync(
+        &mut self,
+        probe: &mut Probe,
+        diag: &mut SockDiag,
+        follow: Option<&Follow>,
+        keepalive: bool,
+    ) -> HashSet<u64> {
+        self.status = self.cgroups.sync(probe, false);
+        self.status.extend(self.other_status(follow));
+        let Some(f) = follow.filter(|_| self.targets.endpoint_clients) else {
+            return HashSet::new();
+        };
+        let added = self.peers.sync(probe, &f.endpoints, f.grace);
+        if added.is_empty() {
+            return HashSet::new();
+        }
+        let select = Selector {
+            ports: &self.ports,
+            targets: &Targets::default(),
+            cgroup_ids: HashSet::new(),
+            peers: added.into_iter().collect(),
+        };
+        adopt::adopt(probe, diag, &select, keepalive).unwrap_or_else(|e| {
+            tracing::warn!(error = %format!("{e:#}"), "cannot look for existing sockets to new endpoint addresses; their new connections are watched");
+            HashSet::new()
+        })
+    }
+
+    fn other_status(&self, follow: Option<&Follow>) -> Vec<TargetStatus> {
+        let mut out: Vec<TargetStatus> = self
+            .targets
+            .comms
+            .iter()
+            .map(|c| TargetStatus { target: format!("comm {c}"), state: "active".into(), ..TargetStatus::default() })
+            .collect();
+        if self.targets.endpoint_clients {
+            let state = if follow.is_none_or(|f| f.endpoints.is_empty()) { "no endpoint" } else { "active" };
+            out.push(TargetStatus { target: "endpoint clients".into(), state: state.into(), ..TargetStatus::default() });
+        }
+        out
+    }
+}
