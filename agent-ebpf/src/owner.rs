@@ -41,7 +41,10 @@ fn record_owner(ctx: &SockAddrContext) -> i32 {
     // SAFETY: `sock_addr` is the context pointer the kernel passed in.
     let (protocol, user_port) = unsafe { ((*ctx.sock_addr).protocol, (*ctx.sock_addr).user_port) };
     // `user_port` holds the port in network byte order in its low 16 bits.
-    #[allow(clippy::cast_possible_truncation, reason = "the port is the low 16 bits")]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "the port is the low 16 bits"
+    )]
     let port = u16::from_be(user_port as u16);
     if protocol != IPPROTO_TCP || PORTS.get_ptr(port).is_none() {
         return ALLOW;
@@ -63,7 +66,9 @@ fn record_owner(ctx: &SockAddrContext) -> i32 {
     if netns != cfg.netns_cookie {
         return ALLOW;
     }
-    let Ok(comm) = bpf_get_current_comm() else { return ALLOW };
+    let Ok(comm) = bpf_get_current_comm() else {
+        return ALLOW;
+    };
     let mut reasons = 0;
     if cfg.flags & WATCH_CGROUPS != 0 && in_target_cgroup() {
         reasons |= BY_CGROUP;
@@ -71,7 +76,10 @@ fn record_owner(ctx: &SockAddrContext) -> i32 {
     if cfg.flags & WATCH_COMMS != 0 && COMMS.get_ptr(comm).is_some() {
         reasons |= BY_COMM;
     }
-    #[allow(clippy::cast_possible_truncation, reason = "upper half of pid_tgid is the tgid")]
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "upper half of pid_tgid is the tgid"
+    )]
     let pid = (bpf_get_current_pid_tgid() >> 32) as u32;
     // Recorded even with no reason yet: its peer may make it an endpoint client at
     // ESTABLISHED, and the record says it was born in our namespace. An LRU map evicts the

@@ -31,9 +31,7 @@ use lifeline_common::{
 
 use crate::{
     keepalive,
-    maps::{
-        ADOPT, ENDPOINT_PEERS, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE, config_flag, count,
-    },
+    maps::{ADOPT, ENDPOINT_PEERS, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE, config_flag, count},
 };
 
 const AF_INET: u32 = 2;

@@ -32,6 +32,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let target = targets(args, &mut rows);
     rows.push(mounted("bpffs", "bpf", "/sys/fs/bpf"));
     rows.push(mounted("tracefs", "tracefs", "/sys/kernel/tracing"));
+    // Mount what `run` would mount, in a mount namespace of the check's own (gone when it
+    // exits), so the probe rows see what the daemon will: the cgroup tracepoints need tracefs.
+    if private_mounts() {
+        mounts::ensure("bpf", "/sys/fs/bpf");
+        mounts::ensure("tracefs", "/sys/kernel/tracing");
+    }
     rows.extend(check_probe::probe_rows(args, target.as_ref()));
     if let Some(unit) = &args.node.restart_unit {
         rows.push(check_probe::dbus_row(&args.node.systemd_bus, unit));
@@ -135,7 +141,11 @@ fn targets(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(std::fs::File, Target
         rows.push(match std::fs::metadata(&t.dir) {
             Ok(m) if m.is_dir() => Row::pass(
                 "target cgroup",
-                format!("{} (id {})", t.dir.display(), std::os::unix::fs::MetadataExt::ino(&m)),
+                format!(
+                    "{} (id {})",
+                    t.dir.display(),
+                    std::os::unix::fs::MetadataExt::ino(&m)
+                ),
             ),
             _ => Row::warn(
                 "target cgroup",
@@ -163,6 +173,22 @@ fn mounted(name: &'static str, fstype: &str, at: &str) -> Row {
     match mounts::mount_point_of(&info, fstype) {
         Some(p) => Row::pass(name, format!("mounted at {}", p.display())),
         None => Row::pass(name, format!("not mounted; lifeline run mounts it at {at}")),
+    }
+}
+
+/// A private copy of the mount table (`unshare(CLONE_NEWNS)`, propagation private); false
+/// when not permitted, then nothing is mounted.
+fn private_mounts() -> bool {
+    // SAFETY: plain syscalls; on failure nothing has changed.
+    unsafe {
+        libc::unshare(libc::CLONE_NEWNS) == 0
+            && libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) == 0
     }
 }
 

@@ -4,9 +4,9 @@
 //! the restart unit. The connection is the check's own, on 127.0.0.1.
 
 use std::{
+    fs::File,
     io::{ErrorKind, Read as _},
     net::{TcpListener, TcpStream},
-    fs::File,
 };
 
 use anyhow::{Context as _, Result, anyhow};
@@ -88,7 +88,10 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> 
                     } else {
                         Row::warn(
                             "cgroup tracepoints",
-                            "unavailable (see the log line): target cgroups are re-checked every sweep, a restarted unit's first connection may be adopted late".to_owned(),
+                            format!(
+                                "unavailable ({}): target cgroups are re-checked every sweep, a restarted unit's first connection may be adopted late",
+                                p.tracking_error.as_deref().unwrap_or("unknown")
+                            ),
                         )
                     });
                     Some(p)

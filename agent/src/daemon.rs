@@ -59,7 +59,9 @@ impl Daemon {
     /// When the probe's maps cannot be read.
     pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
         let armed = self.idle.want != lifeline_common::Keepalive::default();
-        let adopted = self.watching.sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
+        let adopted =
+            self.watching
+                .sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
         self.polled.extend(adopted);
         let now = clock::now_ns();
         let at = Instant::now();

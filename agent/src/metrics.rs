@@ -33,6 +33,11 @@ struct VerdictLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TargetLabel {
+    target: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabel {
     result: String,
 }
@@ -47,6 +52,7 @@ pub struct Metrics {
     registry: Registry,
     watched: Gauge,
     sockets: Family<VerdictLabel, Gauge>,
+    target_present: Family<TargetLabel, Gauge>,
     decisions: Family<DecisionLabels, Counter>,
     kills: Counter,
     restarts: Family<ResultLabel, Counter>,
@@ -67,6 +73,7 @@ impl Metrics {
             registry: Registry::with_prefix("lifeline"),
             watched: Gauge::default(),
             sockets: Family::default(),
+            target_present: Family::default(),
             decisions: Family::default(),
             kills: Counter::default(),
             restarts: Family::default(),
@@ -84,6 +91,11 @@ impl Metrics {
             "sockets",
             "Watched sockets by current verdict",
             m.sockets.clone(),
+        );
+        r.register(
+            "target_present",
+            "1 while a watch target exists (a cgroup target is 0 while its unit is stopped or not yet started)",
+            m.target_present.clone(),
         );
         r.register(
             "decisions",
@@ -142,6 +154,13 @@ impl Metrics {
             self.sockets
                 .get_or_create(&VerdictLabel { verdict: v.clone() })
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        for t in &s.targets {
+            self.target_present
+                .get_or_create(&TargetLabel {
+                    target: t.target.clone(),
+                })
+                .set(i64::from(t.state != "waiting" && t.state != "no endpoint"));
         }
     }
 

@@ -15,8 +15,7 @@ use tokio::{
 
 use crate::{
     action::Actor,
-    adopt,
-    cgroup,
+    adopt, cgroup,
     cli::RunArgs,
     daemon::Daemon,
     diag::SockDiag,

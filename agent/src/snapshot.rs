@@ -1,6 +1,10 @@
 //! One row of `lifeline status`: a socket as the probe recorded it and the kernel reports it.
 
-use lifeline_common::{SockState, sock::SOURCE_ADOPTED};
+use lifeline_common::{
+    SockState,
+    sock::SOURCE_ADOPTED,
+    watch::{BY_CGROUP, BY_COMM, BY_ENDPOINT},
+};
 
 use crate::{clock, detect::Verdict, diag::TcpInfo, status::SocketStatus};
 
@@ -44,5 +48,14 @@ pub fn row(
             "sock_ops"
         }
         .to_owned(),
+        watched_by: [
+            (BY_CGROUP, "cgroup"),
+            (BY_COMM, "comm"),
+            (BY_ENDPOINT, "endpoint"),
+        ]
+        .into_iter()
+        .filter(|(bit, _)| r.reasons & bit != 0)
+        .map(|(_, name)| name.to_owned())
+        .collect(),
     }
 }

@@ -50,6 +50,10 @@ pub struct SocketStatus {
     pub endpoint: Option<String>,
     pub endpoint_member: Option<String>,
     pub source: String,
+    /// Why it is watched: "cgroup", "comm", "endpoint" (what `--cgroup`, `--comm` and
+    /// `--endpoint-clients` select).
+    #[serde(default)]
+    pub watched_by: Vec<String>,
 }
 
 /// Serve the latest snapshot to every client that connects.
@@ -109,8 +113,12 @@ pub fn render(s: &Snapshot) -> String {
         }
     );
     for t in &s.targets {
-        let id = t.cgroup_id.map_or_else(String::new, |id| format!(" (id {id})"));
-        let since = t.since_ms.map_or_else(String::new, |ms| format!(" for {}", secs(ms)));
+        let id = t
+            .cgroup_id
+            .map_or_else(String::new, |id| format!(" (id {id})"));
+        let since = t
+            .since_ms
+            .map_or_else(String::new, |ms| format!(" for {}", secs(ms)));
         let _ = writeln!(out, "target {}: {}{id}{since}", t.target, t.state);
     }
     for e in &s.endpoints {

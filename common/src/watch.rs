@@ -98,7 +98,12 @@ mod user {
                     10
                 }
             };
-            Self { addr, port: peer.port(), family, _pad: 0 }
+            Self {
+                addr,
+                port: peer.port(),
+                family,
+                _pad: 0,
+            }
         }
     }
 }

@@ -56,6 +56,19 @@ impl Agent {
     /// # Errors
     /// When the binary is missing or cannot start.
     pub fn start_with(lab: &Lab, cgroup: &Cgroup, args: &AgentArgs) -> Result<Self> {
+        Self::start_targets(lab, &[cgroup.path()], args)
+    }
+
+    /// `start_with` for any cgroup targets: one `--cgroup` per path (which may not exist
+    /// yet); none when `args.extra` names the targets itself (`--endpoint-clients`, `--comm`).
+    ///
+    /// # Errors
+    /// When the binary is missing or cannot start.
+    pub fn start_targets(
+        lab: &Lab,
+        cgroups: &[&std::path::Path],
+        args: &AgentArgs,
+    ) -> Result<Self> {
         let bin = crate::paths::lifeline()?;
         let dir = TempDir::new()?;
         let status_socket = dir.path().join("status.sock");
@@ -63,9 +76,11 @@ impl Agent {
         cmd.arg(format!("--net={}", lab.client.path()))
             .args(["--", "unshare", "--mount", "--propagation", "private"])
             .arg(&bin)
-            .args(["run", "--log", "json", "--cgroup"])
-            .arg(cgroup.path())
-            .args(["--ports", &args.ports]);
+            .args(["run", "--log", "json"]);
+        for cg in cgroups {
+            cmd.arg("--cgroup").arg(cg);
+        }
+        cmd.args(["--ports", &args.ports]);
         if let Some(t) = &args.stall_timeout {
             cmd.args(["--stall-timeout", t]);
         }

@@ -19,6 +19,15 @@ pub const UNIT: &str = "kubelet.service";
 /// # Errors
 /// When the unit cannot be installed or does not start within 10 s.
 pub fn start(m: &UserManager, lab: &Lab, redial: bool) -> Result<()> {
+    install(m, lab, redial)?;
+    start_installed(m)
+}
+
+/// Installs the unit without starting it.
+///
+/// # Errors
+/// When the unit file cannot be written or the manager cannot reload.
+pub fn install(m: &UserManager, lab: &Lab, redial: bool) -> Result<()> {
     let client = fixture("lab-client")?;
     let text = format!(
         "[Unit]\nDescription=kubelet-like lab client\n\n[Service]\n\
@@ -30,7 +39,14 @@ pub fn start(m: &UserManager, lab: &Lab, redial: bool) -> Result<()> {
         redial = if redial { " --redial" } else { "" },
         out = m.dir().join("kubelet.out").display(),
     );
-    m.install(UNIT, &text)?;
+    m.install(UNIT, &text)
+}
+
+/// `systemctl start` and wait until the unit is active.
+///
+/// # Errors
+/// When it does not start within 10 s.
+pub fn start_installed(m: &UserManager) -> Result<()> {
     m.systemctl(&["start", UNIT])?;
     wait_until(
         "kubelet.service active",
@@ -77,4 +93,24 @@ pub fn wait_connection(m: &UserManager, n: usize) -> Result<u16> {
 /// When systemctl fails.
 pub fn identity(m: &UserManager) -> Result<(String, String)> {
     Ok((m.prop(UNIT, "MainPID")?, m.prop(UNIT, "InvocationID")?))
+}
+
+/// The unit's own cgroup, where systemd (re-)creates it on every start: what production
+/// targets (`system.slice/kubelet.service`). Known before the unit ever ran: user managers
+/// put units under `app.slice` of their own cgroup.
+#[must_use]
+pub fn cgroup_dir(m: &UserManager) -> std::path::PathBuf {
+    m.cgroup.path().join("app.slice").join(UNIT)
+}
+
+/// The unit's main process (the lab client itself: `nsenter` execs it).
+///
+/// # Errors
+/// When systemctl fails or the unit has no main process.
+pub fn main_pid(m: &UserManager) -> Result<u64> {
+    let pid = m.prop(UNIT, "MainPID")?;
+    pid.parse::<u64>()
+        .ok()
+        .filter(|p| *p != 0)
+        .with_context(|| format!("{UNIT} has no main process (MainPID={pid})"))
 }

@@ -40,6 +40,7 @@ mod status_endpoint;
 pub mod systemd;
 pub mod timeline;
 pub mod util;
+pub mod watched;
 
 pub use agent::{Agent, AgentArgs};
 pub use apilab::{API_NAME, ApiLab, ENDPOINT, api};

@@ -13,6 +13,8 @@ pub struct Status {
     pub sockets: Vec<StatusSocket>,
     /// The followed endpoints (empty when the agent follows none, or predates them).
     pub endpoints: Vec<EndpointStatus>,
+    /// Each watch target: `(target, state)`, e.g. `("cgroup /x/kubelet.service", "waiting")`.
+    pub targets: Vec<(String, String)>,
 }
 
 /// One watched socket as the agent sees it.
@@ -32,6 +34,10 @@ pub struct StatusSocket {
     /// Whether the peer is in its endpoint's set: "in-set", "leaving", "orphaned", "unknown";
     /// None when the socket belongs to no followed endpoint (or the agent predates endpoints).
     pub endpoint_member: Option<String>,
+    pub owner_pid: Option<u64>,
+    pub owner_comm: Option<String>,
+    /// "cgroup", "comm", "endpoint": which targets selected it.
+    pub watched_by: Vec<String>,
     pub raw: Value,
 }
 
@@ -62,7 +68,30 @@ impl Status {
                     .collect::<Result<_>>()?,
                 None => Vec::new(),
             },
+            targets: v
+                .get("targets")
+                .and_then(Value::as_array)
+                .map(|ts| {
+                    ts.iter()
+                        .filter_map(|t| {
+                            Some((
+                                t.get("target")?.as_str()?.to_owned(),
+                                t.get("state")?.as_str()?.to_owned(),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
+    }
+
+    /// The state of the target whose name ends with `suffix` (e.g. `kubelet.service`).
+    #[must_use]
+    pub fn target_state(&self, suffix: &str) -> Option<&str> {
+        self.targets
+            .iter()
+            .find(|(t, _)| t.ends_with(suffix))
+            .map(|(_, s)| s.as_str())
     }
 
     /// The status of endpoint `NAME:PORT`.
@@ -117,6 +146,20 @@ impl StatusSocket {
                 .get("endpoint_member")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            owner_pid: v.get("owner_pid").and_then(Value::as_u64),
+            owner_comm: v
+                .get("owner_comm")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            watched_by: v
+                .get("watched_by")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
             raw: v.clone(),
         })
     }

@@ -62,26 +62,19 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
     }
     assert!(out.contains("owner got ECONNABORTED"), "{out}");
     assert!(out.contains("kubelet.service: loaded, inactive"), "{out}");
-    // Attached and detached again: nothing of ours stays on the cgroup.
-    let attached = lifeline_tests::cmd::run_args(&["bpftool", "cgroup", "show", &cgroup])?;
-    assert!(attached.trim().is_empty(), "still attached:\n{attached}");
+    assert_eq!(row(&out, "cgroup tracepoints"), Some("pass"), "{out}");
 
+    // A target that does not exist yet is a state `run` handles (it waits), not a failure.
     let missing = format!("{cgroup}-missing");
     let (code, out, err) = check(&ns, &["--cgroup", &missing])?;
     eprintln!("{out}{err}");
-    assert_eq!(code, Some(1), "{out}{err}");
-    assert_eq!(row(&out, "target cgroup"), Some("fail"), "{out}");
-    assert!(out.contains(&format!("{missing} does not exist")), "{out}");
-    assert_eq!(row(&out, "sock_ops attach"), Some("fail"), "{out}");
-    assert_eq!(
-        row(&out, "SOCK_DESTROY"),
-        Some("pass"),
-        "unrelated rows still run:\n{out}"
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(row(&out, "target cgroup"), Some("warn"), "{out}");
+    assert!(
+        out.contains(&format!("{missing} does not exist yet")),
+        "{out}"
     );
-    assert_eq!(
-        err.trim(),
-        "lifeline: error: check failed: target cgroup, sock_ops attach, bpf_setsockopt"
-    );
+    assert_eq!(row(&out, "sock_ops attach"), Some("pass"), "{out}");
 
     let (code, out, _) = check(
         &ns,

@@ -1,5 +1,7 @@
-//! Scenario (issue 5, a): escalation to a restart of kubelet's unit through systemd's D-Bus
-//! API, against a real systemd manager whose `kubelet.service` is the lab's client.
+//! Escalation to a restart of kubelet's unit through systemd's D-Bus API, against a real
+//! systemd manager whose `kubelet.service` is the lab's client. The agent targets the unit's
+//! own cgroup, as in production: the restart re-creates it, and the restarted client's
+//! connection must be watched from its start all the same.
 //! (`NRestarts` counts only the manager's own `Restart=` restarts, not `RestartUnit` calls,
 //! so a restart shows as a new `MainPID` and a new `InvocationID`; `NRestarts` stays 0.)
 
@@ -9,6 +11,7 @@ use anyhow::Result;
 use lifeline_tests::client::start_server;
 use lifeline_tests::kubelet_unit::{self, UNIT, identity, wait_connection};
 use lifeline_tests::systemd::UserManager;
+use lifeline_tests::watched::{assert_watched_from_start, blackhole_is_killed, wait_watched};
 use lifeline_tests::{Agent, AgentArgs, Decision, Lab, require_root, wait_until};
 
 fn agent(lab: &Lab, m: &UserManager, extra: &[&str]) -> Result<Agent> {
@@ -20,7 +23,7 @@ fn agent(lab: &Lab, m: &UserManager, extra: &[&str]) -> Result<Agent> {
         extra: args.into_iter().map(str::to_owned).collect(),
         ..AgentArgs::default()
     };
-    let mut a = Agent::start_with(lab, &m.cgroup, &args)?;
+    let mut a = Agent::start_targets(lab, &[&kubelet_unit::cgroup_dir(m)], &args)?;
     a.wait_ready(Duration::from_mins(1))?;
     Ok(a)
 }
@@ -70,8 +73,11 @@ fn action_restart_restarts_the_unit_then_the_budget_holds() -> Result<()> {
     assert_eq!(m.prop(UNIT, "NRestarts")?, "0");
     assert_eq!(m.prop(UNIT, "ActiveState")?, "active");
 
-    // The restarted client connects anew (only the old flow is black-holed); break that too.
+    // The restarted client connects anew (only the old flow is black-holed), in a new cgroup:
+    // watched from its start; break that too.
     let port2 = wait_connection(&m, 2)?;
+    let sock = wait_watched(&a, port2, Duration::from_secs(10))?;
+    assert_watched_from_start(&sock, kubelet_unit::main_pid(&m)?)?;
     let _fault2 = lab.blackhole_flow(port2)?;
     let held = restart_decision(&a, port2, Duration::from_secs(30))?;
     assert_eq!(held.outcome, "rate-limited", "{}", held.raw);
@@ -125,6 +131,10 @@ fn no_recovery_after_kill_escalates_to_restart() -> Result<()> {
     assert_ne!(identity(&m)?.0, before.0, "MainPID unchanged");
     let port2 = wait_connection(&m, 2)?;
     assert_ne!(port2, port);
+    // The restart re-created the unit's cgroup: the new connection is watched and healed.
+    let sock = wait_watched(&a, port2, Duration::from_secs(10))?;
+    assert_watched_from_start(&sock, kubelet_unit::main_pid(&m)?)?;
+    blackhole_is_killed(&lab, &a, port2, Duration::from_secs(30))?;
     Ok(())
 }
 

@@ -45,6 +45,8 @@ pub struct Probe {
     /// otherwise the agent's sweep does, and a restarted unit's first connection may be
     /// adopted rather than seen from its SYN.
     pub tracks_cgroups: bool,
+    /// Why the tracepoints could not be used, when they could not.
+    pub tracking_error: Option<String>,
 }
 
 impl Probe {
@@ -65,7 +67,13 @@ impl Probe {
             .map_err(|e| crate::errors::explain_load(&e))?;
         configure(&mut ebpf, cfg)?;
         // Before anything that selects sockets: target cgroups made from now on are seen.
-        let tracks_cgroups = cfg.targets.cgroups.is_empty() || attach_tracepoints(&mut ebpf);
+        let tracking_error = if cfg.targets.cgroups.is_empty() {
+            None
+        } else {
+            attach_tracepoints(&mut ebpf)
+                .err()
+                .map(|e| format!("{e:#}"))
+        };
         let cgroup = cfg.root.as_fd();
         let sock_ops: &mut SockOps = program(&mut ebpf, programs::SOCK_OPS)?;
         sock_ops
@@ -91,7 +99,8 @@ impl Probe {
         Ok(Self {
             ebpf,
             can_adopt,
-            tracks_cgroups,
+            tracks_cgroups: tracking_error.is_none(),
+            tracking_error,
         })
     }
 
@@ -206,9 +215,9 @@ impl Probe {
     }
 }
 
-/// The cgroup tracepoints, after checking their record layout; `false` (and one warning)
-/// when they cannot be used.
-fn attach_tracepoints(ebpf: &mut Ebpf) -> bool {
+/// The cgroup tracepoints, after checking their record layout; one warning when they
+/// cannot be used.
+fn attach_tracepoints(ebpf: &mut Ebpf) -> Result<()> {
     let result = (|| -> Result<()> {
         for (name, event) in [
             (programs::CGROUP_MKDIR, "cgroup_mkdir"),
@@ -226,7 +235,7 @@ fn attach_tracepoints(ebpf: &mut Ebpf) -> bool {
     if let Err(e) = &result {
         tracing::warn!(error = %format!("{e:#}"), "cgroup tracepoints unavailable: target cgroups are re-checked every sweep instead, so a restarted unit's first connection may be adopted late rather than watched from its SYN");
     }
-    result.is_ok()
+    result
 }
 
 fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T>

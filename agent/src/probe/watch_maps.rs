@@ -51,7 +51,8 @@ impl Probe {
     pub fn add_endpoint_peer(&mut self, peer: SocketAddr) -> Result<()> {
         let mut map: HashMap<&mut MapData, PeerKey, u8> =
             HashMap::try_from(self.map_mut(maps::ENDPOINT_PEERS)?)?;
-        map.insert(PeerKey::from(peer), 1, 0).context("ENDPOINT_PEERS")
+        map.insert(PeerKey::from(peer), 1, 0)
+            .context("ENDPOINT_PEERS")
     }
 
     pub fn remove_endpoint_peer(&mut self, peer: SocketAddr) {

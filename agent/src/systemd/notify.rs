@@ -42,8 +42,19 @@ pub fn stopping() {
 pub fn status_line(s: &Snapshot) -> String {
     let stalled = s.sockets.iter().filter(|k| k.verdict == "stalled").count();
     let suspect = s.sockets.iter().filter(|k| k.verdict == "suspect").count();
+    let waiting: Vec<&str> = s
+        .targets
+        .iter()
+        .filter(|t| t.state == "waiting")
+        .map(|t| t.target.as_str())
+        .collect();
+    let waiting = if waiting.is_empty() {
+        String::new()
+    } else {
+        format!("; waiting for {}", waiting.join(", "))
+    };
     format!(
-        "watching {} sockets: {stalled} stalled, {suspect} suspect; {} killed",
+        "watching {} sockets: {stalled} stalled, {suspect} suspect; {} killed{waiting}",
         s.sockets.len(),
         s.kills
     )

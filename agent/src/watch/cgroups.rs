@@ -54,14 +54,19 @@ impl CgroupWatch {
         let mut out = Vec::with_capacity(self.targets.len());
         for (i, t) in self.targets.iter().enumerate() {
             let index = u32::try_from(i).unwrap_or(u32::MAX);
-            let on_disk = std::fs::metadata(&t.dir).ok().filter(std::fs::Metadata::is_dir).map(|m| m.ino());
+            let on_disk = std::fs::metadata(&t.dir)
+                .ok()
+                .filter(std::fs::Metadata::is_dir)
+                .map(|m| m.ino());
             let known = by_index.remove(&index).unwrap_or_default();
             for stale in known.iter().filter(|id| Some(**id) != on_disk) {
                 probe.remove_target_cgroup(*stale);
             }
             // Read again before blaming the tracepoint: a restart may have landed between
             // the map read above and the stat.
-            if let Some(id) = on_disk.filter(|id| !known.contains(id) && !probe.has_target_cgroup(*id)) {
+            if let Some(id) =
+                on_disk.filter(|id| !known.contains(id) && !probe.has_target_cgroup(*id))
+            {
                 if !first && probe.tracks_cgroups {
                     tracing::warn!(target_cgroup = %t.key, cgroup_id = id, "the cgroup_mkdir tracepoint did not report this target; added it now (its first connections may have been missed)");
                 }
@@ -77,9 +82,16 @@ impl CgroupWatch {
             }
             out.push(TargetStatus {
                 target: format!("cgroup {}", t.key),
-                state: if on_disk.is_some() { "present" } else { "waiting" }.to_owned(),
+                state: if on_disk.is_some() {
+                    "present"
+                } else {
+                    "waiting"
+                }
+                .to_owned(),
                 cgroup_id: on_disk,
-                since_ms: Some(u64::try_from(now.duration_since(*since).as_millis()).unwrap_or(u64::MAX)),
+                since_ms: Some(
+                    u64::try_from(now.duration_since(*since).as_millis()).unwrap_or(u64::MAX),
+                ),
             });
         }
         out

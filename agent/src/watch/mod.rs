@@ -15,5 +15,5 @@ pub mod tracefs;
 
 pub use cgroups::{CgroupWatch, TargetStatus};
 pub use peers::PeerSync;
-pub use targets::Targets;
 pub use state::Watching;
+pub use targets::Targets;

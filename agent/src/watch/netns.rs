@@ -25,7 +25,9 @@ pub fn calibrate(probe: &mut Probe, port: u16) -> Result<u64> {
     let sa = libc::sockaddr_in {
         sin_family: libc::sa_family_t::try_from(libc::AF_INET).unwrap_or_default(),
         sin_port: addr.port().to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from(*addr.ip()).to_be() },
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*addr.ip()).to_be(),
+        },
         sin_zero: [0; 8],
     };
     // SAFETY: a valid socket and a valid sockaddr_in of the given length.
@@ -41,7 +43,11 @@ pub fn calibrate(probe: &mut Probe, port: u16) -> Result<u64> {
     if rc == 0 || err.raw_os_error() != Some(libc::EPERM) || netns == 0 {
         bail!(
             "the probe's connect hook did not see the agent's calibration connect (connect: {}); cannot tell this network namespace's sockets from others'",
-            if rc == 0 { "succeeded".to_owned() } else { err.to_string() }
+            if rc == 0 {
+                "succeeded".to_owned()
+            } else {
+                err.to_string()
+            }
         );
     }
     Ok(netns)
@@ -50,7 +56,13 @@ pub fn calibrate(probe: &mut Probe, port: u16) -> Result<u64> {
 /// A non-blocking TCP socket, closed on drop.
 fn tcp_socket() -> Result<std::os::fd::OwnedFd> {
     // SAFETY: plain socket(2); the fd is owned at once.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
     if fd < 0 {
         return Err(std::io::Error::last_os_error()).context("socket(AF_INET, SOCK_STREAM)");
     }
@@ -64,7 +76,13 @@ pub fn socket_cookie(fd: &impl std::os::fd::AsRawFd) -> Result<u64> {
     let mut len = libc::socklen_t::try_from(size_of::<u64>()).unwrap_or_default();
     // SAFETY: getsockopt writes at most `len` bytes into `cookie`, a valid u64.
     let rc = unsafe {
-        libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_COOKIE, (&raw mut cookie).cast(), &raw mut len)
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_COOKIE,
+            (&raw mut cookie).cast(),
+            &raw mut len,
+        )
     };
     if rc != 0 {
         return Err(std::io::Error::last_os_error()).context("getsockopt(SO_COOKIE)");

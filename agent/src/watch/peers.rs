@@ -15,7 +15,12 @@ pub struct PeerSync {
 
 impl PeerSync {
     /// Update the map; returns the peers added now, for the caller to adopt their sockets.
-    pub fn sync(&mut self, probe: &mut Probe, endpoints: &Endpoints, grace: Duration) -> Vec<SocketAddr> {
+    pub fn sync(
+        &mut self,
+        probe: &mut Probe,
+        endpoints: &Endpoints,
+        grace: Duration,
+    ) -> Vec<SocketAddr> {
         let want = endpoints.peers_within_grace(grace);
         for gone in self.installed.difference(&want) {
             probe.remove_endpoint_peer(*gone);

@@ -26,7 +26,13 @@ impl Watching {
     pub fn start(probe: &mut Probe, targets: Targets, ports: Vec<u16>) -> Self {
         let mut cgroups = CgroupWatch::new(&targets.cgroups);
         let status = cgroups.sync(probe, true);
-        let mut w = Self { targets, ports, cgroups, peers: PeerSync::default(), status };
+        let mut w = Self {
+            targets,
+            ports,
+            cgroups,
+            peers: PeerSync::default(),
+            status,
+        };
         w.status.extend(w.other_status(None));
         w
     }
@@ -43,7 +49,12 @@ impl Watching {
             .filter(|t| t.dir.is_dir())
             .flat_map(|t| cgroup::subtree_ids(&t.dir))
             .collect();
-        Selector { ports: &self.ports, targets: &self.targets, cgroup_ids, peers: BTreeSet::new() }
+        Selector {
+            ports: &self.ports,
+            targets: &self.targets,
+            cgroup_ids,
+            peers: BTreeSet::new(),
+        }
     }
 
     /// Once per sweep: target cgroups and endpoint peers. Returns the cookies of sockets
@@ -81,11 +92,23 @@ impl Watching {
             .targets
             .comms
             .iter()
-            .map(|c| TargetStatus { target: format!("comm {c}"), state: "active".into(), ..TargetStatus::default() })
+            .map(|c| TargetStatus {
+                target: format!("comm {c}"),
+                state: "active".into(),
+                ..TargetStatus::default()
+            })
             .collect();
         if self.targets.endpoint_clients {
-            let state = if follow.is_none_or(|f| f.endpoints.is_empty()) { "no endpoint" } else { "active" };
-            out.push(TargetStatus { target: "endpoint clients".into(), state: state.into(), ..TargetStatus::default() });
+            let state = if follow.is_none_or(|f| f.endpoints.is_empty()) {
+                "no endpoint"
+            } else {
+                "active"
+            };
+            out.push(TargetStatus {
+                target: "endpoint clients".into(),
+                state: state.into(),
+                ..TargetStatus::default()
+            });
         }
         out
     }

@@ -45,7 +45,11 @@ impl Targets {
         } else {
             (vec![PathBuf::from(DEFAULT_CGROUP)], true)
         };
-        if let Some(c) = args.comms.iter().find(|c| c.is_empty() || c.len() >= COMM_LEN) {
+        if let Some(c) = args
+            .comms
+            .iter()
+            .find(|c| c.is_empty() || c.len() >= COMM_LEN)
+        {
             bail!(
                 "invalid --comm {c:?}: a process name is 1 to 15 bytes (the kernel's TASK_COMM_LEN - 1)"
             );
@@ -97,14 +101,19 @@ impl Targets {
 fn cgroup_target(mount: &Path, mount_root: &Path, arg: &Path) -> Result<CgroupTarget> {
     let rel = arg.strip_prefix(mount).unwrap_or(arg);
     let rel = rel.strip_prefix("/").unwrap_or(rel);
-    if rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+    if rel
+        .components()
+        .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
         bail!(
             "invalid --cgroup {}: a cgroup path has no `.` or `..`",
             arg.display()
         );
     }
     let dir = mount.join(rel);
-    let key = Path::new("/").join(mount_root.strip_prefix("/").unwrap_or(mount_root)).join(rel);
+    let key = Path::new("/")
+        .join(mount_root.strip_prefix("/").unwrap_or(mount_root))
+        .join(rel);
     let key = key.to_string_lossy().into_owned();
     if key.len() >= CGROUP_PATH_LEN {
         bail!(
@@ -132,7 +141,10 @@ mod tests {
             "/system.slice/kubelet.service",
             "/sys/fs/cgroup/unified/system.slice/kubelet.service",
         ] {
-            assert_eq!(cgroup_target(m, Path::new("/"), Path::new(arg)).unwrap(), want);
+            assert_eq!(
+                cgroup_target(m, Path::new("/"), Path::new(arg)).unwrap(),
+                want
+            );
         }
     }
 

@@ -19,7 +19,8 @@ pub fn check_layout(event: &str) -> Result<()> {
         .find(|d| d.join("events").is_dir())
         .context("tracefs is not mounted")?;
     let path = dir.join("events/cgroup").join(event).join("format");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     check_format(&text).with_context(|| format!("{}", path.display()))
 }
 
@@ -31,7 +32,9 @@ fn check_format(text: &str) -> Result<()> {
     ] {
         match field(text, name) {
             Some((o, s)) if o == offset && s == size => {}
-            Some((o, s)) => bail!("field {name} is at offset {o} size {s}, the probe reads offset {offset} size {size}"),
+            Some((o, s)) => bail!(
+                "field {name} is at offset {o} size {s}, the probe reads offset {offset} size {size}"
+            ),
             None => bail!("no field {name}"),
         }
     }
@@ -67,7 +70,10 @@ mod tests {
     #[test]
     fn the_known_layout_passes_and_a_moved_field_is_named() {
         check_format(FORMAT).unwrap();
-        let old = FORMAT.replace("field:u64 id;\toffset:16;\tsize:8", "field:int id;\toffset:16;\tsize:4");
+        let old = FORMAT.replace(
+            "field:u64 id;\toffset:16;\tsize:8",
+            "field:int id;\toffset:16;\tsize:4",
+        );
         let e = check_format(&old).unwrap_err().to_string();
         assert!(e.contains("field id is at offset 16 size 4"), "{e}");
     }

@@ -38,6 +38,10 @@ struct Args {
     /// Print the socket's keepalive options (`sockopts` events) this often.
     #[arg(long, value_parser = parse_duration)]
     sockopts_every: Option<Duration>,
+    /// Also open an idle connection to this peer and hold it (repeatable): one process with
+    /// connections to several peers, as a node daemon has.
+    #[arg(long = "hold")]
+    holds: Vec<SocketAddr>,
     /// Exit by itself after this long (every fixture is bounded in time).
     #[arg(long, default_value = "30m", value_parser = parse_duration)]
     lifetime: Duration,
@@ -89,6 +93,23 @@ fn main() {
     if let Some(every) = args.sockopts_every {
         report_sockopts(&conn, every);
     }
+    // Kept open until the process exits; the kernel's view is all the tests look at.
+    let _held: Vec<Conn> = args
+        .holds
+        .iter()
+        .map(|peer| {
+            let c = connect(peer, args.io_timeout, args.keepalive).unwrap_or_else(|r| {
+                emit(&r);
+                std::process::exit(1);
+            });
+            emit(
+                &Report::new("connected")
+                    .port(c.port)
+                    .text("peer", &peer.to_string()),
+            );
+            c
+        })
+        .collect();
     let failure = match args.mode {
         Mode::Heartbeat { interval, redial } => heartbeat(&args, &mut conn, interval, redial),
         Mode::Bulk { seconds } => bulk(&mut conn, Duration::from_secs(seconds))

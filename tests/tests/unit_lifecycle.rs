@@ -1,0 +1,134 @@
+//! The watch model against a real systemd manager, with kubelet's own unit cgroup as the
+//! target exactly as in production (`system.slice/kubelet.service`): systemd deletes and
+//! re-creates that cgroup on every start, and lifeline must watch the new one from its
+//! first connection. Every test first asserts the socket it is about is watched.
+
+use std::os::unix::fs::MetadataExt as _;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use lifeline_tests::client::start_server;
+use lifeline_tests::kubelet_unit::{self, UNIT, wait_connection};
+use lifeline_tests::systemd::UserManager;
+use lifeline_tests::watched::{assert_watched_from_start, blackhole_is_killed, wait_watched};
+use lifeline_tests::{Agent, AgentArgs, Lab, require_root, wait_until};
+
+const KILL_WITHIN: Duration = Duration::from_secs(30);
+
+fn agent_for_unit(lab: &Lab, m: &UserManager) -> Result<Agent> {
+    let dir = kubelet_unit::cgroup_dir(m);
+    let mut a = Agent::start_targets(lab, &[&dir], &AgentArgs::default())?;
+    a.wait_ready(Duration::from_mins(1))?;
+    Ok(a)
+}
+
+fn inode(m: &UserManager) -> Result<u64> {
+    let dir = kubelet_unit::cgroup_dir(m);
+    Ok(std::fs::metadata(&dir)
+        .with_context(|| format!("{}", dir.display()))?
+        .ino())
+}
+
+/// The `n`-th connection of the unit's client: watched from its SYN, owned by the unit's
+/// main process, and killed when black-holed.
+fn nth_connection_is_protected(lab: &Lab, m: &UserManager, a: &Agent, n: usize) -> Result<()> {
+    let port = wait_connection(m, n)?;
+    let sock = wait_watched(a, port, Duration::from_secs(10))?;
+    assert_watched_from_start(&sock, kubelet_unit::main_pid(m)?)?;
+    assert_eq!(sock.watched_by, ["cgroup"], "{}", sock.raw);
+    blackhole_is_killed(lab, a, port, KILL_WITHIN)?;
+    Ok(())
+}
+
+/// (a) `systemctl restart kubelet`: a new cgroup, and its connection is watched and healed.
+#[test]
+fn restart_recreates_the_cgroup_and_the_new_connection_is_watched() -> Result<()> {
+    require_root();
+    let lab = Lab::new()?;
+    let _server = start_server(&lab, &[])?;
+    let m = UserManager::start()?;
+    kubelet_unit::start(&m, &lab, false)?;
+    assert_eq!(
+        m.prop(UNIT, "ControlGroup")?,
+        format!(
+            "/{}",
+            kubelet_unit::cgroup_dir(&m)
+                .strip_prefix(lifeline_tests::cgroup2_mount()?)?
+                .display()
+        ),
+        "the test targets another cgroup than the unit's own"
+    );
+    let a = agent_for_unit(&lab, &m)?;
+    let first = wait_connection(&m, 1)?;
+    wait_watched(&a, first, Duration::from_secs(10))?;
+    let before = inode(&m)?;
+
+    m.systemctl(&["restart", UNIT])?;
+    assert_ne!(
+        inode(&m)?,
+        before,
+        "systemd did not re-create the unit's cgroup"
+    );
+    nth_connection_is_protected(&lab, &m, &a, 2)?;
+    assert_eq!(a.status()?.target_state(UNIT), Some("present"));
+    Ok(())
+}
+
+/// (c) lifeline starts before the unit has ever run: ready, the target shown as waiting, and
+/// the unit's first connection is watched by `sock_ops` from its start.
+#[test]
+fn started_before_the_unit_exists_waits_then_watches_its_first_connection() -> Result<()> {
+    require_root();
+    let lab = Lab::new()?;
+    let _server = start_server(&lab, &[])?;
+    let m = UserManager::start()?;
+    kubelet_unit::install(&m, &lab, false)?;
+    assert!(!kubelet_unit::cgroup_dir(&m).exists());
+    let a = agent_for_unit(&lab, &m)?;
+    let st = a.status()?;
+    assert_eq!(st.target_state(UNIT), Some("waiting"), "{:?}", st.targets);
+    assert!(
+        a.status_table()?.contains("waiting"),
+        "{}",
+        a.status_table()?
+    );
+
+    kubelet_unit::start_installed(&m)?;
+    nth_connection_is_protected(&lab, &m, &a, 1)?;
+    let appeared = a.log().iter().any(|(_, v)| {
+        v.pointer("/fields/event")
+            .and_then(serde_json::Value::as_str)
+            == Some("target-appeared")
+    });
+    assert!(
+        appeared,
+        "no target-appeared log line:\n{}",
+        a.proc.stderr_text()
+    );
+    Ok(())
+}
+
+/// (d) the unit stopped for 30 s and started again: shown as waiting meanwhile, then its
+/// new connection is watched from its start and healed.
+#[test]
+fn stopped_for_thirty_seconds_then_started_is_watched_again() -> Result<()> {
+    require_root();
+    let lab = Lab::new()?;
+    let _server = start_server(&lab, &[])?;
+    let m = UserManager::start()?;
+    kubelet_unit::start(&m, &lab, false)?;
+    let a = agent_for_unit(&lab, &m)?;
+    wait_watched(&a, wait_connection(&m, 1)?, Duration::from_secs(10))?;
+
+    m.systemctl(&["stop", UNIT])?;
+    wait_until(
+        "the target shown as waiting",
+        Duration::from_secs(10),
+        Duration::from_millis(200),
+        || Ok((a.status()?.target_state(UNIT) == Some("waiting")).then_some(())),
+    )?;
+    std::thread::sleep(Duration::from_secs(30));
+    kubelet_unit::start_installed(&m)?;
+    nth_connection_is_protected(&lab, &m, &a, 2)?;
+    Ok(())
+}
