@@ -114,7 +114,7 @@ pub fn adopt(
             // Already watched (sock_ops saw it connect): nothing to adopt.
             Ok(false) => {}
             Err(e) => {
-                tracing::error!(peer = %d.peer, error = %format!("{e:#}"), "pre-existing socket NOT watched")
+                tracing::error!(peer = %d.peer, error = %format!("{e:#}"), "pre-existing socket NOT watched");
             }
         }
     }
@@ -140,7 +140,7 @@ pub fn adopt(
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "TCP iterator failed; polling pre-existing sockets")
+                tracing::warn!(error = %format!("{e:#}"), "TCP iterator failed; polling pre-existing sockets");
             }
         }
     }

@@ -58,7 +58,7 @@ pub struct SockState {
     pub keepalive: crate::Keepalive,
     /// Why the socket is watched (`crate::watch::BY_*` bits); 0 for an adopted socket.
     pub reasons: u32,
-    pub _pad: u32,
+    pub pad: u32,
 }
 
 const _: () = assert!(core::mem::size_of::<SockState>() == 168);

@@ -45,7 +45,7 @@ pub mod tracepoint {
 pub struct WatchConfig {
     /// The agent's network namespace (`bpf_get_netns_cookie`); 0 until calibrated. The
     /// hooks run for every namespace of the host; sockets elsewhere are never recorded
-    /// (the agent could neither read nor kill them: sock_diag is per namespace).
+    /// (the agent could neither read nor kill them: `sock_diag` is per namespace).
     pub netns_cookie: u64,
     /// Socket cookie of the agent's calibration socket: its connect is refused by the hook
     /// (no packet leaves) after writing `netns_cookie`. Works on every kernel with
@@ -53,7 +53,7 @@ pub struct WatchConfig {
     pub calibrate_cookie: u64,
     /// `WATCH_*` bits.
     pub flags: u32,
-    pub _pad: u32,
+    pub pad: u32,
 }
 
 const _: () = assert!(core::mem::size_of::<WatchConfig>() == 24);
@@ -68,7 +68,7 @@ pub struct PeerKey {
     pub port: u16,
     /// `AF_INET` or `AF_INET6`.
     pub family: u16,
-    pub _pad: u32,
+    pub pad: u32,
 }
 
 const _: () = assert!(core::mem::size_of::<PeerKey>() == 24);
@@ -102,7 +102,7 @@ mod user {
                 addr,
                 port: peer.port(),
                 family,
-                _pad: 0,
+                pad: 0,
             }
         }
     }

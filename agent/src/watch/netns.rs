@@ -1,6 +1,6 @@
 //! Which network namespace is ours, in the probe's terms. The hooks run on the cgroup root,
 //! for every namespace of the host; only sockets of the agent's own namespace may be
-//! recorded (sock_diag, which reads and kills them, works per namespace, and parallel
+//! recorded (`sock_diag`, which reads and kills them, works per namespace, and parallel
 //! agents in other namespaces must not see each other's sockets). `SO_NETNS_COOKIE` would
 //! tell the cookie directly, but only from 5.14; so the agent connects a socket of its own
 //! whose cookie it has written into `CONFIG`, and the connect hook, which has

@@ -38,7 +38,7 @@ impl Watching {
     }
 
     /// What decides whether a socket that predates the agent is a target: the present
-    /// target cgroups' subtrees (their ids as sock_diag reports them), the process names,
+    /// target cgroups' subtrees (their ids as `sock_diag` reports them), the process names,
     /// and no endpoint peers yet (those are adopted as DNS answers arrive, in `sync`).
     #[must_use]
     pub fn selector(&self) -> Selector<'_> {
