@@ -129,7 +129,7 @@ fn unreadable_file_is_an_error() {
 
 /// The file is really used (the agent refuses its bad --comm, which only the file gave),
 /// and a flag overrides the file (the same file with --comm on the command line passes
-/// the config and fails later, on the nonexistent cgroup the flag points at).
+/// the config and fails later, on the impossible cgroup path the flag gives).
 #[test]
 fn file_values_apply_and_flags_override() {
     let text = "comm = [\"a-name-that-is-far-too-long\"]\n";
@@ -138,17 +138,11 @@ fn file_values_apply_and_flags_override() {
     assert!(stderr.contains("invalid --comm"), "{stderr}");
     let (code, stderr) = run_with(
         Some(text),
-        &[
-            "run",
-            "--comm",
-            "kubelet",
-            "--cgroup",
-            "/nonexistent-ll-cgroup",
-        ],
+        &["run", "--comm", "kubelet", "--cgroup", "ll/../cgroup"],
     );
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        !stderr.contains("invalid --comm") && stderr.contains("nonexistent-ll-cgroup"),
+        !stderr.contains("invalid --comm") && stderr.contains("invalid --cgroup ll/../cgroup"),
         "{stderr}"
     );
 }
