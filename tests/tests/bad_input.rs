@@ -99,7 +99,7 @@ fn strs(v: &[String]) -> Vec<&str> {
 }
 
 /// A cgroup that does not exist yet is a state (the agent waits for it, see
-/// unit_lifecycle.rs); a path no cgroup can ever have is bad input.
+/// `unit_lifecycle.rs`); a path no cgroup can ever have is bad input.
 #[test]
 fn impossible_cgroup_path() {
     let out = run(&[], &strs(&base("system.slice/../kubelet.service", "6443")));
