@@ -91,7 +91,7 @@ pub fn adopt(
         match probe.seed(d.cookie, &s) {
             Ok(()) => cookies.push(d.cookie),
             Err(e) => {
-                tracing::error!(peer = %d.peer, error = %format!("{e:#}"), "pre-existing socket NOT watched")
+                tracing::error!(peer = %d.peer, error = %format!("{e:#}"), "pre-existing socket NOT watched");
             }
         }
     }
@@ -117,7 +117,7 @@ pub fn adopt(
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "TCP iterator failed; polling pre-existing sockets")
+                tracing::warn!(error = %format!("{e:#}"), "TCP iterator failed; polling pre-existing sockets");
             }
         }
     }
