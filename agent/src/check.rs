@@ -12,6 +12,7 @@ use crate::{
     cgroup,
     check_probe::{self, Row},
     cli::RunArgs,
+    endpoint::setup::{self, Configured},
     errors, mounts,
 };
 
@@ -27,6 +28,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if let Some(path) = crate::config::source(args) {
         rows.push(Row::pass("config", path.display().to_string()));
     }
+    rows.push(endpoint_row(args));
     let target = target_cgroup(args, &mut rows);
     rows.push(mounted("bpffs", "bpf", "/sys/fs/bpf"));
     rows.push(mounted("tracefs", "tracefs", "/sys/kernel/tracing"));
@@ -128,6 +130,25 @@ fn target_cgroup(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(PathBuf, std::f
             rows.push(Row::fail("target cgroup", format!("{e:#}")));
             None
         }
+    }
+}
+
+/// The endpoint `run` would follow, and the file it would read it from.
+fn endpoint_row(args: &RunArgs) -> Row {
+    match setup::configured(args) {
+        Ok(Configured::Endpoints { list, source }) => Row::pass(
+            "endpoint",
+            format!("{} from {source}", setup::names(&list)),
+        ),
+        Ok(Configured::Nothing) => Row::warn(
+            "endpoint",
+            "none: no --endpoint or --kubeconfig, no kubelet running here, no well-known kubeconfig"
+                .to_owned(),
+        ),
+        Ok(Configured::Unusable { source, problem }) => {
+            Row::warn("endpoint", format!("{problem} (found as {source})"))
+        }
+        Err(e) => Row::fail("endpoint", format!("{e:#}")),
     }
 }
 

@@ -94,7 +94,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             keepalive = %args.keepalive.0.map_or_else(|| "off".to_owned(), |k| format!("{:?},{:?},{}", k.idle, k.interval, k.count)),
             silent_timeout_ms = args.silent_timeout().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             dry_run = args.dry_run,
-            endpoints = ?endpoints,
+            endpoints = ?endpoints.list(),
             "probe attached; watching"
         );
         node.ready(&daemon.status.borrow());

@@ -15,6 +15,8 @@ pub struct Snapshot {
     pub kills: u64,
     /// Batches of kills held back because no endpoint address accepted a connection.
     pub holds: u64,
+    /// Where the endpoints came from ("kubelet pid 812 --kubeconfig ..."); `None` without.
+    pub endpoint_source: Option<String>,
     pub endpoints: Vec<crate::endpoint::EndpointStatus>,
     /// Sockets the probe could not record because its map was full.
     pub sockets_full: u64,
@@ -105,6 +107,9 @@ pub fn render(s: &Snapshot) -> String {
             String::new()
         }
     );
+    if let Some(source) = &s.endpoint_source {
+        let _ = writeln!(out, "endpoints from: {source}");
+    }
     for e in &s.endpoints {
         let age = e
             .last_refresh_age_ms

@@ -1,0 +1,187 @@
+//! The running kubelet's `--kubeconfig`, read from /proc: the file kubelet really uses,
+//! whatever the distribution.
+
+use std::{
+    ffi::OsStr,
+    os::unix::{ffi::OsStrExt as _, fs::MetadataExt as _},
+    path::{Path, PathBuf},
+};
+
+/// A kubelet process that was given a kubeconfig.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kubelet {
+    pub pid: u32,
+    /// Start time in clock ticks after boot (`/proc/PID/stat` field 22).
+    pub start: u64,
+    /// `--kubeconfig` as written on its command line.
+    pub arg: PathBuf,
+}
+
+/// Every process named `kubelet` in this network namespace that has a `--kubeconfig`.
+/// Kubelet must share the host's network namespace with lifeline anyway, and a process in
+/// another one (a lab test's fake kubelet, a kubelet-in-docker node) is some other node's.
+pub fn running() -> Vec<Kubelet> {
+    let Ok(own) = netns("self") else {
+        return Vec::new();
+    };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            // Any read may fail because the process just exited: then it is no candidate.
+            let p = format!("/proc/{pid}");
+            let comm = std::fs::read(format!("{p}/comm")).ok()?;
+            if comm.strip_suffix(b"\n").unwrap_or(&comm) != b"kubelet"
+                || netns(&pid.to_string()).ok()? != own
+            {
+                return None;
+            }
+            let arg = kubeconfig_arg(&std::fs::read(format!("{p}/cmdline")).ok()?)?;
+            let start = start_time(&std::fs::read_to_string(format!("{p}/stat")).ok()?)?;
+            Some(Kubelet { pid, start, arg })
+        })
+        .collect()
+}
+
+/// The namespace's identity: device and inode of its nsfs file.
+fn netns(pid: &str) -> std::io::Result<(u64, u64)> {
+    let m = std::fs::metadata(format!("/proc/{pid}/ns/net"))?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// `--kubeconfig PATH` or `--kubeconfig=PATH` from a NUL-separated command line, as kubelet's
+/// flag parser reads it: the last one wins, nothing after `--` is a flag, and an empty value
+/// means none (kubelet then runs standalone, without an API server).
+#[must_use]
+pub fn kubeconfig_arg(cmdline: &[u8]) -> Option<PathBuf> {
+    let mut args = cmdline.split(|b| *b == 0).skip(1);
+    let mut found: Option<&[u8]> = None;
+    while let Some(a) = args.next() {
+        match a {
+            b"--" => break,
+            b"--kubeconfig" => found = args.next(),
+            _ => {
+                if let Some(v) = a.strip_prefix(b"--kubeconfig=") {
+                    found = Some(v);
+                }
+            }
+        }
+    }
+    found
+        .filter(|v| !v.is_empty())
+        .map(|v| PathBuf::from(OsStr::from_bytes(v)))
+}
+
+/// Field 22 of `/proc/PID/stat`, counted after the `)` that ends the command name (which
+/// may itself contain spaces and parentheses).
+#[must_use]
+pub fn start_time(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    // `rest` starts at field 3 (state): field 22 is the 20th from there.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The oldest kubelet (the one that has been serving the node, not a restart's overlap or
+/// a stray copy), and how many there were.
+#[must_use]
+pub fn oldest(mut all: Vec<Kubelet>) -> Option<(Kubelet, usize)> {
+    let n = all.len();
+    all.sort_by_key(|k| (k.start, k.pid));
+    all.into_iter().next().map(|k| (k, n))
+}
+
+/// Where to read the kubeconfig kubelet `pid` was given: the path as kubelet sees it (a
+/// relative one against its working directory) when that exists here too, else the same
+/// path inside kubelet's own root (kubelet in a container, lifeline on the host or the
+/// other way round).
+#[must_use]
+pub fn read_path(pid: u32, arg: &Path, exists: impl Fn(&Path) -> bool) -> PathBuf {
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    if arg.is_relative() {
+        // The cwd link resolves inside kubelet's mount namespace and root.
+        return proc.join("cwd").join(arg);
+    }
+    if exists(arg) {
+        return arg.to_owned();
+    }
+    let inside = proc.join("root").join(arg.strip_prefix("/").unwrap_or(arg));
+    if exists(&inside) {
+        inside
+    } else {
+        arg.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arg(cmdline: &[u8]) -> Option<String> {
+        kubeconfig_arg(cmdline).map(|p| p.display().to_string())
+    }
+
+    #[test]
+    fn kubeconfig_flag_in_both_spellings() {
+        let line =
+            b"/usr/bin/kubelet\0--v=2\0--kubeconfig\0/var/lib/kubelet/kubeconfig\0--node-ip=1\0";
+        assert_eq!(arg(line).as_deref(), Some("/var/lib/kubelet/kubeconfig"));
+        let line = b"kubelet\0--kubeconfig=/etc/kubernetes/kubelet.conf\0--config=/x";
+        assert_eq!(arg(line).as_deref(), Some("/etc/kubernetes/kubelet.conf"));
+        let line = b"kubelet\0--kubeconfig=a\0--kubeconfig\0b\0";
+        assert_eq!(arg(line).as_deref(), Some("b"), "the last one wins");
+    }
+
+    #[test]
+    fn no_kubeconfig_flag() {
+        assert_eq!(
+            arg(b"kubelet\0--bootstrap-kubeconfig=/b\0--kubeconfig-x=/c\0"),
+            None
+        );
+        assert_eq!(arg(b"kubelet\0--kubeconfig="), None, "empty: standalone");
+        assert_eq!(arg(b"kubelet\0--kubeconfig"), None, "no value");
+        assert_eq!(arg(b"--kubeconfig=/argv0-is-the-program"), None);
+        assert_eq!(arg(b"kubelet\0--\0--kubeconfig=/not-a-flag"), None);
+        assert_eq!(arg(b""), None);
+    }
+
+    #[test]
+    fn start_time_after_a_tricky_comm() {
+        let stat = "812 (kube let) x) S 1 812 812 0 -1 4194560 9 0 0 0 5 3 0 0 20 0 14 0 4242 1 2";
+        assert_eq!(start_time(stat), Some(4242));
+        assert_eq!(start_time("812 (kubelet) S 1"), None);
+    }
+
+    #[test]
+    fn oldest_wins_and_counts_the_others() {
+        let k = |pid, start| Kubelet {
+            pid,
+            start,
+            arg: PathBuf::from("/k"),
+        };
+        let (chosen, n) = oldest(vec![k(900, 50), k(812, 10), k(700, 30)]).unwrap();
+        assert_eq!((chosen.pid, n), (812, 3));
+        assert_eq!(oldest(Vec::new()), None);
+    }
+
+    #[test]
+    fn read_path_prefers_the_direct_path() {
+        let p = |s: &str| PathBuf::from(s);
+        let only = |e: &'static str| move |x: &Path| x == Path::new(e);
+        assert_eq!(read_path(7, &p("/k.conf"), only("/k.conf")), p("/k.conf"));
+        assert_eq!(
+            read_path(7, &p("/k.conf"), only("/proc/7/root/k.conf")),
+            p("/proc/7/root/k.conf")
+        );
+        assert_eq!(
+            read_path(7, &p("/k.conf"), |_| false),
+            p("/k.conf"),
+            "named as given"
+        );
+        assert_eq!(
+            read_path(7, &p("etc/k.conf"), |_| true),
+            p("/proc/7/cwd/etc/k.conf")
+        );
+    }
+}
