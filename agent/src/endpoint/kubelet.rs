@@ -21,7 +21,7 @@ pub struct Kubelet {
 /// Kubelet must share the host's network namespace with lifeline anyway, and a process in
 /// another one (a lab test's fake kubelet, a kubelet-in-docker node) is some other node's.
 pub fn running() -> Vec<Kubelet> {
-    let Ok(own) = netns("self") else {
+    let (Ok(own_ns), Ok(own_dev)) = (id("self", NS), id("self", NET_DEV)) else {
         return Vec::new();
     };
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -33,9 +33,12 @@ pub fn running() -> Vec<Kubelet> {
             // Any read may fail because the process just exited: then it is no candidate.
             let p = format!("/proc/{pid}");
             let comm = std::fs::read(format!("{p}/comm")).ok()?;
-            if comm.strip_suffix(b"\n").unwrap_or(&comm) != b"kubelet"
-                || netns(&pid.to_string()).ok()? != own
-            {
+            let pid_s = pid.to_string();
+            let same_netns = match id(&pid_s, NS) {
+                Ok(ns) => ns == own_ns,
+                Err(_) => id(&pid_s, NET_DEV).ok()? == own_dev,
+            };
+            if comm.strip_suffix(b"\n").unwrap_or(&comm) != b"kubelet" || !same_netns {
                 return None;
             }
             let arg = kubeconfig_arg(&std::fs::read(format!("{p}/cmdline")).ok()?)?;
@@ -45,9 +48,16 @@ pub fn running() -> Vec<Kubelet> {
         .collect()
 }
 
-/// The namespace's identity: device and inode of its nsfs file.
-fn netns(pid: &str) -> std::io::Result<(u64, u64)> {
-    let m = std::fs::metadata(format!("/proc/{pid}/ns/net"))?;
+/// A network namespace's identity is its nsfs file's inode. Reading another process's takes
+/// ptrace access, which lifeline's hardened unit lacks (no `CAP_SYS_PTRACE`) towards a kubelet
+/// holding every capability; its `/proc/PID/net/` entries need none, and each network
+/// namespace has its own `dev` entry with an inode of its own: that identifies it too.
+const NS: &str = "ns/net";
+const NET_DEV: &str = "net/dev";
+
+/// Device and inode of `/proc/PID/WHAT`.
+fn id(pid: &str, what: &str) -> std::io::Result<(u64, u64)> {
+    let m = std::fs::metadata(format!("/proc/{pid}/{what}"))?;
     Ok((m.dev(), m.ino()))
 }
 
