@@ -38,6 +38,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     endpoint::setup::check(args)?;
     let endpoints = endpoint::setup::configured(args)?;
     errors::check_privileges()?;
+    let _lock = crate::lock::acquire()?; // held until run returns: one agent per node
+    crate::status_socket::prepare(&args.status_socket)?;
     let mount = cgroup::cgroup2_mount()?;
     let path: PathBuf = match (&args.cgroup, args.comms.is_empty()) {
         (Some(p), _) => cgroup::resolve(&mount, p),

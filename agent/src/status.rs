@@ -59,8 +59,9 @@ pub fn serve(path: &Path, rx: watch::Receiver<Snapshot>) -> Result<tokio::task::
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    // A socket file left by a previous, killed agent would make bind fail.
-    let _ = std::fs::remove_file(path);
+    // A socket file left by a previous, killed agent would make bind fail; anything else
+    // there is not ours to remove.
+    crate::status_socket::clear(path)?;
     let listener =
         UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
     Ok(tokio::spawn(async move {
