@@ -13,6 +13,8 @@ pub struct Status {
     pub sockets: Vec<StatusSocket>,
     /// The followed endpoints (empty when the agent follows none, or predates them).
     pub endpoints: Vec<EndpointStatus>,
+    /// Where they came from ("kubelet pid N --kubeconfig FILE", "--endpoint", ...).
+    pub endpoint_source: Option<String>,
 }
 
 /// One watched socket as the agent sees it.
@@ -62,6 +64,10 @@ impl Status {
                     .collect::<Result<_>>()?,
                 None => Vec::new(),
             },
+            endpoint_source: v
+                .get("endpoint_source")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         })
     }
 
