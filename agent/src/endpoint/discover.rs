@@ -16,32 +16,23 @@ pub struct WellKnown {
     pub distribution: &'static str,
 }
 
+impl WellKnown {
+    const fn new(path: &'static str, distribution: &'static str) -> Self {
+        Self { path, distribution }
+    }
+}
+
 /// Looked at in this order, only when no kubelet with a `--kubeconfig` runs in this network
 /// namespace (e.g. lifeline started before kubelet). kubeadm's comes first: it was the only
 /// default before discovery.
 pub const WELL_KNOWN: &[WellKnown] = &[
-    WellKnown {
-        path: "/etc/kubernetes/kubelet.conf",
-        distribution: "kubeadm",
-    },
-    WellKnown {
-        path: "/var/lib/kubelet/kubeconfig",
-        distribution: "EKS",
-    },
+    WellKnown::new("/etc/kubernetes/kubelet.conf", "kubeadm"),
+    WellKnown::new("/var/lib/kubelet/kubeconfig", "EKS"),
     // kube-aws v0.14 and later (its cloud-config-worker); older releases used
     // /etc/kubernetes/kubeconfig/worker.yaml, and the project is retired since 2020.
-    WellKnown {
-        path: "/etc/kubernetes/kubeconfig/kubelet.yaml",
-        distribution: "kube-aws",
-    },
-    WellKnown {
-        path: "/var/lib/rancher/k3s/agent/kubelet.kubeconfig",
-        distribution: "k3s",
-    },
-    WellKnown {
-        path: "/var/lib/rancher/rke2/agent/kubelet.kubeconfig",
-        distribution: "RKE2",
-    },
+    WellKnown::new("/etc/kubernetes/kubeconfig/kubelet.yaml", "kube-aws"),
+    WellKnown::new("/var/lib/rancher/k3s/agent/kubelet.kubeconfig", "k3s"),
+    WellKnown::new("/var/lib/rancher/rke2/agent/kubelet.kubeconfig", "RKE2"),
 ];
 
 /// Where the followed endpoints came from.
