@@ -13,6 +13,7 @@ use crate::{
     cgroup,
     check_probe::{self, Row},
     cli::RunArgs,
+    endpoint::setup::{self, Configured},
     errors, mounts,
     watch::Targets,
 };
@@ -29,6 +30,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if let Some(path) = crate::config::source(args) {
         rows.push(Row::pass("config", path.display().to_string()));
     }
+    rows.push(endpoint_row(args));
     let target = targets(args, &mut rows);
     rows.push(mounted("bpffs", "bpf", "/sys/fs/bpf"));
     rows.push(mounted("tracefs", "tracefs", "/sys/kernel/tracing"));
@@ -166,6 +168,25 @@ fn targets(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(std::fs::File, Target
         ));
     }
     Some((root, targets))
+}
+
+/// The endpoint `run` would follow, and the file it would read it from.
+fn endpoint_row(args: &RunArgs) -> Row {
+    match setup::configured(args) {
+        Ok(Configured::Endpoints { list, source }) => Row::pass(
+            "endpoint",
+            format!("{} from {source}", setup::names(&list)),
+        ),
+        Ok(Configured::Nothing) => Row::warn(
+            "endpoint",
+            "none: no --endpoint or --kubeconfig, no kubelet running here, no well-known kubeconfig"
+                .to_owned(),
+        ),
+        Ok(Configured::Unusable { source, problem }) => {
+            Row::warn("endpoint", format!("{problem} (found as {source})"))
+        }
+        Err(e) => Row::fail("endpoint", format!("{e:#}")),
+    }
 }
 
 fn mounted(name: &'static str, fstype: &str, at: &str) -> Row {

@@ -132,6 +132,7 @@ impl Daemon {
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             kills: self.actor.kills,
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
+            endpoint_source: self.follow.as_ref().map(|f| f.source.to_string()),
             sockets_full: self.sockets_full,
             endpoints: self
                 .follow

@@ -16,6 +16,7 @@ mod endpoint;
 mod errors;
 mod idle;
 mod judge;
+mod lock;
 mod logging;
 mod metrics;
 mod metrics_http;
@@ -28,6 +29,7 @@ mod readers;
 mod run;
 mod snapshot;
 mod status;
+mod status_socket;
 mod systemd;
 mod watch;
 

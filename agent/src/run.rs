@@ -36,11 +36,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let (mount, mount_root) = cgroup::cgroup2_mount()?;
     let targets = Targets::from_args(args, &mount, &mount_root)?;
     errors::check_privileges()?;
+    let _lock = crate::lock::acquire()?; // held until run returns: one agent per node
+    crate::status_socket::prepare(&args.status_socket)?;
     let root = cgroup::open(&mount)?;
     logging::init(args.log)?;
     mounts::ensure("bpf", "/sys/fs/bpf");
     mounts::ensure("tracefs", "/sys/kernel/tracing");
-    let ports = watched_ports(args, &targets, &endpoints);
+    let ports = watched_ports(args, &targets, endpoints.list());
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -100,7 +102,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             keepalive = %args.keepalive.0.map_or_else(|| "off".to_owned(), |k| format!("{:?},{:?},{}", k.idle, k.interval, k.count)),
             silent_timeout_ms = args.silent_timeout().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             dry_run = args.dry_run,
-            endpoints = ?endpoints,
+            endpoints = ?endpoints.list(),
             "probe attached to the cgroup v2 root; watching"
         );
         // The first snapshot (with the targets' states) before READY, so that STATUS and

@@ -15,6 +15,8 @@ pub struct Snapshot {
     pub kills: u64,
     /// Batches of kills held back because no endpoint address accepted a connection.
     pub holds: u64,
+    /// Where the endpoints came from ("kubelet pid 812 --kubeconfig ..."); `None` without.
+    pub endpoint_source: Option<String>,
     pub endpoints: Vec<crate::endpoint::EndpointStatus>,
     /// Sockets the probe could not record because its map was full.
     pub sockets_full: u64,
@@ -64,8 +66,9 @@ pub fn serve(path: &Path, rx: watch::Receiver<Snapshot>) -> Result<tokio::task::
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    // A socket file left by a previous, killed agent would make bind fail.
-    let _ = std::fs::remove_file(path);
+    // A socket file left by a previous, killed agent would make bind fail; anything else
+    // there is not ours to remove.
+    crate::status_socket::clear(path)?;
     let listener =
         UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
     Ok(tokio::spawn(async move {
@@ -120,6 +123,9 @@ pub fn render(s: &Snapshot) -> String {
             .since_ms
             .map_or_else(String::new, |ms| format!(" for {}", secs(ms)));
         let _ = writeln!(out, "target {}: {}{id}{since}", t.target, t.state);
+    }
+    if let Some(source) = &s.endpoint_source {
+        let _ = writeln!(out, "endpoints from: {source}");
     }
     for e in &s.endpoints {
         let age = e

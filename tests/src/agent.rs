@@ -21,6 +21,8 @@ pub struct AgentArgs {
     pub stall_timeout: Option<String>,
     pub ports: String,
     pub extra: Vec<String>,
+    /// `--status-socket`; None: a fresh path in the agent's own temporary directory.
+    pub status_socket: Option<PathBuf>,
 }
 
 impl Default for AgentArgs {
@@ -29,6 +31,7 @@ impl Default for AgentArgs {
             stall_timeout: Some("4s".into()),
             ports: "6443".into(),
             extra: Vec::new(),
+            status_socket: None,
         }
     }
 }
@@ -71,7 +74,10 @@ impl Agent {
     ) -> Result<Self> {
         let bin = crate::paths::lifeline()?;
         let dir = TempDir::new()?;
-        let status_socket = dir.path().join("status.sock");
+        let status_socket = args
+            .status_socket
+            .clone()
+            .unwrap_or_else(|| dir.path().join("status.sock"));
         let mut cmd = Command::new("nsenter");
         cmd.arg(format!("--net={}", lab.client.path()))
             .args(["--", "unshare", "--mount", "--propagation", "private"])
@@ -143,6 +149,16 @@ impl Agent {
             .collect()
     }
 
+    /// The messages of the log lines at `level` so far ("INFO", "WARN", ...).
+    #[must_use]
+    pub fn messages(&self, level: &str) -> Vec<String> {
+        self.log()
+            .into_iter()
+            .filter(|(_, v)| v.get("level").and_then(Value::as_str) == Some(level))
+            .filter_map(|(_, v)| Some(v.pointer("/fields/message")?.as_str()?.to_owned()))
+            .collect()
+    }
+
     /// Every decision event so far (`target == "lifeline::decision"`).
     #[must_use]
     pub fn decisions(&self) -> Vec<Decision> {
@@ -193,6 +209,20 @@ impl Agent {
     /// As `status_json`.
     pub fn status(&self) -> Result<crate::status::Status> {
         crate::status::Status::from_json(&self.status_json()?)
+    }
+
+    /// The status once the first sweep is published (until then the agent answers an
+    /// all-zero snapshot, `stall_timeout_ms` included), within 10 s.
+    ///
+    /// # Errors
+    /// As `status`, or when no sweep is published in time.
+    pub fn swept_status(&self) -> Result<crate::status::Status> {
+        wait_until(
+            "the agent's first sweep in its status",
+            Duration::from_secs(10),
+            Duration::from_millis(100),
+            || Ok(self.status().ok().filter(|s| s.stall_timeout_ms > 0)),
+        )
     }
 
     /// SIGTERM and a bounded wait (10 s); SIGKILL if it did not stop. Returns how it ended.

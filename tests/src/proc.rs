@@ -3,6 +3,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -25,6 +26,9 @@ pub struct Proc {
     name: String,
     pub stdout: Lines,
     pub stderr: Lines,
+    readers: Vec<JoinHandle<()>>,
+    /// Set once reaped: from then on its pid may belong to another process.
+    status: Option<ExitStatus>,
 }
 
 impl Proc {
@@ -39,13 +43,15 @@ impl Proc {
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {name}: {cmd:?}"))?;
-        let stdout = collect(child.stdout.take());
-        let stderr = collect(child.stderr.take());
+        let (stdout, out_reader) = collect(child.stdout.take());
+        let (stderr, err_reader) = collect(child.stderr.take());
         Ok(Self {
             child,
             name: name.to_owned(),
             stdout,
             stderr,
+            readers: out_reader.into_iter().chain(err_reader).collect(),
+            status: None,
         })
     }
 
@@ -73,7 +79,10 @@ impl Proc {
 
     /// The exit status if it has exited (non-blocking).
     pub fn try_status(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        if self.status.is_none() {
+            self.status = self.child.try_wait().ok().flatten();
+        }
+        self.status
     }
 
     /// Waits for a stdout line matching `pred`, failing early if the process exits.
@@ -105,20 +114,41 @@ impl Proc {
         res.map_err(|e| anyhow::anyhow!("{e:#}; {}'s stderr:\n{}", self.name, self.stderr_text()))
     }
 
-    /// Sends a signal (e.g. SIGTERM) without waiting.
+    /// Sends a signal (e.g. SIGTERM) without waiting; nothing once the child is reaped.
     pub fn signal(&self, sig: i32) {
+        if self.status.is_some() {
+            return;
+        }
         if let Ok(pid) = i32::try_from(self.child.id()) {
             // SAFETY: kill(2) on our own, not yet reaped child: the pid cannot be reused.
             unsafe { libc::kill(pid, sig) };
         }
     }
 
-    /// Waits up to `timeout` for the exit; None if it is still running.
+    /// Waits up to `timeout` for the exit; None if it is still running. After an exit, every
+    /// line the process wrote is in `stdout`/`stderr` (the readers are given up to 1 s to
+    /// reach EOF, which a descendant holding the pipe open would delay).
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        wait_until("exit", timeout, Duration::from_millis(20), || {
+        let status = wait_until("exit", timeout, Duration::from_millis(20), || {
             Ok(self.try_status())
         })
-        .ok()
+        .ok()?;
+        let drained = wait_until(
+            "EOF",
+            Duration::from_secs(1),
+            Duration::from_millis(5),
+            || {
+                Ok(self
+                    .readers
+                    .iter()
+                    .all(JoinHandle::is_finished)
+                    .then_some(()))
+            },
+        );
+        if drained.is_err() {
+            eprintln!("lab: {}'s output pipes stay open after its exit", self.name);
+        }
+        Some(status)
     }
 
     /// Kills (SIGKILL) and reaps; the returned status tells how it ended.
@@ -127,7 +157,8 @@ impl Proc {
             return Some(st);
         }
         let _ = self.child.kill();
-        self.child.wait().ok()
+        self.status = self.child.wait().ok();
+        self.status
     }
 }
 
@@ -138,9 +169,9 @@ impl Drop for Proc {
 }
 
 /// Reads a pipe line by line on a thread; the thread ends at EOF (when the process exits).
-fn collect(pipe: Option<impl Read + Send + 'static>) -> Lines {
+fn collect(pipe: Option<impl Read + Send + 'static>) -> (Lines, Option<JoinHandle<()>>) {
     let lines: Lines = Arc::default();
-    if let Some(pipe) = pipe {
+    let reader = pipe.map(|pipe| {
         let sink = lines.clone();
         std::thread::spawn(move || {
             for text in BufReader::new(pipe).lines().map_while(Result::ok) {
@@ -151,7 +182,7 @@ fn collect(pipe: Option<impl Read + Send + 'static>) -> Lines {
                         text,
                     });
             }
-        });
-    }
-    lines
+        })
+    });
+    (lines, reader)
 }

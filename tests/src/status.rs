@@ -15,6 +15,8 @@ pub struct Status {
     pub endpoints: Vec<EndpointStatus>,
     /// Each watch target: `(target, state)`, e.g. `("cgroup /x/kubelet.service", "waiting")`.
     pub targets: Vec<(String, String)>,
+    /// Where they came from ("kubelet pid N --kubeconfig FILE", "--endpoint", ...).
+    pub endpoint_source: Option<String>,
 }
 
 /// One watched socket as the agent sees it.
@@ -82,6 +84,10 @@ impl Status {
                         .collect()
                 })
                 .unwrap_or_default(),
+            endpoint_source: v
+                .get("endpoint_source")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         })
     }
 

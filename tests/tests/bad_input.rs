@@ -32,8 +32,6 @@ fn run(wrap: &[&str], args: &[&str]) -> (Option<i32>, String) {
     if status.is_none() {
         p.kill();
     }
-    // Give the reader thread a moment to drain the pipe after the exit.
-    std::thread::sleep(Duration::from_millis(100));
     (status.and_then(|s| s.code()), p.stderr_text())
 }
 

@@ -1,14 +1,16 @@
 //! The capability set of packaging/lifeline.service, measured: the real agent, confined to
 //! `CAP_BPF` + `CAP_PERFMON` + `CAP_NET_ADMIN` (bounding set; nothing else, not even
-//! `CAP_SYS_ADMIN` or `CAP_SYS_RESOURCE`), attaches, detects a black hole and kills it.
+//! `CAP_SYS_ADMIN` or `CAP_SYS_RESOURCE`), attaches, detects a black hole and kills it; and
+//! finds the running kubelet's kubeconfig although it may not read kubelet's /proc/PID/ns.
 //! Its own process (one test per file) because it points `LIFELINE_BIN` at a wrapper.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
+use lifeline_tests::fake_kubelet::kubeconfig;
 use lifeline_tests::scenario::{Setup, blackhole_until_killed};
-use lifeline_tests::{Agent, TempDir, require_root};
+use lifeline_tests::{Agent, FakeKubelet, TempDir, require_root};
 
 const CAPS: &str = "+bpf,+perfmon,+net_admin";
 
@@ -45,5 +47,27 @@ fn three_capabilities_suffice() -> Result<()> {
             .join("\n")
     );
     blackhole_until_killed(&s, &agent, &client, Duration::from_secs(4))?;
+
+    // A kubelet with every capability: its /proc/PID/ns/net is out of reach without
+    // CAP_SYS_PTRACE, yet it is found in this network namespace (`check` runs discovery as
+    // `run` does).
+    let kubelet = FakeKubelet::start(&s.lab.client, &kubeconfig("https://198.51.100.2:6443"))?;
+    let cgroup = s.cgroup.path().to_str().context("utf-8")?;
+    let wrapper = wrapper.to_str().context("utf-8")?;
+    let mut check = s
+        .lab
+        .client
+        .command(wrapper, &["check", "--cgroup", cgroup]);
+    let out = lifeline_tests::cmd::output(&mut check)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("endpoint "))
+        .context("no endpoint row")?;
+    eprintln!("{row}");
+    assert!(
+        row.contains(" pass ") && row.ends_with(&kubelet.source()),
+        "{stdout}"
+    );
     Ok(())
 }

@@ -34,7 +34,6 @@ fn run_with(text: Option<&str>, args: &[&str]) -> (Option<i32>, String) {
     if status.is_none() {
         p.kill();
     }
-    std::thread::sleep(Duration::from_millis(100)); // let the reader drain the pipe
     (status.and_then(|s| s.code()), p.stderr_text())
 }
 

@@ -90,12 +90,14 @@ pub struct RunArgs {
 
     /// The API endpoint to follow, as NAME:PORT (repeatable). NAME is resolved (A and AAAA,
     /// CNAMEs followed, TTL honoured); an IP literal is a fixed set. Default: the `server:`
-    /// of --kubeconfig.
+    /// of kubelet's kubeconfig (see --kubeconfig).
     #[arg(long = "endpoint", value_name = "NAME:PORT", value_parser = parse_endpoint)]
     pub endpoints: Vec<(String, u16)>,
 
-    /// Kubelet's kubeconfig, read for the endpoint when no --endpoint is given (a missing
-    /// default file just means no endpoint) [default: /etc/kubernetes/kubelet.conf].
+    /// Kubelet's kubeconfig, read for the endpoint when no --endpoint is given. Default: the
+    /// one the running kubelet was given (its --kubeconfig, read from /proc), else the first
+    /// that exists of the distributions' places (kubeadm, EKS, kube-aws, k3s, RKE2); one
+    /// found but unusable is a warning. lifeline check names the file.
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
 

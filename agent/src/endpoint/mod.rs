@@ -2,8 +2,10 @@
 //! endpoint check that keeps lifeline from making an outage worse.
 
 mod connect;
+pub mod discover;
 pub mod guard;
 pub mod kubeconfig;
+mod kubelet;
 mod peers;
 mod refresh;
 mod resolve;
@@ -136,6 +138,8 @@ impl Endpoints {
 
 /// Everything the daemon needs to follow the endpoints.
 pub struct Follow {
+    /// Where the endpoints came from (`lifeline status` names it).
+    pub source: discover::Source,
     pub endpoints: Endpoints,
     pub prober: Prober,
     pub guard: Guard,

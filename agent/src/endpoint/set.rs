@@ -58,6 +58,16 @@ pub struct EndpointSet {
     pub last_error: Option<String>,
 }
 
+/// `NAME:PORT`, an IPv6 literal in brackets: how status and logs name an endpoint.
+#[must_use]
+pub fn name(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 impl EndpointSet {
     #[must_use]
     pub fn new(host: &str, port: u16) -> Self {
@@ -67,11 +77,7 @@ impl EndpointSet {
             .parse()
             .ok();
         let mut s = Self {
-            name: if host.contains(':') && !host.starts_with('[') {
-                format!("[{host}]:{port}")
-            } else {
-                format!("{host}:{port}")
-            },
+            name: name(host, port),
             host: host.to_owned(),
             port,
             fixed: literal.is_some(),

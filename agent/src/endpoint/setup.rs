@@ -1,32 +1,84 @@
 //! From the command line to a running endpoint follower.
 
-use std::{path::Path, sync::Arc};
+use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use tokio::sync::Notify;
 
-use super::{Endpoints, Follow, Guard, Prober, Refresh, Resolver, kubeconfig, spawn_refreshers};
+use super::{
+    Endpoints, Follow, Guard, Prober, Refresh, Resolver,
+    discover::{self, Source},
+    kubeconfig, spawn_refreshers,
+};
 use crate::cli::{OnOrphan, RunArgs};
 
-const DEFAULT_KUBECONFIG: &str = "/etc/kubernetes/kubelet.conf";
+/// The endpoints `run` follows, decided before anything is attached.
+#[derive(Debug)]
+pub enum Configured {
+    /// Endpoints, and where they came from.
+    Endpoints {
+        list: Vec<(String, u16)>,
+        source: Source,
+    },
+    /// No flag, no kubelet running, no well-known kubeconfig: a node without kubelet yet.
+    Nothing,
+    /// Discovery found a kubeconfig that cannot be used; `problem` is one line naming it.
+    /// The agent runs without an endpoint (the file is not the operator's input).
+    Unusable { source: Source, problem: String },
+}
 
-/// The endpoints to follow: `--endpoint`s, else the kubeconfig's server. A missing default
-/// kubeconfig means none (a node without kubelet yet); a bad or missing explicit one is an
-/// error.
+impl Configured {
+    /// The endpoints to follow (none unless `Endpoints`).
+    #[must_use]
+    pub fn list(&self) -> &[(String, u16)] {
+        match self {
+            Self::Endpoints { list, .. } => list,
+            Self::Nothing | Self::Unusable { .. } => &[],
+        }
+    }
+}
+
+/// `NAME:PORT, ...` as `lifeline status` names them.
+#[must_use]
+pub fn names(list: &[(String, u16)]) -> String {
+    let names: Vec<String> = list.iter().map(|(h, p)| super::set::name(h, *p)).collect();
+    names.join(", ")
+}
+
+/// The endpoints to follow: `--endpoint`s, else the `server:` of `--kubeconfig`, else of the
+/// kubeconfig discovery finds (`discover::find`). A bad explicit kubeconfig is an error; a bad
+/// discovered one is `Unusable`.
 ///
 /// # Errors
 /// When an explicit kubeconfig cannot be read or has no server URL.
-pub fn configured(args: &RunArgs) -> Result<Vec<(String, u16)>> {
+pub fn configured(args: &RunArgs) -> Result<Configured> {
     if !args.endpoints.is_empty() {
-        return Ok(args.endpoints.clone());
+        return Ok(Configured::Endpoints {
+            list: args.endpoints.clone(),
+            source: Source::EndpointFlag,
+        });
     }
-    match &args.kubeconfig {
-        Some(path) => Ok(vec![kubeconfig::server(path)?]),
-        None if Path::new(DEFAULT_KUBECONFIG).exists() => {
-            Ok(vec![kubeconfig::server(Path::new(DEFAULT_KUBECONFIG))?])
-        }
-        None => Ok(Vec::new()),
+    if let Some(path) = &args.kubeconfig {
+        return Ok(Configured::Endpoints {
+            list: vec![kubeconfig::server(path)?],
+            source: Source::KubeconfigFlag(path.clone()),
+        });
     }
+    let Some(source) = discover::find() else {
+        return Ok(Configured::Nothing);
+    };
+    Ok(match source.file().map(kubeconfig::server) {
+        Some(Ok(server)) => Configured::Endpoints {
+            list: vec![server],
+            source,
+        },
+        Some(Err(e)) => Configured::Unusable {
+            problem: format!("{e:#}"),
+            source,
+        },
+        // Discovery only finds files; a source without one has nothing to read.
+        None => Configured::Nothing,
+    })
 }
 
 /// Validates the refresh bounds before anything is attached.
@@ -48,13 +100,22 @@ pub fn check(args: &RunArgs) -> Result<()> {
 ///
 /// # Errors
 /// When the system's DNS configuration is needed and cannot be read.
-pub fn start(args: &RunArgs, list: &[(String, u16)], wake: &Arc<Notify>) -> Result<Option<Follow>> {
-    if list.is_empty() {
-        tracing::info!(
-            "no API endpoint configured (--endpoint, --kubeconfig): DNS following, peer probes and the healthy-endpoint check are off"
-        );
-        return Ok(None);
-    }
+pub fn start(args: &RunArgs, found: &Configured, wake: &Arc<Notify>) -> Result<Option<Follow>> {
+    const OFF: &str = "DNS following, peer probes and the healthy-endpoint check are off";
+    let (list, source) = match found {
+        Configured::Endpoints { list, source } => (list, source),
+        Configured::Nothing => {
+            tracing::info!(
+                "no API endpoint: no --endpoint or --kubeconfig, no kubelet with --kubeconfig running in this network namespace, no well-known kubeconfig; {OFF}"
+            );
+            return Ok(None);
+        }
+        Configured::Unusable { source, problem } => {
+            tracing::warn!(source = %source, "{problem} (found as {source}); no API endpoint: {OFF}");
+            return Ok(None);
+        }
+    };
+    tracing::info!(source = %source, "API endpoint {} from {source}", names(list));
     let endpoints = Endpoints::new(list);
     if endpoints
         .sets()
@@ -73,6 +134,7 @@ pub fn start(args: &RunArgs, list: &[(String, u16)], wake: &Arc<Notify>) -> Resu
         );
     }
     Ok(Some(Follow {
+        source: source.clone(),
         endpoints,
         prober: Prober::new(Arc::clone(wake)),
         guard: Guard::default(),

@@ -1,0 +1,81 @@
+//! A stand-in for kubelet as the agent's discovery sees it: a process whose comm is
+//! `kubelet`, with `--kubeconfig FILE` on its command line, in a network namespace.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+
+use crate::netns::NetNs;
+use crate::proc::Proc;
+use crate::util::{TempDir, wait_until};
+
+/// A copy of bash named `kubelet`. It only waits, with bash's `read -t` on a FIFO nobody
+/// writes: it spawns no child, ends by itself after 120 s, and is killed on drop.
+pub struct FakeKubelet {
+    pub proc: Proc,
+    /// The kubeconfig on its command line (absolute).
+    pub kubeconfig: PathBuf,
+    _dir: TempDir,
+}
+
+impl FakeKubelet {
+    /// Starts it in `ns` with a kubeconfig holding `kubeconfig`, and waits until its comm is
+    /// `kubelet` (nsenter has exec'd it).
+    ///
+    /// # Errors
+    /// When the files cannot be made or the process does not start.
+    pub fn start(ns: &NetNs, kubeconfig: &str) -> Result<Self> {
+        let dir = TempDir::new()?;
+        let bin = dir.path().join("kubelet");
+        std::fs::copy("/bin/bash", &bin).context("copy /bin/bash")?;
+        let fifo = dir.path().join("never-written");
+        crate::cmd::run(Command::new("mkfifo").arg(&fifo))?;
+        let file = dir.path().join("kubelet.conf");
+        std::fs::write(&file, kubeconfig)?;
+        let s = |p: &Path| p.to_str().map(str::to_owned).context("utf-8 path");
+        let (bin_s, fifo_s, file_s) = (s(&bin)?, s(&fifo)?, s(&file)?);
+        let script = r#"read -t 120 _ <> "$1""#;
+        let argv = ["-c", script, "kubelet", &fifo_s, "--kubeconfig", &file_s];
+        let mut proc = Proc::spawn("fake kubelet", ns.command(&bin_s, &argv))?;
+        let comm = format!("/proc/{}/comm", proc.pid());
+        wait_until(
+            "the fake kubelet's exec",
+            Duration::from_secs(5),
+            Duration::from_millis(10),
+            || {
+                ensure!(
+                    proc.try_status().is_none(),
+                    "the fake kubelet exited: {}",
+                    proc.stderr_text()
+                );
+                let comm = std::fs::read_to_string(&comm).unwrap_or_default();
+                Ok((comm == "kubelet\n").then_some(()))
+            },
+        )?;
+        Ok(Self {
+            proc,
+            kubeconfig: file,
+            _dir: dir,
+        })
+    }
+
+    /// How the agent names this kubeconfig's source: `kubelet pid N --kubeconfig FILE`.
+    #[must_use]
+    pub fn source(&self) -> String {
+        format!(
+            "kubelet pid {} --kubeconfig {}",
+            self.proc.pid(),
+            self.kubeconfig.display()
+        )
+    }
+}
+
+/// A kubeconfig with one cluster whose server is `server` (a URL).
+#[must_use]
+pub fn kubeconfig(server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: AAAA\n    server: {server}\n  name: default-cluster\ncurrent-context: default\n"
+    )
+}
