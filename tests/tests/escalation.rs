@@ -150,17 +150,7 @@ fn recovery_after_kill_does_not_restart() -> Result<()> {
     let port = wait_connection(&m, 1)?;
     let a = agent(&lab, &m, &["--escalate-after", "3s"])?;
 
-    let _fault = lab.blackhole_flow(port)?;
-    wait_until(
-        "the kill",
-        Duration::from_secs(30),
-        Duration::from_millis(100),
-        || {
-            Ok(a.decisions()
-                .into_iter()
-                .find(|d| d.action == "kill" && d.is_for_port(port)))
-        },
-    )?;
+    blackhole_is_killed(&lab, &a, port, Duration::from_secs(30))?;
     wait_connection(&m, 2)?;
     std::thread::sleep(Duration::from_secs(6)); // twice --escalate-after
     assert!(
