@@ -30,7 +30,7 @@ pub fn wait_watched(a: &Agent, port: u16, within: Duration) -> Result<StatusSock
 }
 
 /// Asserts the socket was recorded by `sock_ops` at its handshake (watched from its first
-/// SYN, not found later by the sock_diag adoption) and belongs to `pid`.
+/// SYN, not found later by the `sock_diag` adoption) and belongs to `pid`.
 ///
 /// # Errors
 /// When either is not so.
