@@ -5,24 +5,33 @@ use std::time::Duration;
 
 use lifeline_tests::{AgentArgs, ApiLab, api};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The rows. The doc comments are `--scenario`'s help; its values are the kebab-case names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
-    /// api1 vanishes (every packet to and from it dropped); api2 still in DNS.
+    /// api1 vanishes (every packet to and from it dropped), api2 still in DNS; 1 s heartbeats
+    #[value(name = "peer-gone-1s")]
     PeerGone1s,
+    /// The same with 10 s heartbeats
+    #[value(name = "peer-gone-10s")]
     PeerGone10s,
-    /// Only this flow is dropped; api1 still accepts new connections.
+    /// Only the client's flow is dropped; api1 still accepts new connections
     FlowOnly,
-    /// A watch stream that carries nothing, its flow dropped.
+    /// flow-only for kubelet.service, the agent targeting the unit's cgroup: the unit is
+    /// restarted once the agent is ready (systemd re-creates its cgroup), then its new
+    /// connection's flow is dropped
+    RestartedFlowOnly,
+    /// A watch stream that carries nothing, its flow dropped
     IdleWatch,
-    /// DNS moves from api1 to api2 and api1 vanishes; the client only watches.
+    /// DNS moves from api1 to api2 and api1 vanishes; the client only watches
     ElbRotation,
 }
 
 impl Scenario {
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::PeerGone1s,
         Self::PeerGone10s,
         Self::FlowOnly,
+        Self::RestartedFlowOnly,
         Self::IdleWatch,
         Self::ElbRotation,
     ];
@@ -32,6 +41,9 @@ impl Scenario {
             Self::PeerGone1s => "black hole, 1 s heartbeats",
             Self::PeerGone10s => "black hole, 10 s heartbeats",
             Self::FlowOnly => "flow-only black hole, 1 s heartbeats",
+            Self::RestartedFlowOnly => {
+                "kubelet restarted, then its new connection black-holed (flow only, 1 s heartbeats)"
+            }
             Self::IdleWatch => "idle watch, flow black-holed",
             Self::ElbRotation => "ELB rotation, idle watch",
         }
@@ -42,6 +54,7 @@ impl Scenario {
             Self::PeerGone1s => "peer gone 1s",
             Self::PeerGone10s => "peer gone 10s",
             Self::FlowOnly => "flow only",
+            Self::RestartedFlowOnly => "restarted, flow only",
             Self::IdleWatch => "idle watch",
             Self::ElbRotation => "ELB rotation",
         }
@@ -50,7 +63,9 @@ impl Scenario {
     /// The heartbeat interval; None: an idle watch stream.
     pub fn heartbeat(self) -> Option<Duration> {
         match self {
-            Self::PeerGone1s | Self::FlowOnly => Some(Duration::from_secs(1)),
+            Self::PeerGone1s | Self::FlowOnly | Self::RestartedFlowOnly => {
+                Some(Duration::from_secs(1))
+            }
             Self::PeerGone10s => Some(Duration::from_secs(10)),
             Self::IdleWatch | Self::ElbRotation => None,
         }
@@ -62,6 +77,36 @@ impl Scenario {
         match self {
             Self::PeerGone1s | Self::PeerGone10s => vec![api(1, false), api(2, false)],
             _ => vec![api(1, false)],
+        }
+    }
+
+    /// The client runs as `kubelet.service` of its own systemd manager, restarted once the
+    /// agent is ready (one client per lab).
+    pub fn restarts_unit(self) -> bool {
+        self == Self::RestartedFlowOnly
+    }
+
+    /// The contenders of this row. What the restart changes is which cgroup kubelet's
+    /// sockets are born in, which only an agent that selects sockets by cgroup can get
+    /// wrong: so that row compares the agent at its defaults with the kernel alone. (Client
+    /// options act per socket whatever the cgroup; the dig script restarts the client
+    /// itself, which for a unit would be a `systemctl restart`.)
+    pub fn contenders(self) -> &'static [Contender] {
+        if self.restarts_unit() {
+            &[Contender::NoAgent, Contender::Lifeline]
+        } else {
+            &Contender::ALL
+        }
+    }
+
+    /// Trials per cell unless `--trials` says otherwise. The restarted row runs one trial
+    /// per lab (a manager and a unit each), its kernel-defaults labs sitting out the cap:
+    /// half the trials keep the full bench within its time and still give a p90.
+    pub fn default_trials(self, quick: bool) -> usize {
+        match (quick, self.restarts_unit()) {
+            (true, _) => 3,
+            (false, true) => 10,
+            (false, false) => 20,
         }
     }
 
@@ -139,13 +184,44 @@ impl Contender {
     /// kills every socket to it once any one of them shows trouble: trials sharing its lab
     /// would not be independent (the first client to send would detect for all), so each
     /// runs alone.
+    /// A restarted unit's lab holds one client: its unit.
     pub fn clients_per_lab(self, scenario: Scenario, quick: bool) -> usize {
         let peer_gone = matches!(scenario, Scenario::PeerGone1s | Scenario::PeerGone10s);
         match (quick, self.agent().is_some()) {
+            _ if scenario.restarts_unit() => 1,
             (_, true) if peer_gone => 1,
             (true, _) => 3,
             (false, true) => 5,
             (false, false) => 10,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum as _;
+
+    use super::Scenario;
+
+    /// `cargo xtask bench --help` lists the rows by hand (xtask cannot depend on this crate).
+    #[test]
+    fn xtask_usage_names_every_row() {
+        let source = include_str!("../../xtask/src/main.rs");
+        let usage = source
+            .split_once("const USAGE: &str = \"")
+            .and_then(|(_, rest)| rest.split_once("\";"))
+            .expect("xtask's USAGE")
+            .0;
+        let words: Vec<&str> = usage
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .collect();
+        for s in Scenario::value_variants() {
+            let name = s.to_possible_value().expect("no skipped rows");
+            assert!(
+                words.contains(&name.get_name()),
+                "xtask's usage does not name the row {}",
+                name.get_name()
+            );
         }
     }
 }

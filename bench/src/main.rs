@@ -1,7 +1,8 @@
-//! lab-bench: `cargo xtask bench [--quick]` (as root, `LIFELINE_BIN` set). Measures lifeline
-//! against the alternatives on the same faults in the lab, then its cost and its scale, and
-//! writes docs/BENCHMARKS.md with the chart docs/bench-outage.svg (`--quick`: under
-//! target/bench/, so a smoke run never replaces the full run's numbers).
+//! lab-bench: `cargo xtask bench [--quick] [--trials N] [--scenario A,B]` (as root,
+//! `LIFELINE_BIN` set). Measures lifeline against the alternatives on the same faults in the
+//! lab, then its cost and its scale, and writes docs/BENCHMARKS.md with the chart
+//! docs/bench-outage.svg (`--quick` or `--scenario`: under target/bench/, so a smoke run or
+//! a few rows never replace the full run's numbers).
 //!
 //! The `hold`, `sink` and `churn` subcommands are the bench's own socket helpers, started
 //! by the bench inside its namespaces.
@@ -35,22 +36,25 @@ use clap::Parser;
 #[derive(Parser)]
 #[command(about = "lifeline benchmarks (root only; run through `cargo xtask bench`)")]
 struct Args {
-    /// 3 trials per cell and shorter cost runs (a smoke run, under 10 minutes).
+    /// 3 trials per cell, a 60 s cap and shorter cost runs (a smoke run, under 10 minutes).
     #[arg(long)]
     quick: bool,
-    /// Trials per cell (default 20, or 3 with --quick).
-    #[arg(long)]
-    trials: Option<usize>,
+    /// Trials per cell (default 20, 10 for restarted-flow-only; 3 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=200))]
+    trials: Option<u16>,
     /// Labs run side by side.
-    #[arg(long, default_value_t = 5)]
-    jobs: usize,
-    /// Only these scenarios (comma-separated short names' first words), for development.
-    #[arg(long)]
-    only: Option<String>,
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=16))]
+    jobs: u16,
+    /// Only these rows (comma-separated): no targets, cost or scale, and the document (with
+    /// only these rows) goes under target/bench/ unless --out says otherwise; its tables are
+    /// also printed.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    scenario: Vec<cells::Scenario>,
     /// Skip the cost and scale parts (for development).
     #[arg(long)]
     matrix_only: bool,
-    /// Where to write BENCHMARKS.md and the chart.
+    /// Where to write BENCHMARKS.md and the chart (default docs/; target/bench/ with --quick
+    /// or --scenario).
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(subcommand)]
@@ -80,29 +84,24 @@ fn main() -> ExitCode {
 
 fn bench(args: &Args) -> anyhow::Result<()> {
     let start = Instant::now();
-    let trials = args.trials.unwrap_or(if args.quick { 3 } else { 20 });
     // The quick run's cap is shorter: it only has to show the shape, in under 10 minutes.
     let cap = Duration::from_secs(if args.quick { 60 } else { 120 });
     let scenarios = cells::Scenario::ALL
         .into_iter()
-        .filter(|s| {
-            args.only
-                .as_ref()
-                .is_none_or(|o| o.split(',').any(|w| s.short().starts_with(w.trim())))
-        })
+        .filter(|s| args.scenario.is_empty() || args.scenario.contains(s))
         .collect();
     let plan = matrix::Plan {
-        trials,
+        trials: args.trials.map(usize::from),
         quick: args.quick,
         cap,
-        workers: args.jobs,
+        workers: args.jobs.into(),
         scenarios,
     };
     let (cells, busy_pct) = matrix::run_matrix(&plan);
     pool::check_interrupted()?; // Ctrl-C: stop here, and write no half document
     // A failing part is reported in the document; it never throws the matrix away.
     let mut failures = Vec::new();
-    let (cost, scale) = if args.matrix_only {
+    let (cost, scale) = if args.matrix_only || plan.is_subset() {
         (None, None)
     } else {
         let cost = cost::run(args.quick)
@@ -112,7 +111,7 @@ fn bench(args: &Args) -> anyhow::Result<()> {
     };
     let out = args.out.clone().unwrap_or_else(|| {
         let ws = lifeline_tests::paths::workspace();
-        if args.quick {
+        if args.quick || plan.is_subset() {
             ws.join("target/bench")
         } else {
             ws.join("docs")
@@ -133,6 +132,9 @@ fn bench(args: &Args) -> anyhow::Result<()> {
     };
     let path = out.join("BENCHMARKS.md");
     report::write(&path, &doc)?;
+    if plan.is_subset() {
+        print!("\n{}", report::matrix_text(&doc)?);
+    }
     println!(
         "lab-bench: wrote {} in {:.1} min",
         path.display(),

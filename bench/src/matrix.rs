@@ -1,4 +1,4 @@
-//! The comparison matrix: every scenario against every contender, `trials` each, split into
+//! The comparison matrix: every scenario against its contenders, `trials` each, split into
 //! labs of a few clients that run side by side.
 
 use std::time::{Duration, Instant};
@@ -17,11 +17,46 @@ pub struct Cell {
 }
 
 pub struct Plan {
-    pub trials: usize,
+    /// `--trials`; None: each scenario's default.
+    pub trials: Option<usize>,
     pub quick: bool,
     pub cap: Duration,
     pub workers: usize,
     pub scenarios: Vec<Scenario>,
+}
+
+impl Plan {
+    pub fn trials(&self, scenario: Scenario) -> usize {
+        self.trials
+            .unwrap_or_else(|| scenario.default_trials(self.quick))
+    }
+
+    /// Whether only some rows run (`--scenario`): no targets, no cost, no scale.
+    pub fn is_subset(&self) -> bool {
+        Scenario::ALL.iter().any(|s| !self.scenarios.contains(s))
+    }
+
+    /// "20 trials per cell", with the rows that run fewer named.
+    pub fn trials_text(&self) -> String {
+        let counts: Vec<usize> = self.scenarios.iter().map(|&s| self.trials(s)).collect();
+        let most = counts
+            .iter()
+            .copied()
+            .max_by_key(|n| counts.iter().filter(|m| *m == n).count())
+            .unwrap_or(0);
+        let others: Vec<String> = self
+            .scenarios
+            .iter()
+            .zip(&counts)
+            .filter(|(_, n)| **n != most)
+            .map(|(s, n)| format!("{n} for \"{}\"", s.name()))
+            .collect();
+        if others.is_empty() {
+            format!("{most} trials per cell")
+        } else {
+            format!("{most} trials per cell ({})", others.join(", "))
+        }
+    }
 }
 
 /// The labs of every cell; the slow ones (contenders that may sit out the whole cap) first,
@@ -29,9 +64,9 @@ pub struct Plan {
 fn jobs(plan: &Plan) -> Vec<LabJob> {
     let mut jobs = Vec::new();
     for &scenario in &plan.scenarios {
-        for contender in Contender::ALL {
+        for &contender in scenario.contenders() {
             let k = contender.clients_per_lab(scenario, plan.quick);
-            let mut left = plan.trials;
+            let mut left = plan.trials(scenario);
             while left > 0 {
                 let clients = left.min(k);
                 jobs.push(LabJob {
@@ -57,8 +92,8 @@ pub fn run_matrix(plan: &Plan) -> (Vec<Cell>, f64) {
     let start = Instant::now();
     let mut finished = 0;
     println!(
-        "matrix: {total} labs ({} trials per cell), {} at a time, cap {} s",
-        plan.trials,
+        "matrix: {total} labs ({}), {} at a time, cap {} s",
+        plan.trials_text(),
         plan.workers,
         plan.cap.as_secs()
     );

@@ -6,17 +6,31 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use anyhow::{Context, Result};
 use lifeline_tests::client::ClientEvent;
-use lifeline_tests::kube::outage;
-use lifeline_tests::{Agent, Client};
+use lifeline_tests::kube::{Connection, connections, outage};
+use lifeline_tests::kubelet_unit;
+use lifeline_tests::systemd::UserManager;
+use lifeline_tests::{Agent, Client, wait_until};
 
 use crate::cells::Scenario;
 
-/// One trial: the client and, when the dig script restarted it, its successors.
+/// One trial: the client and, when the dig script restarted it, its successors; or the
+/// client of a `kubelet.service` unit.
 pub struct Slot {
-    pub gens: Vec<Client>,
+    pub source: Source,
     pub fault_ms: u64,
     pub restarted_ms: Option<u64>,
+}
+
+/// Where a trial's client runs.
+pub enum Source {
+    /// Started by the bench; after the first, the dig script's restarts of it.
+    Procs(Vec<Client>),
+    /// `kubelet.service` of its own manager (dropped with the slot: the unit stops and the
+    /// manager's cgroups go). Its events are read from the unit's output: the process
+    /// restarted at `since_ms`.
+    Unit { manager: UserManager, since_ms: u64 },
 }
 
 /// Milliseconds; None: not within the cap.
@@ -37,8 +51,12 @@ pub fn success_kind(scenario: Scenario) -> &'static str {
 
 impl Slot {
     pub fn new(client: Client) -> Self {
+        Self::of(Source::Procs(vec![client]))
+    }
+
+    pub fn of(source: Source) -> Self {
         Self {
-            gens: vec![client],
+            source,
             fault_ms: 0,
             restarted_ms: None,
         }
@@ -46,9 +64,60 @@ impl Slot {
 
     /// Every generation's events, in time order.
     fn events(&self) -> Vec<ClientEvent> {
-        let mut all: Vec<ClientEvent> = self.gens.iter().flat_map(Client::events).collect();
-        all.sort_by_key(|e| e.mono_ms);
-        all
+        match &self.source {
+            Source::Procs(gens) => {
+                let mut all: Vec<ClientEvent> = gens.iter().flat_map(Client::events).collect();
+                all.sort_by_key(|e| e.mono_ms);
+                all
+            }
+            Source::Unit { .. } => self.first_events(),
+        }
+    }
+
+    /// The events of the client that met the fault (its first generation).
+    fn first_events(&self) -> Vec<ClientEvent> {
+        match &self.source {
+            Source::Procs(gens) => gens.first().map(Client::events).unwrap_or_default(),
+            Source::Unit { manager, since_ms } => {
+                // The restarted process's events begin with its first connection: the old
+                // one, until systemd stopped it, could only report more heartbeats.
+                let all = kubelet_unit::events(manager);
+                let new = all
+                    .iter()
+                    .position(|e| e.mono_ms >= *since_ms && e.event == "connected");
+                new.map(|i| all[i..].to_vec()).unwrap_or_default()
+            }
+        }
+    }
+
+    /// The connections of the client that met the fault, oldest first.
+    pub fn connections(&self) -> Vec<Connection> {
+        connections(&self.first_events())
+    }
+
+    /// Waits (bounded) for the first client's event matching `pred`.
+    pub fn wait_event(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&ClientEvent) -> bool,
+    ) -> Result<ClientEvent> {
+        if let Source::Procs(gens) = &self.source
+            && let Some(client) = gens.first()
+        {
+            return client.wait_event(what, timeout, pred); // with the client's stderr
+        }
+        wait_until(what, timeout, Duration::from_millis(20), || {
+            Ok(self.first_events().into_iter().find(&pred))
+        })
+        .with_context(|| {
+            let seen: Vec<String> = self
+                .first_events()
+                .iter()
+                .map(|e| e.raw.to_string())
+                .collect();
+            format!("client events: {}", seen.join("\n"))
+        })
     }
 
     /// Back: a success on a connection made after the fault.
@@ -61,8 +130,8 @@ impl Slot {
     pub fn result(&self, scenario: Scenario, cap: Duration) -> TrialResult {
         let cap_ms = u64::try_from(cap.as_millis()).unwrap_or(u64::MAX);
         let within = |ms: u64| Some(ms).filter(|&m| m <= cap_ms);
-        let failed = self.gens[0]
-            .events()
+        let failed = self
+            .first_events()
             .into_iter()
             .find(|e| (e.event == "error" || e.event == "eof") && e.mono_ms >= self.fault_ms)
             .map(|e| e.mono_ms);

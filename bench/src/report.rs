@@ -34,8 +34,11 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
         .unwrap_or_else(|| "\n## Analysis\n\n(none yet)\n".into());
     let mut s = String::new();
     header(&mut s, d)?;
-    matrix(&mut s, d)?;
-    crate::report_more::targets(&mut s, d.cells, d.cost)?;
+    s.push_str(&matrix_text(d)?);
+    // The targets speak of every row: a run of a few rows leaves them to the full run.
+    if !d.plan.is_subset() {
+        crate::report_more::targets(&mut s, d.cells, d.cost)?;
+    }
     for f in &d.failures {
         writeln!(s, "**Failed**: {}\n", f.replace('\n', " "))?;
     }
@@ -81,20 +84,41 @@ fn header(s: &mut String, d: &Doc) -> Result<()> {
         s,
         "\nEach trial is one kubelet-like client (`kube-client`: HTTP/2 to `api.lab.test:6443`, \
         resolved through the lab's dnsmasq, TTL 5 s; re-resolves and re-dials on error) in an endpoint lab \
-        of its own namespaces. {} trials per cell, labs of 1 to 10 clients (a lifeline trial \
+        of its own namespaces. {}, labs of 1 to 10 clients (a lifeline trial \
         of a peer-gone scenario runs alone: the dead-peer kill covers every socket to the peer), {} labs side by side; a trial ends \
         when the client is back or after {} s (`> {}`). **Detection**: fault start to the client's \
         connection gone (its first error, or the dig script killing it). **Outage**: last good \
         heartbeat before the fault to the first good one on a new connection (for an idle watch, \
         from the fault to the first watch event on a new connection). The machine was {:.0} % \
         busy (all cores) while the labs ran.\n",
-        d.plan.trials,
+        d.plan.trials_text(),
         d.plan.workers,
         d.plan.cap.as_secs(),
         d.plan.cap.as_secs(),
         d.busy_pct
     )?;
+    if d.plan.scenarios.contains(&Scenario::RestartedFlowOnly) {
+        writeln!(
+            s,
+            "In the row \"{}\" the client is `kubelet.service` of a `systemd --user` manager of \
+            its own (one per lab, so one trial per lab): it connects, the agent starts targeting exactly \
+            that unit's cgroup (`--cgroup .../kubelet.service`, plus the endpoint and the lab's DNS), and \
+            once the agent is ready the unit is restarted (`systemctl --user restart`: systemd deletes \
+            the cgroup and makes a new one); the restarted client's new connection then gets the \
+            flow-only black hole, measured as in the flow-only row. Only kernel defaults and lifeline \
+            at its defaults run it: the restart changes which cgroup kubelet's sockets are born in, \
+            which client options do not look at.\n",
+            Scenario::RestartedFlowOnly.name()
+        )?;
+    }
     Ok(())
+}
+
+/// The detection and outage tables (also printed by a run of a few rows).
+pub fn matrix_text(d: &Doc) -> Result<String> {
+    let mut s = String::new();
+    matrix(&mut s, d)?;
+    Ok(s)
 }
 
 fn matrix(s: &mut String, d: &Doc) -> Result<()> {

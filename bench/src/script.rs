@@ -9,7 +9,7 @@ use lifeline_tests::apilab::DNS_V4;
 use lifeline_tests::dnsquery::lookup;
 use lifeline_tests::{API_NAME, ApiLab, mono_ms};
 
-use crate::measure::Slot;
+use crate::measure::{Slot, Source};
 
 const EVERY_MS: u64 = 3000;
 
@@ -41,12 +41,16 @@ impl DigScript {
         self.known = Some(now_set);
         let command: Vec<&str> = args.iter().map(String::as_str).collect();
         for slot in slots {
-            if let Some(old) = slot.gens.last_mut() {
+            // The script restarts processes it started; a unit is not its to restart.
+            let Source::Procs(gens) = &mut slot.source else {
+                continue;
+            };
+            if let Some(old) = gens.last_mut() {
                 old.proc.kill();
             }
             slot.restarted_ms.get_or_insert_with(mono_ms);
             match lab.kube_client(&command) {
-                Ok(c) => slot.gens.push(c),
+                Ok(c) => gens.push(c),
                 Err(e) => eprintln!("lab-bench: dig script: the restarted client failed: {e:#}"),
             }
         }

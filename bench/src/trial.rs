@@ -1,15 +1,20 @@
 //! One lab of one cell: an endpoint lab (api1..3, dnsmasq), the contender (an agent, client
 //! options or the dig script), `k` kube-clients side by side, the scenario's fault, then a
-//! bounded wait until every client is back or the cap is reached.
+//! bounded wait until every client is back or the cap is reached. For the restarted row the
+//! one kube-client is `kubelet.service` of a systemd manager, started before the agent and
+//! restarted once it is ready, and the agent targets exactly that unit's cgroup.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use lifeline_tests::kube::Connection;
-use lifeline_tests::{Agent, ApiLab, api, mono_ms};
+use lifeline_tests::kubelet_unit;
+use lifeline_tests::systemd::UserManager;
+use lifeline_tests::watched::{assert_watched_from_start, wait_watched};
+use lifeline_tests::{Agent, ApiLab, api, mono_ms, wait_until};
 
 use crate::cells::{Contender, Scenario};
-use crate::measure::{Slot, TrialResult};
+use crate::measure::{Slot, Source, TrialResult};
 use crate::script::DigScript;
 
 /// What one lab runs.
@@ -30,16 +35,35 @@ pub struct LabOutcome {
 /// Runs the lab. Everything it creates is a guard dropped before it returns.
 pub fn run(job: &LabJob) -> Result<LabOutcome> {
     let lab = ApiLab::new(&job.scenario.initial_dns())?;
+    let args = client_args(job);
+    // kubelet.service runs before the agent starts, as on a node.
+    let manager = if job.scenario.restarts_unit() {
+        Some(start_unit(&lab, &args)?)
+    } else {
+        None
+    };
     let agent = match job.contender.agent() {
-        Some(args) => {
-            let mut a = Agent::start_with(&lab.lab, &lab.cgroup, &args)?;
+        Some(agent_args) => {
+            let target = manager
+                .as_ref()
+                .map_or_else(|| lab.cgroup.path().to_owned(), kubelet_unit::cgroup_dir);
+            let mut a = Agent::start_targets(&lab.lab, &[&target], &agent_args)?;
             a.wait_ready(Duration::from_mins(1))?;
             Some(a)
         }
         None => None,
     };
-    let args = client_args(job);
-    let mut slots = start_clients(&lab, job, &args)?;
+    let mut slots = match manager {
+        Some(m) => vec![restart_unit(m)?],
+        None => start_clients(&lab, job, &args)?,
+    };
+    check_started(job, &slots)?;
+    let mut agent_notes = Vec::new();
+    if let (Some(a), Some(Source::Unit { manager, .. })) =
+        (&agent, slots.first().map(|s| &s.source))
+    {
+        agent_notes.push(restarted_watched(a, manager, &slots[0]));
+    }
     let mut script = (job.contender == Contender::DigScript).then(|| DigScript::new(&lab));
     // Strike at a random moment of the heartbeat cycle, as a real fault would: with a single
     // client the start-up stagger alone would always hit the same phase.
@@ -63,16 +87,62 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
         .iter()
         .map(|s| s.result(job.scenario, job.cap))
         .collect();
-    let agent_notes = agent
-        .as_ref()
-        .map(crate::measure::agent_notes)
-        .unwrap_or_default();
-    drop(slots); // clients first, then the agent, then the lab's namespaces
+    if let Some(a) = &agent {
+        agent_notes.extend(crate::measure::agent_notes(a));
+    }
+    drop(slots); // clients (and a unit's manager) first, then the agent, then the namespaces
     drop(agent);
     Ok(LabOutcome {
         trials,
         agent_notes,
     })
+}
+
+/// A systemd manager running `kubelet.service` as the scenario's kube-client, connected.
+fn start_unit(lab: &ApiLab, args: &[String]) -> Result<UserManager> {
+    let m = UserManager::start()?;
+    let command: Vec<&str> = args.iter().map(String::as_str).collect();
+    kubelet_unit::install_kube_client(&m, lab, &command)?;
+    kubelet_unit::start_installed(&m)?;
+    wait_until(
+        "kubelet.service's client to connect",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        || {
+            let events = kubelet_unit::events(&m);
+            Ok(events.iter().any(|e| e.event == "connected").then_some(()))
+        },
+    )?;
+    Ok(m)
+}
+
+/// `systemctl --user restart kubelet.service` (systemd deletes the unit's cgroup and makes a
+/// new one); the trial is the restarted client.
+fn restart_unit(m: UserManager) -> Result<Slot> {
+    let since_ms = mono_ms();
+    m.systemctl(&["restart", kubelet_unit::UNIT])?;
+    Ok(Slot::of(Source::Unit {
+        manager: m,
+        since_ms,
+    }))
+}
+
+/// Whether the restarted client's connection is watched from its first SYN by the agent
+/// (as a note: a trial that is not still measures what it measures).
+fn restarted_watched(a: &Agent, m: &UserManager, slot: &Slot) -> String {
+    let checked = slot
+        .connections()
+        .first()
+        .context("no connection")
+        .and_then(|c| wait_watched(a, c.local_port, Duration::from_secs(10)))
+        .and_then(|sock| assert_watched_from_start(&sock, kubelet_unit::main_pid(m)?));
+    match checked {
+        Ok(()) => "restarted kubelet watched from its SYN x1".into(),
+        Err(e) => {
+            eprintln!("lab-bench: the restarted kubelet's connection: {e:#}");
+            "restarted kubelet NOT watched from its SYN x1".into()
+        }
+    }
 }
 
 fn client_args(job: &LabJob) -> Vec<String> {
@@ -81,8 +151,7 @@ fn client_args(job: &LabJob) -> Vec<String> {
     args
 }
 
-/// Starts the clients spread over one heartbeat interval, so their phases differ, and waits
-/// for each one's first success (the "last good" before the fault needs one).
+/// Starts the clients spread over one heartbeat interval, so their phases differ.
 fn start_clients(lab: &ApiLab, job: &LabJob, args: &[String]) -> Result<Vec<Slot>> {
     let spread = job
         .scenario
@@ -95,18 +164,24 @@ fn start_clients(lab: &ApiLab, job: &LabJob, args: &[String]) -> Result<Vec<Slot
         slots.push(Slot::new(lab.kube_client(&command)?));
         std::thread::sleep(gap);
     }
+    Ok(slots)
+}
+
+/// Waits for each client's first success (the "last good" before the fault needs one) and
+/// checks it is on api1.
+fn check_started(job: &LabJob, slots: &[Slot]) -> Result<()> {
     let kind = crate::measure::success_kind(job.scenario);
-    for s in &slots {
-        s.gens[0].wait_event("a first success", Duration::from_secs(20), |e| {
+    for s in slots {
+        s.wait_event("a first success", Duration::from_secs(20), |e| {
             e.event == kind
         })?;
-        let on: Option<Connection> = s.gens[0].current();
+        let on: Option<Connection> = s.connections().last().copied();
         anyhow::ensure!(
             on.is_some_and(|c| c.peer.ip() == api(1, false)),
             "a client is not on api1: {on:?}"
         );
     }
-    Ok(slots)
+    Ok(())
 }
 
 /// The scenario's fault; each slot records when its own fault began.
@@ -119,9 +194,10 @@ fn inject(lab: &ApiLab, scenario: Scenario, slots: &mut [Slot]) -> Result<()> {
                 s.fault_ms = now;
             }
         }
-        Scenario::FlowOnly | Scenario::IdleWatch => {
+        Scenario::FlowOnly | Scenario::RestartedFlowOnly | Scenario::IdleWatch => {
             for s in slots.iter_mut() {
-                let port = s.gens[0].local_port().context("client port")?;
+                let first = s.connections().first().map(|c| c.local_port);
+                let port = first.context("client port")?;
                 s.fault_ms = mono_ms();
                 let _rules = lab.lab.blackhole_flow(port)?;
             }

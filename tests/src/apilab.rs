@@ -108,10 +108,19 @@ impl ApiLab {
     /// # Errors
     /// When it cannot start or connect within 15 s.
     pub fn kube_client_via(&self, dns: IpAddr, extra: &[&str]) -> Result<Client> {
-        let dns = dns.to_string();
-        let mut args = vec!["--server", API_NAME, "--dns-server", &dns];
-        args.extend_from_slice(extra);
+        let args = Self::kube_client_args(dns, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Client::start_bin("kube-client", &self.lab, Some(&self.cgroup), &args)
+    }
+
+    /// `kube-client`'s arguments in this lab: `API_NAME` through dnsmasq at `dns`, then
+    /// `extra` (also what a `kubelet.service` unit runs, see `kubelet_unit`).
+    #[must_use]
+    pub fn kube_client_args(dns: IpAddr, extra: &[&str]) -> Vec<String> {
+        let mut args = vec!["--server".to_owned(), API_NAME.to_owned()];
+        args.extend(["--dns-server".to_owned(), dns.to_string()]);
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        args
     }
 
     /// The agent's arguments for this lab: the endpoint and the lab's DNS server (IPv4),

@@ -17,17 +17,7 @@ impl Client {
     /// Every connection so far, in order (`connected` events).
     #[must_use]
     pub fn connections(&self) -> Vec<Connection> {
-        self.events()
-            .iter()
-            .filter(|e| e.event == "connected")
-            .filter_map(|e| {
-                Some(Connection {
-                    mono_ms: e.mono_ms,
-                    peer: e.raw.get("peer")?.as_str()?.parse().ok()?,
-                    local_port: e.local_port?,
-                })
-            })
-            .collect()
+        connections(&self.events())
     }
 
     /// The connection it is on now (the latest one).
@@ -44,6 +34,23 @@ impl Client {
             .filter(|e| e.event == kind && e.mono_ms > ms)
             .collect()
     }
+}
+
+/// Every connection in a client's events (`connected`), in order: also for a client whose
+/// events are read from elsewhere (a systemd unit's output, `kubelet_unit::events`).
+#[must_use]
+pub fn connections(events: &[ClientEvent]) -> Vec<Connection> {
+    events
+        .iter()
+        .filter(|e| e.event == "connected")
+        .filter_map(|e| {
+            Some(Connection {
+                mono_ms: e.mono_ms,
+                peer: e.raw.get("peer")?.as_str()?.parse().ok()?,
+                local_port: e.local_port?,
+            })
+        })
+        .collect()
 }
 
 /// The outage around a fault at `fault_ms`, from the client's events of kind `kind`

@@ -1,12 +1,15 @@
 //! A `kubelet.service` unit under the test's systemd manager whose process is the lab's
 //! client (heartbeats to the lab server from the client namespace), for the escalation
-//! scenarios: lifeline restarts this unit over D-Bus.
+//! scenarios: lifeline restarts this unit over D-Bus. Or the endpoint lab's `kube-client`
+//! (`install_kube_client`), for the benchmark's restarted-kubelet row.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde_json::Value;
 
+use crate::apilab::{ApiLab, DNS_V4};
+use crate::client::ClientEvent;
 use crate::lab::Lab;
 use crate::paths::fixture;
 use crate::systemd::UserManager;
@@ -28,18 +31,41 @@ pub fn start(m: &UserManager, lab: &Lab, redial: bool) -> Result<()> {
 /// # Errors
 /// When the unit file cannot be written or the manager cannot reload.
 pub fn install(m: &UserManager, lab: &Lab, redial: bool) -> Result<()> {
-    let client = fixture("lab-client")?;
-    let text = format!(
-        "[Unit]\nDescription=kubelet-like lab client\n\n[Service]\n\
-         ExecStart=/usr/bin/nsenter --net={ns} -- {client} --peer {peer} --lifetime 5m heartbeat --interval 1s{redial}\n\
-         StandardOutput=append:{out}\n",
-        ns = lab.client.path(),
-        client = client.display(),
+    let args = format!(
+        "--peer {peer} --lifetime 5m heartbeat --interval 1s{redial}",
         peer = Lab::server_addr(false),
         redial = if redial { " --redial" } else { "" },
-        out = m.dir().join("kubelet.out").display(),
+    );
+    install_exec(m, lab, "lab-client", &args)
+}
+
+/// Installs the unit running `kube-client` of the endpoint lab instead (`ApiLab::kube_client`
+/// as a unit: HTTP/2 to `API_NAME` resolved through the lab's dnsmasq over IPv4; `extra`:
+/// e.g. `--heartbeat 1s`), without starting it. Its events: `events`.
+///
+/// # Errors
+/// When the unit file cannot be written or the manager cannot reload.
+pub fn install_kube_client(m: &UserManager, lab: &ApiLab, extra: &[&str]) -> Result<()> {
+    let args = ApiLab::kube_client_args(DNS_V4.into(), extra).join(" ");
+    install_exec(m, &lab.lab, "kube-client", &args)
+}
+
+/// The unit file: fixture `bin` with `args` (no quoting: plain words) in the lab's client
+/// namespace, its JSON events appended to `kubelet.out` across restarts.
+fn install_exec(m: &UserManager, lab: &Lab, bin: &str, args: &str) -> Result<()> {
+    let text = format!(
+        "[Unit]\nDescription=kubelet-like lab client\n\n[Service]\n\
+         ExecStart=/usr/bin/nsenter --net={ns} -- {client} {args}\n\
+         StandardOutput=append:{out}\n",
+        ns = lab.client.path(),
+        client = fixture(bin)?.display(),
+        out = output(m).display(),
     );
     m.install(UNIT, &text)
+}
+
+fn output(m: &UserManager) -> PathBuf {
+    m.dir().join("kubelet.out")
 }
 
 /// `systemctl start` and wait until the unit is active.
@@ -56,20 +82,23 @@ pub fn start_installed(m: &UserManager) -> Result<()> {
     )
 }
 
+/// Every event the unit's clients printed, over all its runs, oldest first.
+#[must_use]
+pub fn events(m: &UserManager) -> Vec<ClientEvent> {
+    std::fs::read_to_string(output(m))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(ClientEvent::parse)
+        .collect()
+}
+
 /// The local ports of every connection the unit's clients reported, oldest first.
 #[must_use]
 pub fn connected_ports(m: &UserManager) -> Vec<u16> {
-    std::fs::read_to_string(m.dir().join("kubelet.out"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| {
-            matches!(
-                v.get("event").and_then(Value::as_str),
-                Some("connected" | "redialed")
-            )
-        })
-        .filter_map(|v| v.get("local_port")?.as_u64()?.try_into().ok())
+    events(m)
+        .into_iter()
+        .filter(|e| matches!(e.event.as_str(), "connected" | "redialed"))
+        .filter_map(|e| e.local_port)
         .collect()
 }
 

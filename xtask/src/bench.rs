@@ -1,5 +1,5 @@
-//! `cargo xtask bench [--quick]`: lifeline against the alternatives in the lab, its cost and
-//! its scale (needs root). The agent is built in release mode, as it ships: its CPU and
+//! `cargo xtask bench [--quick] [--trials N] [--scenario A,B]`: lifeline against the
+//! alternatives in the lab, its cost and its scale (needs root). The agent is built in release mode, as it ships: its CPU and
 //! memory are what the bench reports. The bench itself is `bench/` (lab-bench).
 
 use std::path::Path;
@@ -14,7 +14,68 @@ use xtask::{
 use crate::Phases;
 use crate::lab::{cargo, require_root, target_dir};
 
-pub fn bench(ws: &Path, phases: &mut Phases, quick: bool) -> Result<()> {
+/// `cargo xtask bench`'s flags, passed on to lab-bench (which checks the values).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    pub quick: bool,
+    pub trials: Option<String>,
+    pub scenario: Option<String>,
+}
+
+impl Options {
+    /// `--quick`, `--trials N`, `--scenario A,B` (also `--flag=value`), in any order.
+    ///
+    /// # Errors
+    /// An unknown argument, a flag given twice or without its value, a bad trial count.
+    pub fn parse(args: &[&str]) -> std::result::Result<Self, String> {
+        let mut o = Self::default();
+        let mut rest = args.iter().copied();
+        while let Some(arg) = rest.next() {
+            let (flag, inline) = arg
+                .split_once('=')
+                .map_or((arg, None), |(f, v)| (f, Some(v)));
+            if flag == "--quick" && inline.is_none() && !o.quick {
+                o.quick = true;
+                continue;
+            }
+            let slot = match flag {
+                "--trials" => &mut o.trials,
+                "--scenario" => &mut o.scenario,
+                _ => return Err(format!("`bench` does not take `{arg}`")),
+            };
+            if slot.is_some() {
+                return Err(format!("`{flag}` given twice"));
+            }
+            let value = inline
+                .or_else(|| rest.next())
+                .filter(|v| !v.is_empty() && !v.starts_with("--"))
+                .ok_or_else(|| format!("`{flag}` needs a value"))?;
+            *slot = Some(value.to_owned());
+        }
+        if let Some(t) = &o.trials
+            && !t.parse::<u16>().is_ok_and(|n| (1..=200).contains(&n))
+        {
+            return Err(format!("`--trials` takes 1 to 200, got `{t}`"));
+        }
+        Ok(o)
+    }
+
+    /// The same flags for lab-bench.
+    fn lab_bench_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.quick {
+            args.push("--quick".to_owned());
+        }
+        for (flag, value) in [("--trials", &self.trials), ("--scenario", &self.scenario)] {
+            if let Some(v) = value {
+                args.extend([flag.to_owned(), v.clone()]);
+            }
+        }
+        args
+    }
+}
+
+pub fn bench(ws: &Path, phases: &mut Phases, options: &Options) -> Result<()> {
     require_root("bench")?;
     phases.run("packages", crate::packages::ensure)?;
     phases.run("build-ebpf", || ebpf::build(ws))?;
@@ -38,16 +99,51 @@ pub fn bench(ws: &Path, phases: &mut Phases, quick: bool) -> Result<()> {
     })?;
     let target = target_dir(ws)?;
     let mut cmd = Command::new(target.join("debug/lab-bench"));
-    let shown = if quick {
-        "cargo xtask bench --quick"
-    } else {
-        "cargo xtask bench"
-    };
+    let args = options.lab_bench_args();
+    let shown = std::iter::once("cargo xtask bench")
+        .chain(args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
     cmd.current_dir(ws)
         .env("LIFELINE_BIN", target.join("release/lifeline"))
-        .env("LAB_BENCH_COMMAND", shown);
-    if quick {
-        cmd.arg("--quick");
-    }
+        .env("LAB_BENCH_COMMAND", shown)
+        .args(&args);
     phases.run("bench", || run("the bench", &mut cmd, Output::Inherit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Options;
+
+    #[test]
+    fn flags_in_any_order_and_both_spellings() {
+        let o = Options::parse(&["--scenario", "flow-only,restarted-flow-only", "--quick"]);
+        let want = Options {
+            quick: true,
+            trials: None,
+            scenario: Some("flow-only,restarted-flow-only".into()),
+        };
+        assert_eq!(o, Ok(want));
+        let o = Options::parse(&["--trials=10", "--scenario=flow-only"]).unwrap();
+        assert_eq!(
+            o.lab_bench_args(),
+            ["--trials", "10", "--scenario", "flow-only"]
+        );
+        assert_eq!(Options::parse(&[]), Ok(Options::default()));
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        for (args, msg) in [
+            (&["--fast"][..], "`bench` does not take `--fast`"),
+            (&["--scenario"], "`--scenario` needs a value"),
+            (&["--scenario", "--quick"], "`--scenario` needs a value"),
+            (&["--trials", "0"], "`--trials` takes 1 to 200, got `0`"),
+            (&["--trials", "x"], "`--trials` takes 1 to 200, got `x`"),
+            (&["--quick", "--quick"], "`bench` does not take `--quick`"),
+            (&["--trials=3", "--trials=4"], "`--trials` given twice"),
+        ] {
+            assert_eq!(Options::parse(args), Err(msg.to_owned()), "{args:?}");
+        }
+    }
 }

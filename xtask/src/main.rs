@@ -26,8 +26,14 @@ commands:
   test         unit tests, then the lab tests (needs root): what CI runs
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
-  bench        [--quick] lifeline against the alternatives, its cost and scale (needs root;
-               about 35 minutes, --quick under 10); writes docs/BENCHMARKS.md
+  bench        lifeline against the alternatives, its cost and scale (needs root; about 35
+               minutes); writes docs/BENCHMARKS.md and docs/bench-outage.svg
+    --quick        3 trials per cell, a 60 s cap, short cost runs (under 10 minutes);
+                   writes under target/bench/ instead
+    --trials N     trials per cell (default 20, 10 for restarted-flow-only; 3 with --quick)
+    --scenario A,B only these rows, no targets, cost or scale; writes under target/bench/
+                   and prints the tables. Rows: peer-gone-1s, peer-gone-10s, flow-only,
+                   restarted-flow-only, idle-watch, elb-rotation
   deb          build the Debian package (installs cargo-deb when missing):
                target/debian/lifeline_<version>_<arch>.deb
 ";
@@ -44,13 +50,19 @@ fn main() -> ExitCode {
             }),
         ["test"] => lab::test(&workspace(), &mut phases),
         ["demo"] => lab::demo(&workspace(), &mut phases),
-        ["bench"] => bench::bench(&workspace(), &mut phases, false),
-        ["bench", "--quick"] => bench::bench(&workspace(), &mut phases, true),
-        ["deb"] => deb::deb(&workspace(), &mut phases),
-        ["-h" | "--help" | "help"] => {
+        ["-h" | "--help" | "help"] | ["bench", "-h" | "--help"] => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
         }
+        ["bench", rest @ ..] => match bench::Options::parse(rest) {
+            Ok(options) => bench::bench(&workspace(), &mut phases, &options),
+            Err(e) => {
+                eprint!("{USAGE}");
+                eprintln!("xtask: error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        ["deb"] => deb::deb(&workspace(), &mut phases),
         _ => {
             eprint!("{USAGE}");
             match args.as_slice() {
