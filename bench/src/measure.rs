@@ -30,7 +30,10 @@ pub enum Source {
     /// `kubelet.service` of its own manager (dropped with the slot: the unit stops and the
     /// manager's cgroups go). Its events are read from the unit's output: the process
     /// restarted at `since_ms`.
-    Unit { manager: UserManager, since_ms: u64 },
+    Unit {
+        manager: Box<UserManager>,
+        since_ms: u64,
+    },
 }
 
 /// Milliseconds; None: not within the cap.

@@ -122,7 +122,7 @@ fn restart_unit(m: UserManager) -> Result<Slot> {
     let since_ms = mono_ms();
     m.systemctl(&["restart", kubelet_unit::UNIT])?;
     Ok(Slot::of(Source::Unit {
-        manager: m,
+        manager: Box::new(m),
         since_ms,
     }))
 }
