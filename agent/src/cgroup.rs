@@ -1,29 +1,11 @@
-//! Finding the cgroup v2 hierarchy, and the ids of a target cgroup's subtree.
-//!
-//! Never hard-coded: pure v2 nodes mount it at /sys/fs/cgroup, hybrid ones (this
-//! project's CI) at /sys/fs/cgroup/unified, so it is read from /proc/self/mountinfo.
+//! Opening cgroup v2 directories, and the ids of a target cgroup's subtree. Finding (or
+//! mounting) the hierarchy's root is `cgroup2.rs`.
 
-use std::{
-    collections::HashSet,
-    fs::File,
-    os::unix::fs::MetadataExt as _,
-    path::{Path, PathBuf},
-};
+use std::{collections::HashSet, fs::File, os::unix::fs::MetadataExt as _, path::Path};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-/// Where the cgroup2 filesystem is mounted, and which path of the hierarchy is mounted
-/// there (`/`, unless this runs in a private cgroup namespace), from `/proc/self/mountinfo`.
-///
-/// # Errors
-/// When no cgroup2 filesystem is mounted.
-pub fn cgroup2_mount() -> Result<(PathBuf, PathBuf)> {
-    let info =
-        std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
-    crate::mounts::mount_of(&info, "cgroup2").ok_or_else(|| {
-        anyhow!("no cgroup2 filesystem is mounted (none in /proc/self/mountinfo): lifeline attaches its probe to the cgroup v2 root and cannot run without one")
-    })
-}
+pub use crate::cgroup2::cgroup2_mount;
 
 /// Open a cgroup directory (the hierarchy's root, where the probe attaches), checking that
 /// it exists and is cgroup v2.
@@ -48,9 +30,9 @@ pub fn open(path: &Path) -> Result<File> {
     File::open(path).with_context(|| format!("cannot open cgroup {}", path.display()))
 }
 
-const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+pub(crate) const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
 
-fn statfs_magic(path: &Path) -> Result<i64> {
+pub(crate) fn statfs_magic(path: &Path) -> Result<i64> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
     // SAFETY: `c` is a valid C string and `buf` a valid out-pointer.
     let mut buf: libc::statfs = unsafe { std::mem::zeroed() };

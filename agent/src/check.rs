@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use anyhow::{Result, bail};
 
 use crate::{
-    cgroup,
+    cgroup, check_host,
     check_probe::{self, Row},
     cli::RunArgs,
     endpoint::setup::{self, Configured},
@@ -26,20 +26,28 @@ const ITER_KERNEL: (u32, u32) = (6, 12);
 /// # Errors
 /// When any row fails (the table is printed first).
 pub fn run(args: &RunArgs) -> Result<()> {
-    let mut rows = vec![kernel(), btf(), privileges()];
+    let mut rows = vec![kernel(), btf(), privileges(), check_host::seccomp()];
     if let Some(path) = crate::config::source(args) {
         rows.push(Row::pass("config", path.display().to_string()));
     }
     rows.push(endpoint_row(args));
-    let target = targets(args, &mut rows);
-    rows.push(mounted("bpffs", "bpf", "/sys/fs/bpf"));
-    rows.push(mounted("tracefs", "tracefs", "/sys/kernel/tracing"));
     // Mount what `run` would mount, in a mount namespace of the check's own (gone when it
-    // exits), so the probe rows see what the daemon will: the cgroup tracepoints need tracefs.
-    if private_mounts() {
-        mounts::ensure("bpf", "/sys/fs/bpf");
-        mounts::ensure("tracefs", "/sys/kernel/tracing");
-    }
+    // exits): the rows then say what `run` will manage, and the probe rows see what the
+    // daemon will (the cgroup tracepoints need tracefs).
+    let private = mounts::private_namespace();
+    let target = targets(args, &mut rows);
+    rows.push(check_host::mount_row(
+        "bpffs",
+        "bpf",
+        "/sys/fs/bpf",
+        private.as_ref(),
+    ));
+    rows.push(check_host::mount_row(
+        "tracefs",
+        "tracefs",
+        "/sys/kernel/tracing",
+        private.as_ref(),
+    ));
     rows.extend(check_probe::probe_rows(args, target.as_ref()));
     if let Some(unit) = &args.node.restart_unit {
         rows.push(check_probe::dbus_row(&args.node.systemd_bus, unit));
@@ -117,13 +125,14 @@ fn privileges() -> Row {
 /// The cgroup2 mount (where the probe attaches) and each target, resolved as `run` does.
 /// A target cgroup that does not exist yet is a warning: `run` waits for it.
 fn targets(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(std::fs::File, Targets)> {
-    let (mount, mount_root) = match cgroup::cgroup2_mount() {
+    let cgroup2 = match cgroup::cgroup2_mount() {
         Ok(m) => m,
         Err(e) => {
             rows.push(Row::fail("cgroup2", format!("{e:#}")));
             return None;
         }
     };
+    let mount = cgroup2.mount;
     let root = match cgroup::open(&mount) {
         Ok(f) => f,
         Err(e) => {
@@ -131,8 +140,18 @@ fn targets(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(std::fs::File, Target
             return None;
         }
     };
-    rows.push(Row::pass("cgroup2", mount.display().to_string()));
-    let targets = match Targets::from_args(args, &mount, &mount_root) {
+    rows.push(Row::pass(
+        "cgroup2",
+        if cgroup2.mounted_privately {
+            format!(
+                "{} (none was visible: `run` mounts it in a mount namespace of its own, as this check did)",
+                mount.display()
+            )
+        } else {
+            mount.display().to_string()
+        },
+    ));
+    let targets = match Targets::from_args(args, &mount, std::path::Path::new("/")) {
         Ok(t) => t,
         Err(e) => {
             rows.push(Row::fail("targets", format!("{e:#}")));
@@ -186,30 +205,6 @@ fn endpoint_row(args: &RunArgs) -> Row {
             Row::warn("endpoint", format!("{problem} (found as {source})"))
         }
         Err(e) => Row::fail("endpoint", format!("{e:#}")),
-    }
-}
-
-fn mounted(name: &'static str, fstype: &str, at: &str) -> Row {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    match mounts::mount_point_of(&info, fstype) {
-        Some(p) => Row::pass(name, format!("mounted at {}", p.display())),
-        None => Row::pass(name, format!("not mounted; lifeline run mounts it at {at}")),
-    }
-}
-
-/// A private copy of the mount table (`unshare(CLONE_NEWNS)`, propagation private); false
-/// when not permitted, then nothing is mounted.
-fn private_mounts() -> bool {
-    // SAFETY: plain syscalls; on failure nothing has changed.
-    unsafe {
-        libc::unshare(libc::CLONE_NEWNS) == 0
-            && libc::mount(
-                std::ptr::null(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) == 0
     }
 }
 

@@ -7,13 +7,24 @@ use aya::{EbpfError, programs::ProgramError};
 
 const PRIVILEGES: &str = "lifeline needs root, or CAP_BPF + CAP_PERFMON + CAP_NET_ADMIN";
 
-fn io_hint(e: &io::Error) -> Option<&'static str> {
+fn io_hint(e: &io::Error) -> Option<String> {
     match e.raw_os_error() {
-        Some(libc::EPERM | libc::EACCES) => Some(PRIVILEGES),
+        Some(libc::EPERM | libc::EACCES) => Some(permission_hint()),
         Some(libc::EINVAL | libc::ENOTSUP | libc::E2BIG) => Some(
-            "the kernel does not support this program type or attach point (see docs/ARCHITECTURE.md for minimum versions)",
+            "the kernel does not support this program type or attach point (see docs/ARCHITECTURE.md for minimum versions)".to_owned(),
         ),
         _ => None,
+    }
+}
+
+/// `EPERM` names the missing capabilities, or, when they are all there, what else refuses
+/// (a seccomp filter, in a container): never "needs root" to a process that has what it needs.
+fn permission_hint() -> String {
+    match check_privileges() {
+        Err(e) => format!("{e:#}"),
+        Ok(()) => crate::seccomp::diagnosis().unwrap_or_else(|| {
+            format!("refused although the capabilities are present; {PRIVILEGES}")
+        }),
     }
 }
 
@@ -42,7 +53,8 @@ pub fn explain_program(name: &str, e: &ProgramError) -> anyhow::Error {
     // A verifier rejection also comes back as EACCES: that is not a privilege problem.
     let hint = if matches!(e, ProgramError::LoadError { .. }) {
         Some(
-            "the kernel's verifier rejected it (see docs/ARCHITECTURE.md for minimum kernel versions)",
+            "the kernel's verifier rejected it (see docs/ARCHITECTURE.md for minimum kernel versions)"
+                .to_owned(),
         )
     } else {
         find_io(e).and_then(io_hint)
@@ -76,20 +88,25 @@ pub fn explain_program(name: &str, e: &ProgramError) -> anyhow::Error {
     }
 }
 
+/// Whether this process has capability `cap` in its effective set.
+pub fn has_capability(cap: u32) -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|eff| eff & (1u64 << cap) != 0)
+}
+
+pub const CAP_SYS_ADMIN: u32 = 21;
+
 /// Capabilities `lifeline run` needs, checked up front so that the message names
 /// them instead of whichever syscall happens to fail first.
 pub fn check_privileges() -> anyhow::Result<()> {
     const CAP_NET_ADMIN: u32 = 12;
-    const CAP_SYS_ADMIN: u32 = 21;
     const CAP_PERFMON: u32 = 38;
     const CAP_BPF: u32 = 39;
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let eff = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .unwrap_or(0);
-    let has = |cap: u32| eff & (1u64 << cap) != 0;
+    let has = has_capability;
     let bpf_ok = has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON));
     if bpf_ok && has(CAP_NET_ADMIN) {
         return Ok(());

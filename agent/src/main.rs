@@ -3,7 +3,9 @@
 mod action;
 mod adopt;
 mod cgroup;
+mod cgroup2;
 mod check;
+mod check_host;
 mod check_probe;
 mod cli;
 mod clock;
@@ -27,6 +29,7 @@ mod owners;
 mod probe;
 mod readers;
 mod run;
+mod seccomp;
 mod snapshot;
 mod status;
 mod status_socket;

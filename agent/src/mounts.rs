@@ -1,5 +1,7 @@
-//! bpffs and tracefs: mounted when missing (a fresh node often has neither), so that
-//! the probe's objects can be inspected with bpftool and tracing tools work.
+//! bpffs and tracefs: mounted when missing (a fresh node often has neither): the cgroup
+//! tracepoints are found through tracefs; bpffs only serves whoever inspects with bpftool.
+//! `check` makes the same attempt in a private mount namespace, so its rows say exactly what
+//! `run` will manage (in a pod without `CAP_SYS_ADMIN`: nothing, only host mounts count).
 
 use std::path::{Path, PathBuf};
 
@@ -40,7 +42,8 @@ fn unescape(field: &str) -> Option<PathBuf> {
     Some(PathBuf::from(String::from_utf8(out).ok()?))
 }
 
-fn is_mounted(at: &Path, fstype: &str) -> bool {
+/// Whether a filesystem of type `fstype` is mounted exactly at `at`.
+pub fn is_mounted(at: &Path, fstype: &str) -> bool {
     std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|info| {
         info.lines().any(|l| {
             l.split_once(" - ").is_some_and(|(left, right)| {
@@ -51,31 +54,103 @@ fn is_mounted(at: &Path, fstype: &str) -> bool {
     })
 }
 
-/// Mount `fstype` at `at` unless it already is. Failure is reported, not fatal:
-/// the probe itself needs neither.
-pub fn ensure(fstype: &str, at: &str) {
-    let path = Path::new(at);
-    if is_mounted(path, fstype) {
-        return;
+/// What `ensure` found or did.
+pub enum Outcome {
+    /// It was mounted already.
+    Present,
+    /// Mounted now.
+    Mounted,
+    /// Missing, and `mount(2)` failed (`EPERM` without `CAP_SYS_ADMIN`, as in a pod).
+    Failed(std::io::Error),
+}
+
+/// Mount `fstype` at `at` unless it already is, and log what happened. A failure is not
+/// fatal: the probe needs neither (without tracefs the cgroup tracepoints fall back to the
+/// sweep; bpffs is only for inspecting, lifeline pins nothing).
+pub fn ensure(fstype: &str, at: &str) -> Outcome {
+    let outcome = try_ensure(fstype, Path::new(at));
+    match &outcome {
+        Outcome::Present => {}
+        Outcome::Mounted => tracing::info!(fstype, at, "mounted (it was missing)"),
+        Outcome::Failed(error) if fstype == "bpf" => tracing::info!(
+            fstype, at, %error,
+            "not mounted, and could not mount it; not needed: lifeline pins nothing"
+        ),
+        Outcome::Failed(error) => {
+            tracing::warn!(fstype, at, %error, "could not mount; continuing without it");
+        }
     }
-    let c = |s: &str| std::ffi::CString::new(s).unwrap_or_default();
-    let (src, target, ty) = (c(fstype), c(at), c(fstype));
-    // SAFETY: valid C strings; no data argument.
+    outcome
+}
+
+/// `ensure` without the log line: `check` reports it in its table.
+pub fn try_ensure(fstype: &str, at: &Path) -> Outcome {
+    if is_mounted(at, fstype) {
+        return Outcome::Present;
+    }
+    match mount(fstype, at, fstype, None) {
+        Ok(()) => Outcome::Mounted,
+        // Lost a race with another mounter: it is there, which is what counts.
+        Err(_) if is_mounted(at, fstype) => Outcome::Present,
+        Err(e) => Outcome::Failed(e),
+    }
+}
+
+/// `mount(2)` of a filesystem with no flags but `nosuid,nodev,noexec`.
+///
+/// # Errors
+/// The kernel's.
+pub fn mount(source: &str, at: &Path, fstype: &str, data: Option<&str>) -> std::io::Result<()> {
+    let c = |s: &[u8]| std::ffi::CString::new(s).map_err(std::io::Error::other);
+    let (src, target, ty) = (
+        c(source.as_bytes())?,
+        c(at.as_os_str().as_encoded_bytes())?,
+        c(fstype.as_bytes())?,
+    );
+    let data = data.map(|d| c(d.as_bytes())).transpose()?;
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    // SAFETY: valid C strings; `data` is a C string or null.
     let rc = unsafe {
         libc::mount(
             src.as_ptr(),
             target.as_ptr(),
             ty.as_ptr(),
-            0,
-            std::ptr::null(),
+            flags,
+            data.as_ref()
+                .map_or(std::ptr::null(), |d| d.as_ptr().cast()),
         )
     };
     if rc == 0 {
-        tracing::info!(fstype, at, "mounted (it was missing)");
-    } else if !is_mounted(path, fstype) {
-        let error = std::io::Error::last_os_error();
-        tracing::warn!(fstype, at, %error, "could not mount; continuing without it");
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
+}
+
+/// A mount namespace of this process's own, propagation private, so what it mounts from
+/// now on is seen by nobody else and goes away with it.
+///
+/// # Errors
+/// `unshare(2)`'s or `mount(2)`'s (`EPERM` without `CAP_SYS_ADMIN`).
+pub fn private_namespace() -> std::io::Result<()> {
+    // SAFETY: plain syscalls; on failure nothing has changed for anyone else.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let flags = libc::MS_REC | libc::MS_PRIVATE;
+        let rc = libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            flags,
+            std::ptr::null(),
+        );
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -33,13 +33,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
     crate::node::validate(args)?;
     endpoint::setup::check(args)?;
     let endpoints = endpoint::setup::configured(args)?;
-    let (mount, mount_root) = cgroup::cgroup2_mount()?;
-    let targets = Targets::from_args(args, &mount, &mount_root)?;
+    let cgroup2 = cgroup::cgroup2_mount()?;
+    let targets = Targets::from_args(args, &cgroup2.mount, std::path::Path::new("/"))?;
     errors::check_privileges()?;
     let _lock = crate::lock::acquire()?; // held until run returns: one agent per node
     crate::status_socket::prepare(&args.status_socket)?;
-    let root = cgroup::open(&mount)?;
+    let root = cgroup::open(&cgroup2.mount)?;
     logging::init(args.log)?;
+    cgroup2.log();
     mounts::ensure("bpf", "/sys/fs/bpf");
     mounts::ensure("tracefs", "/sys/kernel/tracing");
     let ports = watched_ports(args, &targets, endpoints.list());

@@ -147,14 +147,19 @@ fn missing_privileges() {
     assert_clear_error(&out, &["permission", "CAP_", "privilege", "root"]);
 }
 
-/// No cgroup v2 hierarchy (a pure v1 host): it must name the missing feature.
+/// No cgroup v2 hierarchy visible (a pure v1 host, or `ip netns exec`, which remounts /sys)
+/// and no right to mount one (only the unit's three capabilities): it must name the missing
+/// hierarchy and why it cannot mount it. (With CAP_SYS_ADMIN it mounts one privately and
+/// runs: `ip_netns_exec.rs`.)
 #[test]
 fn no_cgroup2_mount() {
     let mounts = cgroup2_mounts().expect("mountinfo");
     let umounts: String = mounts.iter().fold(String::new(), |acc, m| {
         acc + &format!("umount -l '{}' && ", m.display())
     });
-    let script = format!("{umounts}exec \"$0\" \"$@\"");
+    let script = format!(
+        "{umounts}exec setpriv --bounding-set=-all,+bpf,+perfmon,+net_admin --inh-caps=-all -- \"$0\" \"$@\""
+    );
     let wrap = [
         "unshare",
         "--mount",
@@ -168,4 +173,5 @@ fn no_cgroup2_mount() {
     let args = ["run", "--ports", "6443", "--stall-timeout", "4s"];
     let out = run(&wrap, &args);
     assert_clear_error(&out, &["cgroup2", "cgroup v2"]);
+    assert!(out.1.contains("CAP_SYS_ADMIN"), "{}", out.1);
 }

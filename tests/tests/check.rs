@@ -50,6 +50,7 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
         "kernel",
         "btf",
         "privileges",
+        "seccomp",
         "cgroup2",
         "target cgroup",
         "sock_ops attach",
