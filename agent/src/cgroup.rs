@@ -30,9 +30,9 @@ pub fn open(path: &Path) -> Result<File> {
     File::open(path).with_context(|| format!("cannot open cgroup {}", path.display()))
 }
 
-pub(crate) const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+pub(crate) const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
 
-pub(crate) fn statfs_magic(path: &Path) -> Result<i64> {
+pub(crate) fn statfs_magic(path: &Path) -> Result<u64> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
     // SAFETY: `c` is a valid C string and `buf` a valid out-pointer.
     let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
@@ -43,7 +43,8 @@ pub(crate) fn statfs_magic(path: &Path) -> Result<i64> {
             std::io::Error::last_os_error()
         );
     }
-    Ok(buf.f_type)
+    // `f_type` is signed in glibc, unsigned in musl (the image's build).
+    Ok(u64::try_from(buf.f_type).unwrap_or_default())
 }
 
 /// Ids of the cgroup and its descendants: a socket belongs to the target when its

@@ -1,11 +1,15 @@
-//! `cargo xtask`: build the eBPF object, run the tests, run the demo.
+//! `cargo xtask`: build the eBPF object, run the tests, run the demo, package.
 //!
 //! Arguments are parsed by hand: the library half of this crate is a build-dependency of the
 //! agent and is kept to anyhow alone, and three subcommands do not need clap.
 
 mod bench;
 mod deb;
+mod docs;
+mod image;
 mod lab;
+mod meta;
+mod oci;
 mod packages;
 
 use std::{
@@ -34,8 +38,10 @@ commands:
     --scenario A,B only these rows, no targets, cost or scale; writes under target/bench/
                    and prints the tables. Rows: peer-gone-1s, peer-gone-10s, flow-only,
                    restarted-flow-only, idle-watch, elb-rotation
-  deb          build the Debian package (installs cargo-deb when missing):
-               target/debian/lifeline_<version>_<arch>.deb
+  deb          build the Debian package (installs cargo-deb when missing), with man pages
+               and shell completions: target/debian/lifeline_<version>_<arch>.deb
+  image        build the container image (a static musl binary, nothing else) as an OCI
+               archive and print its path: target/image/lifeline-<version>.oci.tar
 ";
 
 fn main() -> ExitCode {
@@ -63,11 +69,14 @@ fn main() -> ExitCode {
             }
         },
         ["deb"] => deb::deb(&workspace(), &mut phases),
+        ["image"] => image::image(&workspace(), &mut phases).map(drop),
         _ => {
             eprint!("{USAGE}");
             match args.as_slice() {
                 [] => {}
-                [cmd, extra, ..] if ["build-ebpf", "test", "demo", "deb"].contains(cmd) => {
+                [cmd, extra, ..]
+                    if ["build-ebpf", "test", "demo", "deb", "image"].contains(cmd) =>
+                {
                     eprintln!("xtask: error: `{cmd}` takes no arguments, got `{extra}`");
                 }
                 [cmd, ..] => eprintln!("xtask: error: unknown command `{cmd}`"),

@@ -25,6 +25,11 @@ const NEEDED: &[(&str, &str)] = &[
     ("journalctl", "systemd"),
     ("dbus-daemon", "dbus-daemon"),
     ("unshare", "util-linux"),
+    // The container lab test (tests/tests/container.rs): podman with runc (crun cannot run
+    // containers on a hybrid-cgroup host), and strip for the image's binary.
+    ("podman", "podman"),
+    ("runc", "runc"),
+    ("strip", "binutils"),
 ];
 
 /// Packages whose command is missing, without duplicates.
