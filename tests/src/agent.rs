@@ -102,6 +102,20 @@ impl Agent {
         })
     }
 
+    /// An agent started some other way (in a container: `proc` is `podman run`, attached),
+    /// read through its JSON log on `proc`'s stderr and its status socket, seen from here.
+    ///
+    /// # Errors
+    /// When there is no `lifeline` binary here to read the status with.
+    pub fn from_proc(proc: Proc, status_socket: PathBuf) -> Result<Self> {
+        Ok(Self {
+            proc,
+            status_socket,
+            bin: crate::paths::lifeline()?,
+            _dir: TempDir::new()?,
+        })
+    }
+
     /// Waits for the `ready` event (every probe attached).
     ///
     /// # Errors

@@ -149,7 +149,7 @@ fn missing_privileges() {
 
 /// No cgroup v2 hierarchy visible (a pure v1 host, or `ip netns exec`, which remounts /sys)
 /// and no right to mount one (only the unit's three capabilities): it must name the missing
-/// hierarchy and why it cannot mount it. (With CAP_SYS_ADMIN it mounts one privately and
+/// hierarchy and why it cannot mount it. (With `CAP_SYS_ADMIN` it mounts one privately and
 /// runs: `ip_netns_exec.rs`.)
 #[test]
 fn no_cgroup2_mount() {
