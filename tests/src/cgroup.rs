@@ -53,6 +53,18 @@ impl Cgroup {
         Ok(Self { path })
     }
 
+    /// Creates the cgroup at `path` (under the cgroup2 mount, named by `unique_name` so a
+    /// leftover is swept), for a target an agent was told about before it existed.
+    ///
+    /// # Errors
+    /// When the directory cannot be made.
+    pub fn create(path: &Path) -> Result<Self> {
+        std::fs::create_dir(path).with_context(|| format!("mkdir {}", path.display()))?;
+        Ok(Self {
+            path: path.to_owned(),
+        })
+    }
+
     /// Takes ownership of an existing cgroup (a leftover to remove).
     pub(crate) fn adopt(path: PathBuf) -> Self {
         Self { path }

@@ -34,12 +34,17 @@ pub fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
     phases.run("build", || {
         cargo(ws, "building lifeline and the lab", &build)
     })?;
+    // The container lab test runs the image the README tells fleets to build.
+    let bin = phases.run("musl build", || crate::image::release_musl(ws))?;
+    let image = phases.run("image", || crate::oci::assemble(ws, &bin))?;
     let lifeline = target_dir(ws)?.join("debug/lifeline");
     let args = ["test", "-p", LAB, "--tests", "--", "--test-threads=4"];
     phases.run("lab tests", || {
         run(
             "lab tests",
-            cargo_cmd(ws, &args).env("LIFELINE_BIN", &lifeline),
+            cargo_cmd(ws, &args)
+                .env("LIFELINE_BIN", &lifeline)
+                .env("LIFELINE_IMAGE", &image.archive),
             Output::Inherit,
         )
     })
