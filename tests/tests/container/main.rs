@@ -11,6 +11,7 @@
 //! `run` kills a black-holed connection of a process on the host, the probes answer, the
 //! metric counts the kill, and a stop leaves nothing attached.
 
+mod lab_node;
 mod steps;
 
 use std::time::Duration;
@@ -41,7 +42,7 @@ fn the_daemonset_pod_heals_a_host_connection() -> Result<()> {
     // The ConfigMap's restart_unit, on the lab's "system bus" (hostPath /run/dbus).
     m.install("kubelet.service", "[Service]\nExecStart=/bin/sleep 600\n")?;
     std::os::unix::fs::symlink("bus", m.dir().join("system_bus_socket"))?;
-    let lab_node = steps::LabNode::new(&pod, &s, &m)?;
+    let lab_node = lab_node::LabNode::new(&pod, &s, &m)?;
 
     // RuntimeDefault: the capabilities are there, the runtime's filter is what refuses.
     let out = lab_node.check_once(&podman, &pod, &Seccomp::RuntimeDefault)?;
