@@ -1,6 +1,6 @@
 //! `lifeline`: heals black-holed TCP connections of a node daemon. See README.md.
 
-mod action;
+mod act;
 mod adopt;
 mod cgroup;
 mod check;
@@ -9,12 +9,9 @@ mod cli;
 mod clock;
 mod config;
 mod daemon;
-mod decide;
-mod detect;
 mod diag;
 mod endpoint;
 mod errors;
-mod idle;
 mod judge;
 mod lock;
 mod logging;
