@@ -6,6 +6,7 @@
 mod bench;
 mod deb;
 mod lab;
+mod lint;
 mod packages;
 
 use std::{
@@ -23,7 +24,11 @@ usage: cargo xtask <command>
 commands:
   build-ebpf   build the eBPF object (installs the pinned nightly, rust-src and bpf-linker
                when missing) and print its path
-  test         unit tests, then the lab tests (needs root): what CI runs
+  test         unit tests, then the lab tests (needs root): what CI runs. One lab test file:
+               cargo xtask build-ebpf && cargo build -p lifeline -p lifeline-tests &&
+               LIFELINE_BIN=$PWD/target/debug/lifeline cargo test -p lifeline-tests --test NAME
+  lint         cargo fmt --check, clippy pedantic on the host crates, clippy on the eBPF
+               crate with the pinned nightly (installs its clippy when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
   bench        lifeline against the alternatives, its cost and scale (needs root; about 35
@@ -49,8 +54,9 @@ fn main() -> ExitCode {
                 println!("{}", object.display());
             }),
         ["test"] => lab::test(&workspace(), &mut phases),
+        ["lint"] => phases.run("lint", || lint::lint(&workspace())),
         ["demo"] => lab::demo(&workspace(), &mut phases),
-        ["-h" | "--help" | "help"] | ["bench", "-h" | "--help"] => {
+        ["-h" | "--help" | "help"] | ["bench" | "test" | "lint" | "demo", "-h" | "--help"] => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
         }
@@ -67,7 +73,7 @@ fn main() -> ExitCode {
             eprint!("{USAGE}");
             match args.as_slice() {
                 [] => {}
-                [cmd, extra, ..] if ["build-ebpf", "test", "demo", "deb"].contains(cmd) => {
+                [cmd, extra, ..] if ["build-ebpf", "test", "demo", "deb", "lint"].contains(cmd) => {
                     eprintln!("xtask: error: `{cmd}` takes no arguments, got `{extra}`");
                 }
                 [cmd, ..] => eprintln!("xtask: error: unknown command `{cmd}`"),
