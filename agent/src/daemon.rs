@@ -237,6 +237,12 @@ impl Daemon {
         e: &crate::diag::DiagError,
     ) {
         if self.unreadable.insert(cookie) {
+            crate::metrics::get().decision(&crate::metrics::Decision {
+                verdict: "unknown",
+                action: "none",
+                outcome: "unreadable",
+                trouble_age_ms: 0,
+            });
             tracing::warn!(target: "lifeline::decision", peer = %rec.peer(), local = %rec.local(), action = "none",
                 outcome = "unreadable", error = %e, "cannot read the kernel's state of a suspect socket; not acting on it");
         }

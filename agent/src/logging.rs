@@ -51,7 +51,6 @@ pub fn init(target: LogTarget) -> Result<()> {
     };
     tracing_subscriber::registry()
         .with(layer.with_filter(filter))
-        .with(crate::metrics::DecisionLayer) // unfiltered: counts every decision
         .try_init()
         .context("installing the logger")
 }

@@ -60,6 +60,12 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
         "{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}",
         r.owner_pid
     );
+    crate::metrics::get().decision(&crate::metrics::Decision {
+        verdict,
+        action,
+        outcome,
+        trouble_age_ms,
+    });
     macro_rules! decision {
         ($lvl:ident) => {
             tracing::$lvl!(
@@ -96,6 +102,12 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
 pub fn log_orphan_report(rec: &lifeline_common::SockState, endpoint: &str, absent_for: Duration) {
     let (peer, local) = (rec.peer(), rec.local());
     let orphaned_for_ms = u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX);
+    crate::metrics::get().decision(&crate::metrics::Decision {
+        verdict: "orphaned",
+        action: "none",
+        outcome: "policy: log",
+        trouble_age_ms: 0,
+    });
     tracing::warn!(target: "lifeline::decision", peer = %peer, local = %local, verdict = "orphaned",
         action = "none", outcome = "policy: log", endpoint = %endpoint, orphaned_for_ms,
         "orphaned socket {local} -> {peer}: its peer left {endpoint}'s DNS set; --on-orphan log: not acting");

@@ -84,6 +84,12 @@ impl Restarter {
             "restart {unit} ({reason}: {} -> {}, {}/{}): {outcome}",
             r.local, r.peer, r.owner_comm, r.owner_pid
         );
+        crate::metrics::get().decision(&crate::metrics::Decision {
+            verdict: r.verdict,
+            action: "restart",
+            outcome,
+            trouble_age_ms: r.trouble_age_ms,
+        });
         macro_rules! decision {
             ($lvl:ident) => {
                 tracing::$lvl!(target: "lifeline::decision", peer = %r.peer, local = %r.local, owner_pid = r.owner_pid,
