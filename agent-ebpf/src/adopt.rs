@@ -23,7 +23,7 @@ use crate::{
 const SOL_TCP: i32 = 6;
 const TCP_BPF_SOCK_OPS_CB_FLAGS: i32 = 1008;
 
-/// `struct bpf_iter__tcp` (net/ipv4/tcp_ipv4.c): the iterator's context.
+/// `struct bpf_iter__tcp` (`net/ipv4/tcp_ipv4.c`): the iterator's context.
 #[repr(C)]
 pub struct IterTcp {
     meta: *mut c_void,
@@ -33,7 +33,7 @@ pub struct IterTcp {
 
 #[unsafe(no_mangle)]
 #[unsafe(link_section = "iter/tcp")]
-pub fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
+pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
     // SAFETY: the kernel passes a valid context; `sk_common` may be NULL at the end.
     let sk = unsafe { (*ctx).sk_common };
     if sk.is_null() {

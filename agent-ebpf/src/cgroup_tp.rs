@@ -48,7 +48,13 @@ fn try_mkdir(ctx: &TracePointContext) -> Result<(), i64> {
     let src = unsafe { ctx.as_ptr().cast::<u8>().add(offset) };
     // SAFETY: as above.
     unsafe { bpf_probe_read_kernel_str_bytes(src, path) }?;
-    if let Some(index) = TARGET_PATHS.get_ptr(&*path) {
+    // By reference: a copy would put 256 bytes on the 512-byte BPF stack.
+    #[allow(
+        clippy::needless_borrows_for_generic_args,
+        reason = "the key must stay in the scratch map, not be copied to the stack"
+    )]
+    let found = TARGET_PATHS.get_ptr(&*path);
+    if let Some(index) = found {
         // SAFETY: map value of the right type.
         let index = unsafe { *index };
         TARGET_CGROUPS.insert(id, index, 0)?;

@@ -57,7 +57,7 @@ fn set(sk: *mut c_void, level: i32, name: i32, value: i32) -> Result<(), i32> {
 }
 
 /// Lowers `name` to `want` unless it is already at or below it; returns the value in force.
-/// `zero_is_off`: for TCP_USER_TIMEOUT 0 means "none", the loosest of all.
+/// `zero_is_off`: for `TCP_USER_TIMEOUT` 0 means "none", the loosest of all.
 fn lower(sk: *mut c_void, level: i32, name: i32, want: u32, zero_is_off: bool) -> Result<u32, i32> {
     #[allow(
         clippy::cast_sign_loss,
@@ -75,7 +75,7 @@ fn lower(sk: *mut c_void, level: i32, name: i32, want: u32, zero_is_off: bool) -
     Ok(want)
 }
 
-/// Arms keepalive (and TCP_USER_TIMEOUT when asked for) on `sk` with the agent's values;
+/// Arms keepalive (and `TCP_USER_TIMEOUT` when asked for) on `sk` with the agent's values;
 /// writes what is in force into `out`. Returns `KA_ARMED`, `KA_OFF` (nothing asked for) or
 /// the first negative errno.
 pub fn arm(sk: *mut c_void, out: &mut Keepalive) -> i32 {

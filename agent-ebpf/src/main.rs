@@ -2,10 +2,10 @@
 //!
 //! | program | hook | minimum kernel |
 //! |---|---|---|
-//! | `lifeline_sockops` | `sock_ops` on the cgroup v2 root: ESTABLISHED of target sockets, then their RTO, RETRANS, STATE and RTT callbacks | 5.3 (RTT_CB; the rest 4.16) |
+//! | `lifeline_sockops` | `sock_ops` on the cgroup v2 root: ESTABLISHED of target sockets, then their RTO, RETRANS, STATE and RTT callbacks | 5.3 (`RTT_CB`; the rest 4.16) |
 //! | `lifeline_connect4/6` | `cgroup/connect4`, `cgroup/connect6` on the root: owner pid, comm, target cgroup, network namespace | 5.7 (`bpf_get_netns_cookie`, `bpf_get_current_ancestor_cgroup_id` there) |
 //! | `lifeline_cgroup_mkdir/rmdir` | tracepoints `cgroup:cgroup_mkdir`/`cgroup_rmdir`: a re-created target cgroup is a target before its first process runs | 5.5 (u64 ids in the record) |
-//! | `lifeline_sockops` + `bpf_{get,set}sockopt` | keepalive / TCP_USER_TIMEOUT on watched sockets, lowering only | 6.1 (reading TCP options; setting them 5.9) |
+//! | `lifeline_sockops` + `bpf_{get,set}sockopt` | keepalive / `TCP_USER_TIMEOUT` on watched sockets, lowering only | 6.1 (reading TCP options; setting them 5.9) |
 //! | `lifeline_adopt` | `iter/tcp` + `bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS)`: arms sockets that predate the agent | 6.12 (iterator 5.9, setsockopt in it 5.15) |
 //!
 //! No kprobes (many hardened kernels, including this project's CI, have none) and no
@@ -13,6 +13,12 @@
 //! handshake of every TCP connection of the host (a port lookup and out), and only the
 //! per-socket callback flags this probe sets on target sockets make it run after that.
 #![no_std]
+// aya's program macros hand each program its context by value; the context is a pointer
+// wrapper that the program only reads.
+#![allow(
+    clippy::needless_pass_by_value,
+    reason = "the aya macros' program signature takes the context by value"
+)]
 #![no_main]
 
 mod adopt;

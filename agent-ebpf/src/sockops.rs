@@ -8,7 +8,7 @@
 //! Callers: `tcp_call_bpf()` in
 //! <https://github.com/torvalds/linux/blob/v6.18/include/net/tcp.h> (`tcp_bpf_rtt`),
 //! `tcp_retransmit_timer()`/`tcp_write_timeout()` and `__tcp_retransmit_skb()` in
-//! net/ipv4/tcp_timer.c and tcp_output.c.
+//! `net/ipv4/tcp_timer.c` and `tcp_output.c`.
 
 use core::ptr::read_volatile;
 
@@ -119,7 +119,13 @@ fn on_established(ctx: &SockOpsContext) {
     s.owner_comm = owner.comm;
     s.reasons = reasons;
     refresh(s, ctx);
-    if SOCKETS.insert(cookie, &*s, 0).is_err() {
+    // By reference: a copy would put the record back on the stack `SCRATCH` keeps it off.
+    #[allow(
+        clippy::needless_borrows_for_generic_args,
+        reason = "the value must stay in the scratch map, not be copied to the stack"
+    )]
+    let inserted = SOCKETS.insert(cookie, &*s, 0);
+    if inserted.is_err() {
         // Loud, never silent: the agent reports this counter and logs every drop.
         count(stats::SOCKETS_FULL);
         error!(

@@ -165,6 +165,13 @@ fn syntax_error(text: &str, e: &toml::de::Error) -> String {
 }
 
 /// Multi-line messages (TOML snippets, clap hints) folded into one line.
+/// A clap usage error as one line, without its `error: ` prefix and usage/help trailer.
+#[must_use]
+pub fn one_line_clap(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    one_line(&text).trim_start_matches("error: ").to_owned()
+}
+
 fn one_line(text: &str) -> String {
     text.lines()
         .map(str::trim)

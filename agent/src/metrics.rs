@@ -1,7 +1,7 @@
 //! Prometheus metrics (prometheus-client, `OpenMetrics` text). The decision counters are
-//! fed by a tracing layer that sees every `lifeline::decision` event, so they count exactly
-//! what the log and the journal say, with no second bookkeeping; the socket gauges follow
-//! the daemon's status snapshots.
+//! fed, as typed values, by the code that logs each decision event, right beside that event
+//! (so they count what the journal says, whatever the log filter lets through); the socket
+//! gauges follow the daemon's status snapshots.
 
 use std::{collections::HashSet, sync::OnceLock};
 
@@ -15,8 +15,6 @@ use prometheus_client::{
     },
     registry::Registry,
 };
-use tracing::{Event, Subscriber, field::Field};
-use tracing_subscriber::{Layer, layer::Context};
 
 use crate::status::Snapshot;
 
@@ -164,16 +162,17 @@ impl Metrics {
         }
     }
 
-    fn decision(&self, d: &DecisionFields) {
+    /// Count a decision.
+    pub fn decision(&self, d: &Decision<'_>) {
         // "failed: <why>" carries free text: the label keeps the class only.
         let outcome = d.outcome.split(':').next().unwrap_or_default().to_owned();
         let labels = DecisionLabels {
-            verdict: d.verdict.clone(),
-            action: d.action.clone(),
+            verdict: d.verdict.to_owned(),
+            action: d.action.to_owned(),
             outcome: outcome.clone(),
         };
         self.decisions.get_or_create(&labels).inc();
-        match (d.action.as_str(), outcome.as_str()) {
+        match (d.action, outcome.as_str()) {
             ("kill", "killed") => {
                 self.kills.inc();
             }
@@ -201,44 +200,12 @@ impl Metrics {
     }
 }
 
-#[derive(Default)]
-struct DecisionFields {
-    verdict: String,
-    action: String,
-    outcome: String,
-    trouble_age_ms: u64,
-}
-
-impl tracing::field::Visit for DecisionFields {
-    fn record_str(&mut self, f: &Field, v: &str) {
-        match f.name() {
-            "verdict" => v.clone_into(&mut self.verdict),
-            "action" => v.clone_into(&mut self.action),
-            "outcome" => v.clone_into(&mut self.outcome),
-            _ => {}
-        }
-    }
-    fn record_u64(&mut self, f: &Field, v: u64) {
-        if f.name() == "trouble_age_ms" {
-            self.trouble_age_ms = v;
-        }
-    }
-    fn record_debug(&mut self, f: &Field, v: &dyn std::fmt::Debug) {
-        self.record_str(f, format!("{v:?}").trim_matches('"'));
-    }
-}
-
-/// Counts every decision event, whatever the log filter lets through.
-pub struct DecisionLayer;
-
-impl<S: Subscriber> Layer<S> for DecisionLayer {
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if event.metadata().target() == "lifeline::decision" {
-            let mut d = DecisionFields::default();
-            event.record(&mut d);
-            if !d.action.is_empty() {
-                get().decision(&d);
-            }
-        }
-    }
+/// One decision as the metrics count it: the same words its decision event carries, handed
+/// over as values by whoever logs the decision (never parsed back from the log).
+pub struct Decision<'a> {
+    pub verdict: &'a str,
+    pub action: &'a str,
+    /// "killed", "held: no healthy endpoint", "failed: ...": the class before `:` is a label.
+    pub outcome: &'a str,
+    pub trouble_age_ms: u64,
 }

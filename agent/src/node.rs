@@ -1,4 +1,4 @@
-//! Node integration (issue 5), wired into `lifeline run` through three calls: `validate`
+//! Node integration, wired into `lifeline run` through three calls: `validate`
 //! before anything is attached, `start` once the status channel exists, `ready`/`stop`
 //! around the sweep loop. Behind them: systemd notify, the restart escalation, metrics.
 
@@ -7,9 +7,10 @@ use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{
     cli::RunArgs,
+    judge::RestartRequest,
     node_args::ActionMode,
     status::Snapshot,
-    systemd::{escalate::Escalation, notify, restarter::Restarter},
+    systemd::{notify, restarter::Restarter},
 };
 
 /// Flag combinations that make no sense, refused before anything is attached.
@@ -39,8 +40,8 @@ pub struct Node {
 }
 
 impl Node {
-    /// Starts the background tasks; returns the escalation for the daemon (None without
-    /// --restart-unit: then lifeline never restarts anything).
+    /// Starts the background tasks; returns where the daemon sends restart requests (None
+    /// without --restart-unit: then lifeline never restarts anything).
     ///
     /// # Errors
     /// When the metrics address cannot be bound.
@@ -48,13 +49,16 @@ impl Node {
         args: &RunArgs,
         snapshots: &watch::Receiver<Snapshot>,
         endpoints: &crate::endpoint::Endpoints,
-    ) -> Result<(Self, Option<Escalation>)> {
+    ) -> Result<(
+        Self,
+        Option<tokio::sync::mpsc::UnboundedSender<RestartRequest>>,
+    )> {
         let mut tasks = Vec::new();
         if let Some(addr) = args.node.metrics_addr {
             tasks.extend(crate::metrics_http::serve(addr, snapshots.clone())?);
         }
         tasks.extend(notify::spawn(snapshots.clone(), args.sweep_interval));
-        let escalation = args.node.restart_unit.as_ref().map(|unit| {
+        let restarts = args.node.restart_unit.as_ref().map(|unit| {
             let restarter = Restarter {
                 bus: args.node.systemd_bus.clone(),
                 unit: unit.clone(),
@@ -63,9 +67,9 @@ impl Node {
             };
             let (tx, task) = restarter.spawn();
             tasks.push(task);
-            Escalation::new(args.node.action, args.node.escalate_after, tx)
+            tx
         });
-        Ok((Self { tasks }, escalation))
+        Ok((Self { tasks }, restarts))
     }
 
     /// The probe is attached: tell systemd.

@@ -1,4 +1,4 @@
-//! The `run`/`check` flags for running on a real node (issue 5): config file, escalation
+//! The `run`/`check` flags for running on a real node: config file, escalation
 //! to a systemd restart, metrics. Kept apart from cli.rs and flattened into `RunArgs`, so
 //! the core flags and these evolve without stepping on each other.
 

@@ -1,10 +1,6 @@
 //! `lifeline run`: check the inputs, attach the probe, then sweep until told to stop.
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::Arc,
-    time::Duration,
-};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use anyhow::{Context as _, Result};
 use lifeline_common::Keepalive;
@@ -14,13 +10,12 @@ use tokio::{
 };
 
 use crate::{
-    action::Actor,
     adopt, cgroup,
     cli::RunArgs,
     daemon::Daemon,
     diag::SockDiag,
     endpoint, errors,
-    idle::IdleWatch,
+    judge::{self, Judge},
     logging, mounts,
     probe::{Probe, ProbeConfig},
     readers, status,
@@ -72,27 +67,34 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let follow = endpoint::setup::start(args, &endpoints, &wake)?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let no_endpoints = endpoint::Endpoints::default();
-        let (node, escalation) = crate::node::Node::start(
+        let (node, restarts) = crate::node::Node::start(
             args,
             &rx,
             follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints),
         )?;
         let server = status::serve(&args.status_socket, rx)?;
+        let settings = judge::Settings {
+            stall: args.stall_timeout,
+            silent: args.silent_timeout(),
+            want: keepalive,
+            migrate: args.on_orphan == crate::cli::OnOrphan::Migrate,
+            spread: args.migrate_spread,
+            dry_run: args.dry_run,
+            max_kills_per_minute: args.max_kills_per_minute,
+        };
+        let escalation = restarts
+            .is_some()
+            .then(|| judge::Escalation::new(args.node.action, args.node.escalate_after));
         let mut daemon = Daemon {
             probe,
             diag,
             polled,
-            stall: args.stall_timeout,
-            idle: IdleWatch::new(args.silent_timeout(), keepalive),
-            actor: Actor::new(args.dry_run, args.max_kills_per_minute),
+            judge: Judge::new(settings, escalation),
             status: tx,
-            seen_dead: HashSet::new(),
             sockets_full: 0,
             unreadable: HashSet::new(),
-            escalation,
+            restarts,
             follow,
-            migrations: HashMap::new(),
-            orphans_logged: HashSet::new(),
             watching,
         };
         tracing::info!(

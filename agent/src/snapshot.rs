@@ -6,7 +6,7 @@ use lifeline_common::{
     watch::{BY_CGROUP, BY_COMM, BY_ENDPOINT},
 };
 
-use crate::{clock, detect::Verdict, diag::TcpInfo, status::SocketStatus};
+use crate::{clock, diag::TcpInfo, judge::Verdict, status::SocketStatus};
 
 pub fn row(
     cookie: u64,

@@ -39,6 +39,16 @@ pub fn install(m: &UserManager, lab: &Lab, redial: bool) -> Result<()> {
     install_exec(m, lab, "lab-client", &args)
 }
 
+/// Installs (without starting) the unit with an idle client: connected, sending nothing, as
+/// a watch stream between events.
+///
+/// # Errors
+/// When the unit file cannot be written or the manager cannot reload.
+pub fn install_idle(m: &UserManager, lab: &Lab) -> Result<()> {
+    let args = format!("--peer {} --lifetime 5m idle", Lab::server_addr(false));
+    install_exec(m, lab, "lab-client", &args)
+}
+
 /// Installs the unit running `kube-client` of the endpoint lab instead (`ApiLab::kube_client`
 /// as a unit: HTTP/2 to `API_NAME` resolved through the lab's dnsmasq over IPv4; `extra`:
 /// e.g. `--heartbeat 1s`), without starting it. Its events: `events`.

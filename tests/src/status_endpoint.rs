@@ -1,4 +1,4 @@
-//! The endpoints part of `lifeline status --json` (issue 3): each followed endpoint's
+//! The endpoints part of `lifeline status --json` : each followed endpoint's
 //! current set and how its resolution goes.
 
 use anyhow::{Context, Result};

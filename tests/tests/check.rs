@@ -1,4 +1,4 @@
-//! Scenario (issue 5, e): `lifeline check` passes on this machine (every row exercised for
+//! Scenario (e): `lifeline check` passes on this machine (every row exercised for
 //! real: attach, iterator, `SOCK_DESTROY`, the unit over D-Bus) and fails with the right row,
 //! and a non-zero exit, when the target cgroup or the restart unit does not exist.
 

@@ -1,4 +1,4 @@
-//! Scenario (issue 5, d): the config file. Bad files end in one line naming the key, the
+//! Scenario (d): the config file. Bad files end in one line naming the key, the
 //! value and what is allowed, with exit code 78 (`EX_CONFIG`); a good file really configures
 //! the agent, and a flag on the command line wins over it.
 

@@ -161,3 +161,34 @@ fn recovery_after_kill_does_not_restart() -> Result<()> {
     assert_eq!(identity(&m)?, before, "the unit was restarted");
     Ok(())
 }
+
+/// `--action restart` on an idle connection whose peer vanished: the restart decision carries
+/// the socket's real verdict, `silent` (not a generic "stalled").
+#[test]
+fn action_restart_logs_the_real_verdict_of_a_silent_socket() -> Result<()> {
+    require_root();
+    let lab = Lab::new()?;
+    let _server = start_server(&lab, &[])?;
+    let m = UserManager::start()?;
+    kubelet_unit::install_idle(&m, &lab)?;
+    kubelet_unit::start_installed(&m)?;
+    let port = wait_connection(&m, 1)?;
+    let args = [
+        "--action",
+        "restart",
+        "--max-restarts",
+        "1",
+        "--keepalive",
+        "2s,1s,5",
+        "--silent-timeout",
+        "5s",
+    ];
+    let a = agent(&lab, &m, &args)?;
+    wait_watched(&a, port, Duration::from_secs(10))?;
+
+    let _fault = lab.blackhole_flow(port)?;
+    let d = restart_decision(&a, port, Duration::from_secs(30))?;
+    assert_eq!(d.verdict, "silent", "{}", d.raw);
+    assert_eq!(d.outcome, "restarted", "{}", d.raw);
+    Ok(())
+}

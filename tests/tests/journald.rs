@@ -1,4 +1,4 @@
-//! Scenario (issue 5, c): every decision is one journal entry with structured fields, in a
+//! Scenario (c): every decision is one journal entry with structured fields, in a
 //! real systemd-journald, so `journalctl LIFELINE_ACTION=kill` finds every kill.
 
 use std::time::Duration;

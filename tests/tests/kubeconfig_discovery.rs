@@ -1,4 +1,4 @@
-//! Scenario (issue 6, f): with no `--endpoint` or `--kubeconfig`, the agent follows the
+//! Scenario (f): with no `--endpoint` or `--kubeconfig`, the agent follows the
 //! `server:` of the kubeconfig the running kubelet was given, and says which file that is
 //! (log, `lifeline status`, `lifeline check`). Kubelets in other network namespaces are not
 //! this node's; with several, the oldest wins. A broken kubeconfig found this way is one

@@ -1,4 +1,4 @@
-//! Scenario (issue 5, f): the metrics endpoint serves parseable Prometheus (the `OpenMetrics` format)
+//! Scenario (f): the metrics endpoint serves parseable Prometheus (the `OpenMetrics` format)
 //! text whose numbers match what happened: one watched socket, then one black hole and
 //! exactly one kill, with its detection latency in the histogram.
 

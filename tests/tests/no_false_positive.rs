@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use lifeline_tests::scenario::Setup;
+use lifeline_tests::watched::wait_watched;
 use lifeline_tests::{Agent, Client, Lab, require_root, ss};
 
 const RUN: Duration = Duration::from_mins(1);
@@ -32,6 +33,13 @@ fn healthy_connections_are_left_alone() -> anyhow::Result<()> {
         ("lossy heartbeat", &lossy),
     ];
 
+    // "Nothing was killed" means something only if all four were watched.
+    for (name, c) in &clients {
+        let port = c.local_port().expect("port");
+        let sock = wait_watched(&agent, port, Duration::from_secs(10))
+            .map_err(|e| anyhow::anyhow!("{name}: {e:#}"))?;
+        assert_eq!(sock.source, "sock_ops", "{name}: {}", sock.raw);
+    }
     // Watch the whole run, failing early on the first kill or client error.
     let started = std::time::Instant::now();
     for _ in 0..(RUN.as_secs() + 5) {
@@ -95,19 +103,37 @@ fn healthy_connections_are_left_alone() -> anyhow::Result<()> {
         seen >= 100,
         "the loss rule saw only {seen} packets of the lossy flow"
     );
-    if let Ok(st) = agent.status() {
-        for sock in &st.sockets {
-            eprintln!(
-                "status: {} -> {} verdict={} retransmits={}",
-                sock.local, sock.peer, sock.verdict, sock.retransmits
-            );
-        }
-    }
+    assert_still_watched_and_not_dead(&agent, &clients)?;
     let decisions = agent.decisions();
     eprintln!("decisions during the run: {}", decisions.len());
     assert!(
         decisions.iter().all(|d| d.action != "kill"),
         "kill decisions: {decisions:?}"
     );
+    Ok(())
+}
+
+/// Still watched at the end (not dropped from the map along the way), none judged dead.
+fn assert_still_watched_and_not_dead(
+    agent: &Agent,
+    clients: &[(&str, &Client)],
+) -> anyhow::Result<()> {
+    let st = agent.status()?;
+    for (name, c) in clients {
+        let port = c.local_port().expect("port");
+        let sock = st
+            .socket_for_port(port)
+            .ok_or_else(|| anyhow::anyhow!("{name} is no longer watched: {:?}", st.sockets))?;
+        eprintln!(
+            "status: {name} {} -> {} verdict={} retransmits={}",
+            sock.local, sock.peer, sock.verdict, sock.retransmits
+        );
+        assert!(
+            !matches!(sock.verdict.as_str(), "stalled" | "silent"),
+            "{name} judged {}: {}",
+            sock.verdict,
+            sock.raw
+        );
+    }
     Ok(())
 }

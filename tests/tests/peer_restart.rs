@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use lifeline_tests::client::start_server;
 use lifeline_tests::scenario::Setup;
+use lifeline_tests::watched::wait_watched;
 use lifeline_tests::{Agent, mono_ms, require_root};
 
 const STALL: Duration = Duration::from_secs(4);
@@ -20,6 +21,9 @@ fn peer_restart_needs_no_kill() -> anyhow::Result<()> {
     client.wait_event("a good heartbeat", Duration::from_secs(10), |e| {
         e.event == "ok"
     })?;
+    // The agent watches this socket: its silence afterwards is a decision, not blindness.
+    let port = client.local_port().expect("port");
+    wait_watched(&agent, port, Duration::from_secs(10))?;
 
     s.server.kill();
     let killed_ms = mono_ms();
@@ -48,6 +52,8 @@ fn peer_restart_needs_no_kill() -> anyhow::Result<()> {
         Duration::from_secs(10),
         |e| e.event == "ok" && e.mono_ms > back.mono_ms,
     )?;
+    let new_port = back.local_port.expect("the re-dial reports its local port");
+    wait_watched(&agent, new_port, Duration::from_secs(10))?;
 
     // Give the agent more than a full stall timeout to (wrongly) act.
     std::thread::sleep(STALL * 2 + Duration::from_secs(2));

@@ -1,4 +1,4 @@
-//! Scenario (issue 6, g): one agent per node (per network namespace), and a status socket
+//! Scenario (g): one agent per node (per network namespace), and a status socket
 //! that never deletes what is not its own. A second agent refuses with one line naming the
 //! running one, before attaching anything, and the first goes on; a `--status-socket` path
 //! holding anything but a socket is refused and left intact; the socket an agent killed by

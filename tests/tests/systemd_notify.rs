@@ -1,4 +1,4 @@
-//! Scenario (issue 5, b): lifeline as a `Type=notify` unit under a real systemd manager,
+//! Scenario (b): lifeline as a `Type=notify` unit under a real systemd manager,
 //! from the packaged unit file (packaging/lifeline.service) with a test drop-in.
 //! The unit becomes active only after the probe is attached (READY=1 follows the `ready`
 //! event), `systemctl show` carries its STATUS= text, the watchdog pings keep it alive past

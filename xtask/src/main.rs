@@ -8,6 +8,7 @@ mod deb;
 mod docs;
 mod image;
 mod lab;
+mod lint;
 mod meta;
 mod oci;
 mod packages;
@@ -27,7 +28,11 @@ usage: cargo xtask <command>
 commands:
   build-ebpf   build the eBPF object (installs the pinned nightly, rust-src and bpf-linker
                when missing) and print its path
-  test         unit tests, then the lab tests (needs root): what CI runs
+  test         unit tests, then the lab tests (needs root): what CI runs. One lab test file:
+               cargo xtask build-ebpf && cargo build -p lifeline -p lifeline-tests &&
+               LIFELINE_BIN=$PWD/target/debug/lifeline cargo test -p lifeline-tests --test NAME
+  lint         cargo fmt --check, clippy pedantic on the host crates, clippy on the eBPF
+               crate with the pinned nightly (installs its clippy when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
   bench        lifeline against the alternatives, its cost and scale (needs root; about 35
@@ -55,8 +60,9 @@ fn main() -> ExitCode {
                 println!("{}", object.display());
             }),
         ["test"] => lab::test(&workspace(), &mut phases),
+        ["lint"] => phases.run("lint", || lint::lint(&workspace())),
         ["demo"] => lab::demo(&workspace(), &mut phases),
-        ["-h" | "--help" | "help"] | ["bench", "-h" | "--help"] => {
+        ["-h" | "--help" | "help"] | ["bench" | "test" | "lint" | "demo", "-h" | "--help"] => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
         }
@@ -75,7 +81,7 @@ fn main() -> ExitCode {
             match args.as_slice() {
                 [] => {}
                 [cmd, extra, ..]
-                    if ["build-ebpf", "test", "demo", "deb", "image"].contains(cmd) =>
+                    if ["build-ebpf", "test", "demo", "deb", "lint", "image"].contains(cmd) =>
                 {
                     eprintln!("xtask: error: `{cmd}` takes no arguments, got `{extra}`");
                 }

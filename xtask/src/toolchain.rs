@@ -18,6 +18,24 @@ pub struct Toolchain {
 }
 
 impl Toolchain {
+    /// Adds clippy to the pinned toolchain unless it has it (for the eBPF crate's lint pass).
+    ///
+    /// # Errors
+    /// When the install fails.
+    pub fn ensure_clippy(&self) -> Result<()> {
+        if self.sysroot.join("bin").join("clippy-driver").is_file() {
+            return Ok(());
+        }
+        let mut cmd = Command::new(&self.rustup);
+        cmd.args(["component", "add", "clippy", "--toolchain", TOOLCHAIN]);
+        install(
+            &format!("adding clippy to {TOOLCHAIN}"),
+            "clippy-install.log",
+            &mut cmd,
+        )
+        .map(drop)
+    }
+
     /// `rustup run <TOOLCHAIN> <program>`, with the environment of any outer cargo removed.
     #[must_use]
     pub fn run(&self, program: &str) -> Command {

@@ -152,7 +152,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = LogTarget::Auto)]
     pub log: LogTarget,
 
-    /// Node integration (issue 5): config file, restart escalation, metrics.
+    /// Node integration: config file, restart escalation, metrics.
     #[command(flatten)]
     pub node: crate::node_args::NodeArgs,
 }

@@ -4,8 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use super::Endpoints;
-
 /// A check result is reused this long (one check serves a whole batch of kills).
 const FRESH: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -29,30 +27,44 @@ pub enum Verdict {
     Wait,
 }
 
+/// Whether the guard can answer from what it knows, or a connect test is needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Known(Verdict),
+    /// Test the endpoint (`Endpoints::any_accepts`) and hand the result to `after`.
+    Check,
+}
+
 impl Guard {
-    pub async fn check(&mut self, endpoints: &Endpoints) -> Verdict {
-        if endpoints.is_empty() {
-            return Verdict::Go;
+    /// Before a batch of kills: answer from a fresh result, or wait out the backoff, or ask
+    /// for a test. `configured`: whether there is an endpoint at all (else always Go).
+    #[must_use]
+    pub fn before(&self, configured: bool, now: Instant) -> Step {
+        if !configured {
+            return Step::Known(Verdict::Go);
         }
-        let now = Instant::now();
         if self.next_check.is_some_and(|t| now < t) {
-            return Verdict::Wait;
+            return Step::Known(Verdict::Wait);
         }
-        let healthy = match self.last {
-            Some((h, at)) if at.elapsed() < FRESH => h,
-            _ => {
-                let h = endpoints.any_accepts().await;
-                self.last = Some((h, Instant::now()));
-                h
+        match self.last {
+            Some((h, at)) if now.saturating_duration_since(at) < FRESH => {
+                Step::Known(if h { Verdict::Go } else { Verdict::Hold })
             }
-        };
+            _ => Step::Check,
+        }
+    }
+
+    /// The test's result: healthy resets the backoff; unhealthy holds the batch and backs
+    /// off (1 s doubling to 30 s) before the next test.
+    pub fn after(&mut self, healthy: bool, now: Instant) -> Verdict {
+        self.last = Some((healthy, now));
         if healthy {
             self.next_check = None;
             self.backoff = Duration::ZERO;
             return Verdict::Go;
         }
         self.backoff = (self.backoff * 2).clamp(Duration::from_secs(1), MAX_BACKOFF);
-        self.next_check = Some(Instant::now() + self.backoff);
+        self.next_check = Some(now + self.backoff);
         self.holds += 1;
         Verdict::Hold
     }
@@ -61,5 +73,50 @@ impl Guard {
     #[must_use]
     pub fn next_check(&self) -> Option<Instant> {
         self.next_check
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_back_off_and_a_healthy_answer_resets() {
+        let mut g = Guard::default();
+        let t0 = Instant::now();
+        assert_eq!(
+            g.before(false, t0),
+            Step::Known(Verdict::Go),
+            "no endpoint: never held"
+        );
+        assert_eq!(g.before(true, t0), Step::Check);
+        assert_eq!(g.after(false, t0), Verdict::Hold);
+        assert_eq!(
+            g.before(true, t0 + Duration::from_millis(500)),
+            Step::Known(Verdict::Wait)
+        );
+        assert_eq!(
+            g.before(true, t0 + Duration::from_millis(1_001)),
+            Step::Check
+        );
+        assert_eq!(g.after(false, t0 + Duration::from_secs(1)), Verdict::Hold);
+        assert_eq!(
+            g.next_check(),
+            Some(t0 + Duration::from_secs(3)),
+            "the second hold waits 2 s"
+        );
+        for i in 0..10 {
+            g.after(false, t0 + Duration::from_secs(10 + i));
+        }
+        assert_eq!(g.backoff, MAX_BACKOFF, "capped");
+        assert_eq!(g.holds, 12);
+        let t = t0 + Duration::from_mins(5);
+        assert_eq!(g.after(true, t), Verdict::Go);
+        assert_eq!(
+            g.before(true, t + Duration::from_millis(10)),
+            Step::Known(Verdict::Go),
+            "fresh answer reused"
+        );
+        assert_eq!(g.before(true, t + FRESH), Step::Check);
     }
 }

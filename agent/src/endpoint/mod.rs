@@ -144,6 +144,4 @@ pub struct Follow {
     pub prober: Prober,
     pub guard: Guard,
     pub grace: Duration,
-    pub migrate: bool,
-    pub spread: Duration,
 }

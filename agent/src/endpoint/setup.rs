@@ -10,7 +10,7 @@ use super::{
     discover::{self, Source},
     kubeconfig, spawn_refreshers,
 };
-use crate::cli::{OnOrphan, RunArgs};
+use crate::cli::RunArgs;
 
 /// The endpoints `run` follows, decided before anything is attached.
 #[derive(Debug)]
@@ -139,7 +139,5 @@ pub fn start(args: &RunArgs, found: &Configured, wake: &Arc<Notify>) -> Result<O
         prober: Prober::new(Arc::clone(wake)),
         guard: Guard::default(),
         grace: args.orphan_grace,
-        migrate: args.on_orphan == OnOrphan::Migrate,
-        spread: args.migrate_spread,
     }))
 }

@@ -9,9 +9,9 @@ use zbus::Connection;
 
 use super::{
     dbus,
-    escalate::Request,
     policy::{Gate, RestartPolicy, jitter},
 };
+use crate::judge::RestartRequest as Request;
 use crate::node_args::SystemdBus;
 
 pub struct Restarter {
@@ -79,14 +79,21 @@ impl Restarter {
     fn log(&self, r: &Request, outcome: &str, retry_in: Option<Duration>) {
         let unit = self.unit.as_str();
         let retry_in_ms = retry_in.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let reason = r.reason.label();
         let message = format!(
-            "restart {unit} ({}: {} -> {}, {}/{}): {outcome}",
-            r.reason, r.local, r.peer, r.owner_comm, r.owner_pid
+            "restart {unit} ({reason}: {} -> {}, {}/{}): {outcome}",
+            r.local, r.peer, r.owner_comm, r.owner_pid
         );
+        crate::metrics::get().decision(&crate::metrics::Decision {
+            verdict: r.verdict,
+            action: "restart",
+            outcome,
+            trouble_age_ms: r.trouble_age_ms,
+        });
         macro_rules! decision {
             ($lvl:ident) => {
                 tracing::$lvl!(target: "lifeline::decision", peer = %r.peer, local = %r.local, owner_pid = r.owner_pid,
-                    owner_comm = %r.owner_comm, verdict = r.verdict, action = "restart", outcome, reason = r.reason,
+                    owner_comm = %r.owner_comm, verdict = r.verdict, action = "restart", outcome, reason,
                     unit, trouble_age_ms = r.trouble_age_ms, retry_in_ms, "{message}")
             };
         }

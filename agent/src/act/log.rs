@@ -1,16 +1,28 @@
 //! The decision event: one structured `tracing` event per decision, target
 //! `lifeline::decision`, with its evidence as fields (journald: `LIFELINE_*`).
 
-use super::{Evidence, Reason};
-use crate::{clock, detect::Verdict};
+use std::time::Duration;
 
-pub(super) fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
-    let r = ev.rec;
+use crate::{
+    clock,
+    judge::{Action, Kill, Outcome, Reason, Verdict},
+};
+
+/// The decision event for a kill decided and carried out (or held back).
+pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
+    let action = match action {
+        Action::DryRun => "none",
+        Action::Hold => "hold",
+        _ => "kill",
+    };
+    let outcome = outcome.label();
+    let outcome = outcome.as_ref();
+    let r = &ev.rec;
     let owner_comm = r.comm().unwrap_or("-");
     let trouble_age_ms = clock::age_ms(ev.now_ns, r.trouble_ns);
-    let (peer, local, i) = (r.peer(), r.local(), ev.info);
+    let (peer, local, i) = (r.peer(), r.local(), &ev.info);
     let verdict = ev.reason.verdict();
-    let (endpoint, orphaned_for_ms) = match ev.reason {
+    let (endpoint, orphaned_for_ms) = match &ev.reason {
         Reason::Orphaned {
             endpoint,
             absent_for,
@@ -21,7 +33,7 @@ pub(super) fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
         Reason::DeadPeer { endpoint } => (endpoint.as_deref(), None),
         Reason::Dead(_) => (None, None),
     };
-    let why = match ev.reason {
+    let why = match &ev.reason {
         Reason::Dead(Verdict::Silent) => format!(
             "idle, {} keepalive probes unanswered, nothing from the peer for {} ms",
             i.probes, i.last_ack_recv_ms
@@ -48,6 +60,12 @@ pub(super) fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
         "{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}",
         r.owner_pid
     );
+    crate::metrics::get().decision(&crate::metrics::Decision {
+        verdict,
+        action,
+        outcome,
+        trouble_age_ms,
+    });
     macro_rules! decision {
         ($lvl:ident) => {
             tracing::$lvl!(
@@ -78,4 +96,19 @@ pub(super) fn log_decision(ev: &Evidence<'_>, action: &str, outcome: &str) {
     } else {
         decision!(warn);
     }
+}
+
+/// `--on-orphan log`: an orphaned socket, reported once and left alone.
+pub fn log_orphan_report(rec: &lifeline_common::SockState, endpoint: &str, absent_for: Duration) {
+    let (peer, local) = (rec.peer(), rec.local());
+    let orphaned_for_ms = u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX);
+    crate::metrics::get().decision(&crate::metrics::Decision {
+        verdict: "orphaned",
+        action: "none",
+        outcome: "policy: log",
+        trouble_age_ms: 0,
+    });
+    tracing::warn!(target: "lifeline::decision", peer = %peer, local = %local, verdict = "orphaned",
+        action = "none", outcome = "policy: log", endpoint = %endpoint, orphaned_for_ms,
+        "orphaned socket {local} -> {peer}: its peer left {endpoint}'s DNS set; --on-orphan log: not acting");
 }

@@ -1,0 +1,115 @@
+//! Endpoint-driven reasons to kill: a dead peer (the peer probe timed out twice) and an
+//! orphaned peer (its address left the endpoint's DNS set for longer than the grace).
+
+use std::{
+    collections::hash_map::RandomState,
+    hash::BuildHasher as _,
+    sync::OnceLock,
+    time::{Duration, Instant},
+};
+
+use super::{Judge, Reason, Socket, Verdict};
+use crate::{diag::TcpInfo, endpoint::Membership};
+
+/// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
+/// the same instant.
+pub const DEAD_PEER_JITTER: Duration = Duration::from_secs(1);
+/// An orphaned socket due for migration but busy is looked at again this soon.
+pub const QUIET_RECHECK: Duration = Duration::from_millis(200);
+const FAR: Duration = Duration::from_hours(1);
+
+/// A delay in `[0, max)` fixed per socket and random per agent process (and so per node).
+#[must_use]
+pub fn jitter(cookie: u64, max: Duration) -> Duration {
+    static SEED: OnceLock<RandomState> = OnceLock::new();
+    let h = SEED.get_or_init(RandomState::new).hash_one(cookie);
+    let max_ms = u64::try_from(max.as_millis()).unwrap_or(u64::MAX).max(1);
+    Duration::from_millis(h % max_ms)
+}
+
+pub(super) fn dead_peer_delay(cookie: u64) -> Duration {
+    jitter(cookie, DEAD_PEER_JITTER)
+}
+
+/// What the endpoint rules say about one socket.
+#[derive(Debug, Default)]
+pub struct EndpointCall {
+    pub reason: Option<Reason>,
+    /// How soon this socket wants the next sweep.
+    pub wake: Option<Duration>,
+    /// Ask the peer probe about this socket's peer, and why.
+    pub probe: Option<&'static str>,
+    /// `--on-orphan log`: report this orphan once (endpoint, how long absent).
+    pub report_orphan: Option<(String, Duration)>,
+}
+
+impl Judge {
+    /// When the orphan `cookie` is due to migrate: a random point of `--migrate-spread`
+    /// after it was first found orphaned, fixed from then on.
+    pub(super) fn migration_time(&mut self, cookie: u64, at: Instant) -> Instant {
+        let spread = self.settings.spread;
+        *self
+            .migrations
+            .entry(cookie)
+            .or_insert_with(|| at + jitter(cookie, spread))
+    }
+
+    /// Dead peer and orphan rules for one socket (`info`: the kernel's view, when read).
+    pub fn endpoint_reason(
+        &mut self,
+        s: &Socket<'_>,
+        verdict: Verdict,
+        info: Option<&TcpInfo>,
+        at: Instant,
+    ) -> EndpointCall {
+        let mut call = EndpointCall::default();
+        // First sign of trouble: an RTO or retransmission with no ACK progress since (the
+        // probe clears it on progress), or keepalive probes out unanswered.
+        let trouble = verdict != Verdict::Healthy && s.rec.trouble_ns != 0
+            || info.is_some_and(|i| i.probes > 0);
+        let left = matches!(
+            s.member,
+            Some((_, Membership::Leaving { .. } | Membership::Orphaned { .. }))
+        );
+        if trouble {
+            call.probe = Some("trouble on a watched socket");
+        } else if left {
+            call.probe = Some("left the endpoint's DNS set");
+        }
+        if let Some(since) = s.dead_since {
+            let due = since + dead_peer_delay(s.cookie);
+            if at < due {
+                call.wake = Some(due - at);
+            } else if info.is_some() {
+                call.reason = Some(Reason::DeadPeer {
+                    endpoint: s.member.map(|m| m.0.clone()),
+                });
+                return call;
+            }
+        }
+        let Some((endpoint, Membership::Orphaned { absent_for })) = s.member else {
+            return call;
+        };
+        if !self.settings.migrate {
+            if self.orphans_logged.insert(s.cookie) {
+                call.report_orphan = Some((endpoint.clone(), *absent_for));
+            }
+            return call;
+        }
+        let due = self.migration_time(s.cookie, at);
+        if at < due {
+            call.wake = Some(call.wake.unwrap_or(FAR).min(due - at));
+            return call;
+        }
+        // Only at a quiet moment: with nothing in flight, no request dies with the socket.
+        if info.is_some_and(|i| i.unacked == 0) {
+            call.reason = Some(Reason::Orphaned {
+                endpoint: endpoint.clone(),
+                absent_for: *absent_for,
+            });
+        } else {
+            call.wake = Some(call.wake.unwrap_or(FAR).min(QUIET_RECHECK));
+        }
+        call
+    }
+}

@@ -1,0 +1,209 @@
+//! From a confirmed reason to an action: the healthy-endpoint guard's answer, a per-socket
+//! backoff after anything but a kill, the kill budget per sliding minute, `--dry-run`, and
+//! `--action restart`. Outcomes come back typed and feed the backoff and the escalation.
+
+use std::{
+    borrow::Cow,
+    collections::{HashMap, VecDeque},
+    time::{Duration, Instant},
+};
+
+use lifeline_common::SockState;
+
+use super::{Judge, Verdict};
+use crate::diag::TcpInfo;
+
+/// Why a socket is to be killed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Confirmed stalled or silent (two witnesses, two looks).
+    Dead(Verdict),
+    /// The peer's address left the endpoint's set for longer than the grace.
+    Orphaned {
+        endpoint: String,
+        absent_for: Duration,
+    },
+    /// A fresh connection to the peer timed out twice.
+    DeadPeer { endpoint: Option<String> },
+}
+
+impl Reason {
+    /// The verdict word decisions and restarts are logged with.
+    #[must_use]
+    pub const fn verdict(&self) -> &'static str {
+        match self {
+            Self::Dead(Verdict::Silent) => "silent",
+            Self::Dead(_) => "stalled",
+            Self::Orphaned { .. } => "orphaned",
+            Self::DeadPeer { .. } => "dead-peer",
+        }
+    }
+
+    /// A socket that is broken, as opposed to one moved for hygiene (an orphan migration):
+    /// only these may lead to restarting its owner.
+    #[must_use]
+    pub const fn is_failure(&self) -> bool {
+        !matches!(self, Self::Orphaned { .. })
+    }
+}
+
+/// A confirmed reason to kill one socket, with its evidence.
+#[derive(Clone, Debug)]
+pub struct Kill {
+    pub cookie: u64,
+    /// The sweep's clock (`CLOCK_MONOTONIC` ns), to age the record's times.
+    pub now_ns: u64,
+    pub rec: SockState,
+    pub info: TcpInfo,
+    pub reason: Reason,
+}
+
+/// What to do with a confirmed kill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Destroy the socket.
+    Kill,
+    /// `--dry-run`: log only.
+    DryRun,
+    /// The kill budget of this minute is spent.
+    RateLimited,
+    /// No endpoint address accepts connections: the control plane is down, hold.
+    Hold,
+    /// Still backing off after an earlier attempt on this socket: say nothing.
+    Quiet,
+    /// `--action restart`: ask for a restart of the unit instead.
+    Restart,
+}
+
+/// How an action ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Killed,
+    /// Closed before we got to it.
+    Gone,
+    Failed(String),
+    DryRun,
+    RateLimited,
+    Held,
+}
+
+impl Outcome {
+    /// The `outcome` field of the decision event.
+    #[must_use]
+    pub fn label(&self) -> Cow<'static, str> {
+        match self {
+            Self::Killed => "killed".into(),
+            Self::Gone => "gone".into(),
+            Self::Failed(e) => format!("failed: {e}").into(),
+            Self::DryRun => "dry-run".into(),
+            Self::RateLimited => "rate-limited".into(),
+            Self::Held => "held: no healthy endpoint".into(),
+        }
+    }
+}
+
+/// At most `max` kills in any sliding minute, and a growing pause per socket after any
+/// attempt that did not end it (5 s doubling to 5 min).
+pub(super) struct Gate {
+    max: usize,
+    recent: VecDeque<Instant>,
+    backoff: HashMap<u64, (Instant, Duration)>,
+    pub kills: u64,
+}
+
+const FIRST_BACKOFF: Duration = Duration::from_secs(5);
+const MAX_BACKOFF: Duration = Duration::from_mins(5);
+
+impl Gate {
+    pub(super) fn new(max_per_minute: u32) -> Self {
+        Self {
+            max: usize::try_from(max_per_minute).unwrap_or(usize::MAX),
+            recent: VecDeque::new(),
+            backoff: HashMap::new(),
+            kills: 0,
+        }
+    }
+
+    fn try_take(&mut self, now: Instant) -> bool {
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_mins(1))
+        {
+            self.recent.pop_front();
+        }
+        if self.recent.len() >= self.max {
+            return false;
+        }
+        self.recent.push_back(now);
+        true
+    }
+
+    pub(super) fn retain(&mut self, live: impl Fn(u64) -> bool) {
+        self.backoff.retain(|c, _| live(*c));
+    }
+}
+
+impl Judge {
+    /// The action for a confirmed kill. `endpoint_healthy`: the guard's answer for this
+    /// batch (`true` without a configured endpoint).
+    pub fn gate(&mut self, kill: &Kill, endpoint_healthy: bool, at: Instant) -> Action {
+        if self
+            .gate
+            .backoff
+            .get(&kill.cookie)
+            .is_some_and(|(until, _)| at < *until)
+        {
+            return Action::Quiet;
+        }
+        if !endpoint_healthy {
+            return Action::Hold;
+        }
+        if !self.settings.dry_run
+            && kill.reason.is_failure()
+            && self
+                .escalation
+                .as_ref()
+                .is_some_and(Escalation::restarts_instead)
+        {
+            return Action::Restart;
+        }
+        if self.settings.dry_run {
+            self.back_off(kill.cookie, at);
+            return Action::DryRun;
+        }
+        if self.gate.try_take(at) {
+            Action::Kill
+        } else {
+            self.back_off(kill.cookie, at);
+            Action::RateLimited
+        }
+    }
+
+    /// A kill's result; a failure starts the socket's backoff. Returns the restart request
+    /// the escalation wants, if any (a kill that failed).
+    pub fn outcome(
+        &mut self,
+        kill: &Kill,
+        outcome: &Outcome,
+        at: Instant,
+    ) -> Option<super::RestartRequest> {
+        match outcome {
+            Outcome::Killed => self.gate.kills += 1,
+            Outcome::Failed(_) => self.back_off(kill.cookie, at),
+            _ => {}
+        }
+        self.escalation.as_mut()?.after_outcome(kill, outcome, at)
+    }
+
+    fn back_off(&mut self, cookie: u64, at: Instant) {
+        let delay = self
+            .gate
+            .backoff
+            .get(&cookie)
+            .map_or(FIRST_BACKOFF, |(_, d)| (*d * 2).min(MAX_BACKOFF));
+        self.gate.backoff.insert(cookie, (at + delay, delay));
+    }
+}
+
+use super::Escalation;

@@ -1,0 +1,134 @@
+//! The judge: every rule that turns what the kernel says into a decision, and nothing else.
+//! No I/O: the daemon (`daemon.rs`) reads the probe's map, `sock_diag` and the endpoint view,
+//! hands them in with the clock, executes the typed decisions that come back (kills, restart
+//! requests, peer probes), and reports each outcome; logs, metrics and status consume the
+//! same values. So every rule has a unit test that needs no root.
+//!
+//! The order of one sweep: `wants_info` (which sockets need their `tcp_info` read),
+//! `verdict` (two witnesses), `endpoint_reason` (dead peer, orphan), `gate` (guard, rate
+//! limit, backoff, dry run, `--action restart`), then `outcome` for each kill tried and
+//! `after_sweep` (no recovery after a kill).
+
+mod endpoint;
+mod escalate;
+mod gate;
+pub mod idle;
+mod look;
+pub mod verdict;
+
+use std::{
+    collections::{HashMap, HashSet},
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
+
+use lifeline_common::SockState;
+
+pub use escalate::{Escalation, RestartRequest};
+pub use gate::{Action, Kill, Outcome, Reason};
+pub use verdict::Verdict;
+
+use crate::{diag::TcpInfo, endpoint::Membership};
+
+/// Everything the rules depend on, fixed at start from the flags and the config file.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub stall: Duration,
+    /// `--silent-timeout`; None when keepalive is off.
+    pub silent: Option<Duration>,
+    pub want: lifeline_common::Keepalive,
+    /// `--on-orphan migrate`.
+    pub migrate: bool,
+    pub spread: Duration,
+    pub dry_run: bool,
+    pub max_kills_per_minute: u32,
+}
+
+/// A stalled or silent socket is looked at again this soon to confirm it (two looks).
+pub const CONFIRM_AFTER: Duration = Duration::from_millis(500);
+
+/// One watched socket as the daemon sees it in this sweep.
+pub struct Socket<'a> {
+    pub cookie: u64,
+    pub rec: &'a SockState,
+    /// A pre-existing socket the probe could not arm: judged from `tcp_info` alone.
+    pub polled: bool,
+    /// Its endpoint and where its peer stands in that endpoint's set.
+    pub member: Option<&'a (String, Membership)>,
+    /// Since when a fresh connection to its peer has been timing out (the peer probe).
+    pub dead_since: Option<Instant>,
+}
+
+/// What reading a socket's `tcp_info` gave.
+#[derive(Clone, Debug)]
+pub enum Read {
+    Info(TcpInfo),
+    /// The kernel answered without `INET_DIAG_INFO`.
+    NoInfo,
+    /// Closed between the map read and now.
+    Gone,
+    /// The request failed (the daemon logs why): never act on it.
+    Unreadable,
+}
+
+/// A watched socket's summary for the checks that span sockets (recovery after a kill).
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    pub peer: SocketAddr,
+    pub verdict: Verdict,
+    pub established_age: Duration,
+}
+
+pub struct Judge {
+    pub settings: Settings,
+    pub idle: idle::IdleWatch,
+    /// Stalled or silent in the previous sweep: a kill needs two looks in a row.
+    seen_dead: HashSet<u64>,
+    dead_now: HashSet<u64>,
+    /// When each orphaned socket is due to be migrated.
+    migrations: HashMap<u64, Instant>,
+    /// Orphans already reported under `--on-orphan log`.
+    orphans_logged: HashSet<u64>,
+    gate: gate::Gate,
+    pub escalation: Option<Escalation>,
+}
+
+impl Judge {
+    #[must_use]
+    pub fn new(settings: Settings, escalation: Option<Escalation>) -> Self {
+        Self {
+            idle: idle::IdleWatch::new(settings.silent, settings.want),
+            gate: gate::Gate::new(settings.max_kills_per_minute),
+            settings,
+            seen_dead: HashSet::new(),
+            dead_now: HashSet::new(),
+            migrations: HashMap::new(),
+            orphans_logged: HashSet::new(),
+            escalation,
+        }
+    }
+
+    /// Kills so far.
+    #[must_use]
+    pub fn kills(&self) -> u64 {
+        self.gate.kills
+    }
+
+    /// End of a sweep: the dead set becomes the previous look; state of sockets that are
+    /// gone is forgotten. Returns whether a new dead socket awaits its confirming look.
+    pub fn end_sweep(&mut self, live: &HashSet<u64>) -> bool {
+        let fresh = self.dead_now.iter().any(|c| !self.seen_dead.contains(c));
+        self.seen_dead = std::mem::take(&mut self.dead_now);
+        self.gate.retain(|c| live.contains(&c));
+        self.idle.retain(|c| live.contains(&c));
+        self.migrations.retain(|c, _| live.contains(c));
+        self.orphans_logged.retain(|c| live.contains(c));
+        if let Some(e) = self.escalation.as_mut() {
+            e.retain(|c| live.contains(&c));
+        }
+        fresh
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,60 @@
+//! `cargo xtask lint`: the gates CI runs, in two clippy passes like aya-template's: the host
+//! crates with the stable toolchain, the eBPF crate with the pinned nightly for its own target
+//! (the workspace build cannot lint both at once: the eBPF crate needs `-Z build-std=core`).
+
+use std::{path::Path, process::Command};
+
+use anyhow::Result;
+use xtask::{
+    ebpf,
+    process::{Output, run},
+    toolchain,
+};
+
+/// The crates built for the host (every workspace member but the eBPF crate).
+const HOST: [&str; 6] = [
+    "lifeline",
+    "lifeline-common",
+    "lifeline-tests",
+    "lifeline-bench",
+    "lifeline-docgen",
+    "xtask",
+];
+
+/// # Errors
+/// The first gate that fails, named.
+pub fn lint(ws: &Path) -> Result<()> {
+    let cargo = || {
+        let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        c.current_dir(ws);
+        c
+    };
+    run(
+        "cargo fmt --check",
+        cargo().args(["fmt", "--all", "--check"]),
+        Output::Inherit,
+    )?;
+    let mut host = cargo();
+    host.arg("clippy");
+    for p in HOST {
+        host.args(["-p", p]);
+    }
+    host.args(["--all-targets", "--", "-D", "warnings"]);
+    run("clippy (host crates)", &mut host, Output::Inherit)?;
+
+    let tc = toolchain::ensure()?;
+    tc.ensure_clippy()?;
+    let mut bpf = tc.run("cargo");
+    bpf.current_dir(ws)
+        .args([
+            "clippy",
+            "--package",
+            ebpf::PACKAGE,
+            "--target",
+            ebpf::TARGET,
+        ])
+        .args(["-Z", "build-std=core", "--target-dir"])
+        .arg(ws.join("target").join("ebpf-clippy"))
+        .args(["--", "-D", "warnings"]);
+    run("clippy (eBPF crate)", &mut bpf, Output::Inherit)
+}
