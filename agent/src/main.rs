@@ -5,6 +5,7 @@ mod adopt;
 mod cgroup;
 mod check;
 mod check_probe;
+mod check_watch;
 mod cli;
 mod clock;
 mod config;
