@@ -5,6 +5,7 @@
 
 mod bench;
 mod deb;
+mod kernels;
 mod lab;
 mod packages;
 
@@ -24,6 +25,10 @@ commands:
   build-ebpf   build the eBPF object (installs the pinned nightly, rust-src and bpf-linker
                when missing) and print its path
   test         unit tests, then the lab tests (needs root): what CI runs
+    --kernel K     instead, the kernel matrix: boot Debian's cloud kernel K (5.10, 6.1,
+                   6.12, a comma-separated list, or all) under qemu and run `lifeline check`
+                   and the kernel-dependent lab tests in it (about 4 minutes per kernel);
+                   `all` writes docs/KERNELS.md, a subset target/kernels/KERNELS.md
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
   bench        lifeline against the alternatives, its cost and scale (needs root; about 35
@@ -49,8 +54,16 @@ fn main() -> ExitCode {
                 println!("{}", object.display());
             }),
         ["test"] => lab::test(&workspace(), &mut phases),
+        ["test", "--kernel", k] => match kernels::parse(k) {
+            Ok(series) => kernels::test(&workspace(), &mut phases, &series),
+            Err(e) => {
+                eprint!("{USAGE}");
+                eprintln!("xtask: error: {e}");
+                return ExitCode::from(2);
+            }
+        },
         ["demo"] => lab::demo(&workspace(), &mut phases),
-        ["-h" | "--help" | "help"] | ["bench", "-h" | "--help"] => {
+        ["-h" | "--help" | "help"] | ["bench" | "test", "-h" | "--help"] => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
         }
@@ -67,7 +80,10 @@ fn main() -> ExitCode {
             eprint!("{USAGE}");
             match args.as_slice() {
                 [] => {}
-                [cmd, extra, ..] if ["build-ebpf", "test", "demo", "deb"].contains(cmd) => {
+                ["test", extra, ..] => {
+                    eprintln!("xtask: error: `test` takes only `--kernel K`, got `{extra}`");
+                }
+                [cmd, extra, ..] if ["build-ebpf", "demo", "deb"].contains(cmd) => {
                     eprintln!("xtask: error: `{cmd}` takes no arguments, got `{extra}`");
                 }
                 [cmd, ..] => eprintln!("xtask: error: unknown command `{cmd}`"),
