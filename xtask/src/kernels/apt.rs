@@ -57,7 +57,9 @@ impl Apt {
 
     fn cmd(&self, program: &str) -> Command {
         let mut c = Command::new(program);
+        // As root apt hands downloads to user _apt, who cannot write our cache.
         c.env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["-o", "APT::Sandbox::User=root"])
             .args(&self.options);
         c
     }
@@ -82,12 +84,21 @@ impl Apt {
         if let Some(p) = depends(self) {
             return Ok(p);
         }
+        self.update()?;
+        depends(self).ok_or_else(|| anyhow!("{step} failed: apt knows no {meta} after an update"))
+    }
+
+    /// `apt-get update` of this configuration's lists.
+    ///
+    /// # Errors
+    /// When apt-get fails.
+    pub fn update(&self) -> Result<()> {
+        let mut cmd = self.cmd("apt-get");
         run(
             "apt-get update",
-            self.cmd("apt-get").args(["update", "-qq"]),
+            cmd.args(["update", "-qq"]),
             Output::Inherit,
-        )?;
-        depends(self).ok_or_else(|| anyhow!("{step} failed: apt knows no {meta} after an update"))
+        )
     }
 
     /// Downloads `package` into `dir` unless it is there; returns the .deb.

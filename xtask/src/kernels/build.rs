@@ -1,8 +1,13 @@
 //! What the guests run, built on the host: the agent in release mode (under TCG a debug
 //! build needs seconds to start: aya parses the kernel's BTF in it), the lab's fixtures,
-//! and the test executables of `super::TESTS`, found in cargo's JSON messages.
+//! and the test executables of `super::TESTS`, found in cargo's JSON messages; and the plan
+//! that tells each guest's runner what to run.
 
-use std::path::{Path, PathBuf};
+use std::{
+    fmt::Write as _,
+    fs,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{Result, anyhow};
 use xtask::process::capture;
@@ -68,6 +73,36 @@ fn executables(json: &str) -> Vec<(String, PathBuf)> {
             Some((json_string(l, "name")?, PathBuf::from(exe)))
         })
         .collect()
+}
+
+/// Modules the lab needs that are not built into Debian's cloud kernels.
+const MODULES: &str = "inet_diag tcp_diag udp_diag raw_diag veth bridge nf_tables nft_counter \
+                       nft_ct nft_numgen nft_reject_inet nf_conntrack_bridge\n";
+const RUNNER: &str = include_str!("../../guest/run.sh");
+/// Tests at once in a guest (they mostly wait; 2 vCPUs).
+const PARALLEL: u32 = 2;
+const TEST_TIMEOUT_S: u32 = 300;
+
+/// The plan a guest's runner (xtask/guest/run.sh, PID 1 in the guest) reads from the
+/// results share: the agent, the tests and their executables, how many at once and for how
+/// long, the kernel modules the lab needs, and the runner itself.
+///
+/// # Errors
+/// When a file cannot be written.
+pub fn write_plan(built: &Built, out: &Path) -> Result<()> {
+    let plan = format!(
+        "LIFELINE_BIN={}\nPARALLEL={PARALLEL}\nTEST_TIMEOUT={TEST_TIMEOUT_S}\nLAB_NO_FALSE_POSITIVE_SECS=20\n",
+        built.lifeline.display()
+    );
+    fs::write(out.join("plan.env"), plan)?;
+    let mut list = String::new();
+    for (name, exe, test) in &built.tests {
+        let _ = writeln!(list, "{name} {} {test}", exe.display());
+    }
+    fs::write(out.join("tests.list"), list)?;
+    fs::write(out.join("modules"), MODULES)?;
+    fs::write(out.join("run.sh"), RUNNER)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -35,17 +35,27 @@ pub fn kernels(series: &[&'static Series]) -> Result<Vec<Kernel>> {
     let mut out = Vec::new();
     for s in series {
         let apt = Apt::new(s, &cache)?;
-        let package = apt.kernel_package(s.meta)?;
-        let release = package.trim_start_matches("linux-image-").to_owned();
-        let dir = cache.join(&release);
-        let ready = dir.join("ready");
-        if !ready.is_file() {
-            let deb = apt.download(&package, &debs)?;
-            prepare(&deb, &release, &dir)?;
+        let mut package = apt.kernel_package(s.meta)?;
+        let mut dir = cache.join(package.trim_start_matches("linux-image-"));
+        if !dir.join("ready").is_file() {
+            // Lists older than the archive name a kernel it no longer has: update, once.
+            let deb = match apt.download(&package, &debs) {
+                Ok(deb) => deb,
+                Err(e) => {
+                    eprintln!("xtask: {e:#}; updating the package lists and retrying");
+                    apt.update()?;
+                    package = apt.kernel_package(s.meta)?;
+                    dir = cache.join(package.trim_start_matches("linux-image-"));
+                    apt.download(&package, &debs)?
+                }
+            };
+            let release = package.trim_start_matches("linux-image-");
+            prepare(&deb, release, &dir)?;
             let version = deb_version(&deb).unwrap_or_default();
-            fs::write(&ready, format!("{version}\n"))?;
+            fs::write(dir.join("ready"), format!("{version}\n"))?;
         }
-        let version = fs::read_to_string(&ready)?.trim().to_owned();
+        let release = package.trim_start_matches("linux-image-").to_owned();
+        let version = fs::read_to_string(dir.join("ready"))?.trim().to_owned();
         initrd::build(&dir, &release)?;
         eprintln!("xtask: kernel {} is {release} ({version})", s.name);
         out.push(Kernel {

@@ -9,6 +9,7 @@ mod build;
 mod fetch;
 mod initrd;
 mod report;
+mod results;
 mod vm;
 
 use std::path::Path;

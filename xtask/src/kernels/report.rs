@@ -1,86 +1,17 @@
-//! docs/KERNELS.md from the guests' results: per kernel, each feature of
-//! `lifeline_common::features` as the tests reported it (`kernel-matrix:` lines, printed
-//! only after a test asserted what that kernel must do), each test's outcome and time, and
+//! docs/KERNELS.md from the guests' results (results.rs): per kernel, each feature of
+//! `lifeline_common::features` as the tests reported it, each test's outcome and time, and
 //! what `lifeline check` printed there. A failed test or a feature no passing test reported
 //! on some kernel fails the run (after the document is written, so it shows which).
 
 use std::{fmt::Write as _, fs, path::Path};
 
 use anyhow::Result;
-use lifeline_common::features::{ALL, Feature};
+use lifeline_common::features::ALL;
 
-use super::{TESTS, vm::Run};
-use crate::lab::json_string;
-
-/// One guest's results, read back from its directory.
-struct Guest<'a> {
-    run: &'a Run,
-    /// (test, exit code, seconds, first error line).
-    tests: Vec<(String, i32, u64, String)>,
-    /// (feature id, result, what the user saw).
-    reports: Vec<(String, String, String)>,
-    check: String,
-}
-
-fn read(run: &Run) -> Guest<'_> {
-    let mut g = Guest {
-        run,
-        tests: Vec::new(),
-        reports: Vec::new(),
-        check: String::new(),
-    };
-    g.check = fs::read_to_string(run.out.join("check.txt")).unwrap_or_default();
-    for (bin, test) in TESTS {
-        let name = format!("{bin}::{test}");
-        let file = |ext: &str| fs::read_to_string(run.out.join(format!("tests/{name}.{ext}")));
-        let rc = file("rc").unwrap_or_default();
-        let mut words = rc.split_whitespace().map(|w| w.parse::<i64>().ok());
-        let (code, secs) = (
-            words.next().flatten().unwrap_or(-1),
-            words.next().flatten().unwrap_or(0),
-        );
-        let log = file("log").unwrap_or_default();
-        // libtest prints "test NAME ... " with no newline before the test's own output.
-        let marker = "kernel-matrix: ";
-        for line in log
-            .lines()
-            .filter_map(|l| Some(&l[l.find(marker)? + marker.len()..]))
-        {
-            if let (Some(f), Some(r), Some(s)) = (
-                json_string(line, "feature"),
-                json_string(line, "result"),
-                json_string(line, "shows"),
-            ) {
-                g.reports.push((f, r, s));
-            }
-        }
-        let error = log
-            .lines()
-            .find(|l| l.starts_with("Error:") || l.contains("panicked at"))
-            .unwrap_or("")
-            .to_owned();
-        g.tests.push((
-            name,
-            i32::try_from(code).unwrap_or(-1),
-            u64::try_from(secs).unwrap_or(0),
-            error,
-        ));
-    }
-    g
-}
-
-/// "pass", "degraded", or "NOT SHOWN", and every distinct thing the user saw.
-fn feature_cell(g: &Guest<'_>, f: &Feature) -> (String, Vec<String>) {
-    let mine: Vec<_> = g.reports.iter().filter(|r| r.0 == f.id).collect();
-    let mut shows: Vec<String> = mine.iter().map(|r| r.2.clone()).collect();
-    shows.dedup();
-    let result = match mine.first() {
-        None => "NOT SHOWN".to_owned(),
-        Some(r) if mine.iter().all(|x| x.1 == r.1) => r.1.clone(),
-        Some(_) => "INCONSISTENT".to_owned(),
-    };
-    (result, shows)
-}
+use super::{
+    results::{Guest, feature_cell, read},
+    vm::Run,
+};
 
 /// Writes the document to `doc`; the result says whether the matrix passed.
 ///
@@ -88,13 +19,7 @@ fn feature_cell(g: &Guest<'_>, f: &Feature) -> (String, Vec<String>) {
 /// When the document cannot be written; `Ok(Err(..))` when the matrix failed.
 pub fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
     let guests: Vec<Guest<'_>> = runs.iter().map(read).collect();
-    let commit = xtask::process::capture(
-        "git rev-parse",
-        std::process::Command::new("git")
-            .current_dir(ws)
-            .args(["rev-parse", "--short", "HEAD"]),
-    )
-    .unwrap_or_default();
+    let commit = commit(ws);
     let mut md = String::from("# lifeline on the kernels nodes run\n\n");
     let _ = writeln!(
         md,
@@ -184,6 +109,21 @@ pub fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
             "the kernel matrix failed: {}",
             failures.join("; ")
         )))
+    }
+}
+
+/// The commit the run tested, marked when the tree had other changes than this document.
+fn commit(ws: &Path) -> String {
+    let git = |args: &[&str]| {
+        let mut cmd = std::process::Command::new("git");
+        xtask::process::capture("git", cmd.current_dir(ws).args(args)).unwrap_or_default()
+    };
+    let hash = git(&["rev-parse", "--short", "HEAD"]);
+    let changed = git(&["status", "--porcelain", "--untracked-files=no"]);
+    if changed.lines().all(|l| l.ends_with("docs/KERNELS.md")) {
+        hash
+    } else {
+        format!("{hash} with local changes")
     }
 }
 

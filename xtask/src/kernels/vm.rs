@@ -5,7 +5,6 @@
 //! killed and reaped, and the sockets removed, on every path.
 
 use std::{
-    fmt::Write as _,
     fs,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -17,13 +16,6 @@ use anyhow::{Context as _, Result, bail};
 use super::{build::Built, fetch::Kernel};
 
 const VIRTIOFSD: &str = "/usr/lib/qemu/virtiofsd";
-/// Modules the lab needs that are not built into Debian's cloud kernels.
-const MODULES: &str = "inet_diag tcp_diag udp_diag raw_diag veth bridge nf_tables nft_counter \
-                       nft_ct nft_numgen nft_reject_inet nf_conntrack_bridge\n";
-const RUNNER: &str = include_str!("../../guest/run.sh");
-/// Tests at once in a guest (they mostly wait; 2 vCPUs).
-const PARALLEL: u32 = 2;
-const TEST_TIMEOUT_S: u32 = 300;
 const GUEST_DEADLINE: Duration = Duration::from_mins(25);
 const MEMORY_MB: u32 = 3072;
 
@@ -60,7 +52,7 @@ pub fn run(k: &Kernel, built: &Built, out: &Path) -> Result<Run> {
         fs::remove_dir_all(out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
     fs::create_dir_all(out)?;
-    write_plan(built, out)?;
+    super::build::write_plan(built, out)?;
     let tmp = std::env::temp_dir();
     let pid = std::process::id();
     let socks = [
@@ -134,23 +126,6 @@ pub fn run(k: &Kernel, built: &Built, out: &Path) -> Result<Run> {
         out: out.to_path_buf(),
         wall,
     })
-}
-
-/// What run.sh reads: the agent, the tests, the modules to load, and itself.
-fn write_plan(built: &Built, out: &Path) -> Result<()> {
-    let plan = format!(
-        "LIFELINE_BIN={}\nPARALLEL={PARALLEL}\nTEST_TIMEOUT={TEST_TIMEOUT_S}\nLAB_NO_FALSE_POSITIVE_SECS=20\n",
-        built.lifeline.display()
-    );
-    fs::write(out.join("plan.env"), plan)?;
-    let mut list = String::new();
-    for (name, exe, test) in &built.tests {
-        let _ = writeln!(list, "{name} {} {test}", exe.display());
-    }
-    fs::write(out.join("tests.list"), list)?;
-    fs::write(out.join("modules"), MODULES)?;
-    fs::write(out.join("run.sh"), RUNNER)?;
-    Ok(())
 }
 
 fn qemu_command(k: &Kernel, socks: &[PathBuf; 2], out: &Path) -> Result<Command> {
