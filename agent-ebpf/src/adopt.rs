@@ -6,9 +6,16 @@
 //! agent's network namespace with the socket lock held, and for listed cookies sets the
 //! callback flags with `bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS)` (Linux 6.12,
 //! `bpf_sol_tcp_setsockopt()` in
-//! <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>). On older kernels
-//! the load fails and the agent polls those few sockets through `sock_diag` instead.
-//! The same pass arms keepalive on them (`keepalive.rs`), as `sock_ops` does for new ones.
+//! <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>). The same pass arms
+//! keepalive on them (`keepalive.rs`), as `sock_ops` does for new ones.
+//!
+//! Older kernels, as the kernel matrix measured them: 6.1 loads this program but refuses
+//! the flags with EINVAL at run time (`bpf_sol_tcp_setsockopt()` in
+//! <https://github.com/torvalds/linux/blob/v6.1/net/core/filter.c> has no such option),
+//! so keepalive is armed and the callbacks are not; 5.10 does not load it (no
+//! `bpf_get_socket_cookie` for tracing programs before 5.12, no `bpf_setsockopt` in
+//! `iter/tcp` before 5.15). Sockets whose callbacks are not armed are polled through
+//! `sock_diag` by the agent.
 
 use core::ffi::c_void;
 
@@ -66,14 +73,6 @@ pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
             ret = unsafe { bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, opt, len) };
         }
     }
-    if ret == 0
-        && let Some(rec) = SOCKETS.get_ptr_mut(cookie)
-    {
-        // Lowering only, so a socket a killed agent armed keeps exactly its values.
-        // SAFETY: map value of the right type; the iterator holds the socket's lock.
-        let rec = unsafe { &mut *rec };
-        rec.ka_result = keepalive::arm(sk, &mut rec.keepalive);
-    }
     #[allow(
         clippy::cast_possible_truncation,
         reason = "helpers return 0 or -errno"
@@ -83,6 +82,16 @@ pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
         (0, false) => ADOPT_ARMED,
         _ => ret as i32,
     };
+    if let Some(rec) = SOCKETS.get_ptr_mut(cookie) {
+        // SAFETY: map value of the right type; the iterator holds the socket's lock.
+        let rec = unsafe { &mut *rec };
+        rec.adopt = result;
+        // Even when the callbacks cannot be armed (6.1-6.11: the flags are not a
+        // `bpf_setsockopt` option there), keepalive can, and the agent's polling then
+        // finds a silent peer. Lowering only, so a socket a killed agent armed keeps
+        // exactly its values.
+        rec.ka_result = keepalive::arm(sk, &mut rec.keepalive);
+    }
     // SAFETY: map value of type i32.
     unsafe { *status = result };
     0

@@ -1,12 +1,14 @@
-//! lifeline's kernel probe. Program types and the oldest kernel each needs:
+//! lifeline's kernel probe. Program types and the oldest kernel each needs, as
+//! `lifeline_common::features` lists them and the kernel matrix (`cargo xtask test --kernel
+//! all`, docs/KERNELS.md) measured them on 5.10, 6.1 and 6.12:
 //!
 //! | program | hook | minimum kernel |
 //! |---|---|---|
 //! | `lifeline_sockops` | `sock_ops` on the cgroup v2 root: ESTABLISHED of target sockets, then their RTO, RETRANS, STATE and RTT callbacks | 5.3 (`RTT_CB`; the rest 4.16) |
-//! | `lifeline_connect4/6` | `cgroup/connect4`, `cgroup/connect6` on the root: owner pid, comm, target cgroup, network namespace | 5.7 (`bpf_get_netns_cookie`, `bpf_get_current_ancestor_cgroup_id` there) |
-//! | `lifeline_cgroup_mkdir/rmdir` | tracepoints `cgroup:cgroup_mkdir`/`cgroup_rmdir`: a re-created target cgroup is a target before its first process runs | 5.5 (u64 ids in the record) |
-//! | `lifeline_sockops` + `bpf_{get,set}sockopt` | keepalive / `TCP_USER_TIMEOUT` on watched sockets, lowering only | 6.1 (reading TCP options; setting them 5.9) |
-//! | `lifeline_adopt` | `iter/tcp` + `bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS)`: arms sockets that predate the agent | 6.12 (iterator 5.9, setsockopt in it 5.15) |
+//! | `lifeline_connect4/6` | `cgroup/connect4`, `cgroup/connect6` on the root: owner pid, comm, target cgroup, network namespace | 5.7 (`bpf_get_netns_cookie`, `bpf_get_current_ancestor_cgroup_id` there; loads and works on 5.10) |
+//! | `lifeline_cgroup_mkdir/rmdir` | tracepoints `cgroup:cgroup_mkdir`/`cgroup_rmdir`: a re-created target cgroup is a target before its first process runs | 5.5 (u64 ids in the record; same layout on 5.10 to 6.18) |
+//! | `lifeline_sockops` + `bpf_{get,set}sockopt` | keepalive / `TCP_USER_TIMEOUT` on watched sockets | 5.9 set; 6.1 read first, lowering only (before: set without reading) |
+//! | `lifeline_adopt` | `iter/tcp` + `bpf_setsockopt`: keepalive on sockets that predate the agent; their callbacks (`TCP_BPF_SOCK_OPS_CB_FLAGS`) | 5.15 keepalive (5.10: does not load); 6.12 callbacks (6.1: loads, EINVAL at run time; the agent polls those sockets) |
 //!
 //! No kprobes (many hardened kernels, including this project's CI, have none) and no
 //! per-packet work outside the watch set: attached to the root, `sock_ops` runs for the

@@ -10,8 +10,9 @@ use std::{
 use anyhow::Result;
 use lifeline_common::{
     COMM_LEN, SockState,
-    keepalive::{KA_OFF, KA_PENDING},
-    sock::{ADOPT_ALREADY, ADOPT_ARMED, SOURCE_ADOPTED},
+    features::ITER_CALLBACKS,
+    keepalive::{KA_NO_ITERATOR, KA_OFF, KA_PENDING},
+    sock::{ADOPT_ALREADY, ADOPT_ARMED, ADOPT_NO_ITERATOR, ADOPT_PENDING, SOURCE_ADOPTED},
     watch::{BY_CGROUP, BY_COMM, BY_ENDPOINT},
 };
 
@@ -92,7 +93,18 @@ pub fn adopt(
         s.state = d.state;
         s.established_ns = now;
         s.last_event_ns = now;
-        s.ka_result = if keepalive { KA_PENDING } else { KA_OFF };
+        // Until the iterator has run, or for good when it cannot load (status shows both).
+        let can = probe.can_adopt;
+        s.adopt = if can {
+            ADOPT_PENDING
+        } else {
+            ADOPT_NO_ITERATOR
+        };
+        s.ka_result = match (keepalive, can) {
+            (false, _) => KA_OFF,
+            (true, true) => KA_PENDING,
+            (true, false) => KA_NO_ITERATOR,
+        };
         if let Some(i) = d.info {
             s.last_ack_ns = now.saturating_sub(u64::from(i.last_ack_recv_ms) * 1_000_000);
             s.packets_out = i.unacked;
@@ -120,6 +132,7 @@ pub fn adopt(
     }
     let mut polled: HashSet<u64> = cookies.iter().copied().collect();
     let mut already = 0usize;
+    let mut refused = None;
     if probe.can_adopt && !cookies.is_empty() {
         match probe.adopt(&cookies) {
             Ok(results) => {
@@ -128,11 +141,7 @@ pub fn adopt(
                         ADOPT_ARMED => {}
                         ADOPT_ALREADY => already += 1,
                         _ => {
-                            tracing::warn!(
-                                cookie,
-                                errno = -rc,
-                                "could not arm a pre-existing socket; polling it"
-                            );
+                            refused = Some(-rc);
                             continue;
                         }
                     }
@@ -141,8 +150,20 @@ pub fn adopt(
             }
             Err(e) => {
                 tracing::warn!(error = %format!("{e:#}"), "TCP iterator failed; polling pre-existing sockets");
+                for c in &cookies {
+                    probe.set_adopt(*c, ADOPT_NO_ITERATOR, KA_NO_ITERATOR);
+                }
             }
         }
+    }
+    if let Some(errno) = refused {
+        // One line, not one per socket: the kernel refuses all of them for the same reason.
+        tracing::warn!(
+            errno,
+            "the TCP iterator cannot arm the callbacks of pre-existing sockets on this kernel (needs Linux {}.{}): they are polled through sock_diag every sweep",
+            ITER_CALLBACKS.since.0,
+            ITER_CALLBACKS.since.1
+        );
     }
     // `already_armed`: sockets a previous agent armed (it was killed before they closed);
     // their callback flags and keepalive values were left exactly as they were.

@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use anyhow::{Result, bail};
+use lifeline_common::features;
 
 use crate::{
     cgroup, check_host,
@@ -17,11 +18,6 @@ use crate::{
     errors, mounts,
     watch::Targets,
 };
-
-/// Oldest kernel with every `sock_ops` callback the probe arms (RTT is 5.3).
-const MIN_KERNEL: (u32, u32) = (5, 3);
-/// The TCP iterator may call `bpf_setsockopt` from 6.12 on.
-const ITER_KERNEL: (u32, u32) = (6, 12);
 
 /// # Errors
 /// When any row fails (the table is printed first).
@@ -73,30 +69,34 @@ fn render(rows: &[Row]) -> String {
     out
 }
 
+/// The release against `lifeline_common::features`: what this kernel lacks, and since when.
 fn kernel() -> Row {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .unwrap_or_default()
         .trim()
         .to_owned();
-    let mut parts = release
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|p| p.parse::<u32>().ok());
-    let version = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    if version < MIN_KERNEL {
+    let version = features::parse_release(&release).unwrap_or((0, 0));
+    let lacks: Vec<_> = features::ALL
+        .iter()
+        .filter(|f| !f.in_kernel(version))
+        .collect();
+    let label = |f: &&features::Feature| format!("{} (Linux {}.{})", f.id, f.since.0, f.since.1);
+    if let Some(f) = lacks.iter().find(|f| f.required) {
         Row::fail(
             "kernel",
-            format!(
-                "{release}: the sock_ops callbacks need Linux {}.{} or later",
-                MIN_KERNEL.0, MIN_KERNEL.1
-            ),
+            format!("{release}: lacks {}: {}", label(f), f.without),
         )
-    } else if version < ITER_KERNEL {
+    } else if lacks.is_empty() {
+        Row::pass("kernel", release)
+    } else {
+        let names: Vec<String> = lacks.iter().map(label).collect();
         Row::warn(
             "kernel",
-            format!("{release}: sockets older than the agent are polled (arming them needs 6.12)"),
+            format!(
+                "{release}: lacks {}; lifeline runs with less (rows below, docs/KERNELS.md)",
+                names.join(", ")
+            ),
         )
-    } else {
-        Row::pass("kernel", release)
     }
 }
 

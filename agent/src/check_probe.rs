@@ -107,25 +107,15 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> 
     rows.push(match (&conn, probe.as_mut()) {
         (_, None) => Row::fail("bpf_setsockopt", "the probe did not load".to_owned()),
         (Err(e), _) => Row::fail("bpf_setsockopt", format!("{e:#}")),
-        (Ok(_), Some(p)) if !p.can_adopt => Row::warn(
-            "bpf_setsockopt",
-            "TCP iterator unavailable (Linux 6.12 + BTF): older sockets are polled".to_owned(),
-        ),
-        (Ok((_, _, cookie)), Some(p)) => match p.adopt(&[*cookie]) {
-            Ok(r) if r.get(cookie) == Some(&0) => Row::pass(
-                "bpf_setsockopt",
-                "the TCP iterator armed a live socket".to_owned(),
-            ),
-            Ok(r) => Row::warn(
-                "bpf_setsockopt",
-                format!(
-                    "the iterator could not arm a socket ({:?}): older sockets are polled",
-                    r.get(cookie)
-                ),
-            ),
-            Err(e) => Row::warn("bpf_setsockopt", format!("{e:#}: older sockets are polled")),
-        },
+        (Ok(_), Some(p)) if !p.can_adopt => crate::check_watch::iterator_row(None),
+        (Ok((_, _, cookie)), Some(p)) => crate::check_watch::iterator_row(Some(
+            p.adopt(&[*cookie]).map(|r| r.get(cookie).copied()),
+        )),
     });
+    if let Some(p) = probe.as_mut() {
+        let want = crate::run::keepalive_config(args);
+        rows.extend(crate::check_watch::new_connection_rows(p, &want));
+    }
     drop(probe); // detaches every program
     rows.push(match conn {
         Ok((client, server, cookie)) => destroy_row(&client, &server, cookie),

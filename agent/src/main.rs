@@ -7,6 +7,7 @@ mod cgroup2;
 mod check;
 mod check_host;
 mod check_probe;
+mod check_watch;
 mod cli;
 mod clock;
 mod config;

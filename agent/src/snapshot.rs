@@ -2,7 +2,8 @@
 
 use lifeline_common::{
     SockState,
-    sock::SOURCE_ADOPTED,
+    features::ITER_CALLBACKS,
+    sock::{ADOPT_NO_ITERATOR, ADOPT_PENDING, SOURCE_ADOPTED, adopt_armed},
     watch::{BY_CGROUP, BY_COMM, BY_ENDPOINT},
 };
 
@@ -48,6 +49,7 @@ pub fn row(
             "sock_ops"
         }
         .to_owned(),
+        polled: (r.source == SOURCE_ADOPTED && !adopt_armed(r.adopt)).then(|| polled_why(r.adopt)),
         watched_by: [
             (BY_CGROUP, "cgroup"),
             (BY_COMM, "comm"),
@@ -57,5 +59,19 @@ pub fn row(
         .filter(|(bit, _)| r.reasons & bit != 0)
         .map(|(_, name)| name.to_owned())
         .collect(),
+    }
+}
+
+/// Why an adopted socket is polled through `sock_diag` rather than followed by callbacks.
+fn polled_why(adopt: i32) -> String {
+    let (major, minor) = ITER_CALLBACKS.since;
+    let needs = format!("arming its callbacks needs Linux {major}.{minor}");
+    match adopt {
+        ADOPT_PENDING => "its callbacks are not armed yet".to_owned(),
+        ADOPT_NO_ITERATOR => format!("the TCP iterator cannot load on this kernel; {needs}"),
+        errno => format!(
+            "the TCP iterator cannot set callback flags on this kernel (errno {}); {needs}",
+            -errno
+        ),
     }
 }

@@ -51,7 +51,12 @@ pub struct SocketStatus {
     /// "in-set", "leaving", "orphaned" or "unknown".
     pub endpoint: Option<String>,
     pub endpoint_member: Option<String>,
+    /// "`sock_ops`" (seen at its connect) or "adopted" (older than the agent).
     pub source: String,
+    /// For an adopted socket whose callbacks the kernel could not arm: why; the agent then
+    /// reads its `tcp_info` every sweep (shown as SOURCE `polled`).
+    #[serde(default)]
+    pub polled: Option<String>,
     /// Why it is watched: "cgroup", "comm", "endpoint" (what `--cgroup`, `--comm` and
     /// `--endpoint-clients` select).
     #[serde(default)]
@@ -179,12 +184,24 @@ pub fn render(s: &Snapshot) -> String {
             format!("{}/{}B", k.unacked_segs, k.unacked_bytes),
             k.retransmits,
             k.rto_count,
-            k.source,
+            if k.polled.is_some() {
+                "polled"
+            } else {
+                &k.source
+            },
             k.endpoint_member.as_deref().unwrap_or("-"),
             k.keepalive,
             k.keepalive_probes
                 .filter(|p| *p > 0)
                 .map_or_else(String::new, |p| format!(", {p} probes unanswered"))
+        );
+    }
+    // Polled sockets get one line saying why, not a column of repeats.
+    if let Some(why) = s.sockets.iter().find_map(|k| k.polled.as_ref()) {
+        let n = s.sockets.iter().filter(|k| k.polled.is_some()).count();
+        let _ = writeln!(
+            out,
+            "polled: {n} socket(s) older than the agent, read through sock_diag every sweep: {why}"
         );
     }
     out

@@ -27,9 +27,22 @@ pub const KA_ARMED: i32 = 0;
 /// `SockState::ka_result`: the agent asked for no keepalive (`--keepalive off`).
 pub const KA_OFF: i32 = 1;
 /// `SockState::ka_result`: not armed (yet): a pre-existing socket the TCP iterator has not
-/// reached, or could not (kernel without it). Negative values are the errno the kernel
-/// returned.
+/// reached. Negative values are the errno the kernel returned.
 pub const KA_PENDING: i32 = 2;
+/// `SockState::ka_result`: armed with the agent's values, set without reading the
+/// socket's own first: the kernel cannot read these options from BPF
+/// (`crate::features::KEEPALIVE_READ`), so an application's stricter value set before the
+/// connection was established may have been loosened to the agent's.
+pub const KA_SET_UNREAD: i32 = 3;
+/// `SockState::ka_result`: a pre-existing socket on a kernel whose TCP iterator cannot load
+/// (`crate::features::ITER_KEEPALIVE`): nothing can arm it.
+pub const KA_NO_ITERATOR: i32 = 4;
+
+/// Whether keepalive is in force with the values recorded beside the result.
+#[must_use]
+pub const fn ka_armed(result: i32) -> bool {
+    result == KA_ARMED || result == KA_SET_UNREAD
+}
 
 // Option numbers from include/uapi/asm-generic/socket.h and include/uapi/linux/tcp.h.
 pub const SOL_SOCKET: i32 = 1;

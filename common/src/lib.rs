@@ -7,6 +7,7 @@
 #![no_std]
 
 pub mod config;
+pub mod features;
 pub mod keepalive;
 pub mod sock;
 pub mod watch;

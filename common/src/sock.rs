@@ -58,7 +58,11 @@ pub struct SockState {
     pub keepalive: crate::Keepalive,
     /// Why the socket is watched (`crate::watch::BY_*` bits); 0 for an adopted socket.
     pub reasons: u32,
-    pub pad: u32,
+    /// For an adopted socket, whether its callbacks are armed: `ADOPT_ARMED`,
+    /// `ADOPT_ALREADY`, `ADOPT_PENDING` (the iterator has not run yet), `ADOPT_NO_ITERATOR`
+    /// or the negative errno the iterator's `bpf_setsockopt` gave; anything but the first
+    /// two means the agent polls it through `sock_diag`. 0 for a `sock_ops` socket.
+    pub adopt: i32,
 }
 
 const _: () = assert!(core::mem::size_of::<SockState>() == 168);
@@ -79,3 +83,12 @@ pub const ADOPT_ARMED: i32 = 0;
 /// The socket already carried our callback flags: a previous agent armed it (and was killed
 /// before the socket closed). Nothing is armed twice.
 pub const ADOPT_ALREADY: i32 = 2;
+/// `SockState::adopt` only: the TCP iterator could not load on this kernel, so nothing can
+/// arm a pre-existing socket (`crate::features::ITER_KEEPALIVE`, `ITER_CALLBACKS`).
+pub const ADOPT_NO_ITERATOR: i32 = 3;
+
+/// Whether an adopted socket's `sock_ops` callbacks are armed (else the agent polls it).
+#[must_use]
+pub const fn adopt_armed(adopt: i32) -> bool {
+    adopt == ADOPT_ARMED || adopt == ADOPT_ALREADY
+}

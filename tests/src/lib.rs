@@ -24,6 +24,7 @@ pub mod endpoint_scenario;
 pub mod fake_kubelet;
 pub mod journald;
 pub mod keepalive;
+pub mod kernel;
 pub mod kube;
 pub mod kubelet_unit;
 pub mod lab;

@@ -26,6 +26,8 @@ pub struct StatusSocket {
     pub peer: String,
     pub verdict: String,
     pub source: String,
+    /// Why an adopted socket is polled through `sock_diag` (its callbacks not armed).
+    pub polled: Option<String>,
     pub last_ack_age_ms: u64,
     pub trouble_age_ms: Option<u64>,
     pub unacked_segs: u64,
@@ -142,6 +144,7 @@ impl StatusSocket {
             peer: s("peer")?,
             verdict: s("verdict")?,
             source: s("source")?,
+            polled: v.get("polled").and_then(Value::as_str).map(str::to_owned),
             last_ack_age_ms: n("last_ack_age_ms")?,
             trouble_age_ms: v.get("trouble_age_ms").and_then(Value::as_u64),
             unacked_segs: n("unacked_segs")?,

@@ -1,9 +1,12 @@
 //! Scenario (a): the peer silently vanishes (every packet to and from it dropped).
 //! With lifeline the socket is killed within stall-timeout + 3 s and the client sees
 //! ECONNABORTED; without it the socket stays ESTABLISHED and the client hangs.
+//! IPv4 connects before the agent starts (adopted at start: armed by the TCP iterator or,
+//! on older kernels, polled); IPv6 after (seen by `connect6` and `sock_ops`): both paths.
 
 use std::time::Duration;
 
+use lifeline_tests::kernel::{self, features};
 use lifeline_tests::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, Lab, SERVER_V4, mono_ms, require_root, ss};
 
@@ -29,22 +32,45 @@ fn blackhole_is_killed() -> anyhow::Result<()> {
         .filter(|d| d.action == "kill")
         .count();
     assert_eq!(kills, 1, "decisions: {:?}", agent.decisions());
+    kernel::report(
+        &features::SOCK_DESTROY,
+        &format!(
+            "killed; the client got {}",
+            report.client_error.raw["error"]
+        ),
+    );
     Ok(())
 }
 
-/// The same over IPv6: the probe, the kill and the client's error do not depend on the family.
+/// The same over IPv6, connected after the agent started: recorded by `connect6` and
+/// `sock_ops`, the stall seen by the socket's own callbacks. The probe, the kill and the
+/// client's error do not depend on the family.
 #[test]
 fn blackhole_v6_is_killed() -> anyhow::Result<()> {
     require_root();
     let s = Setup::new()?;
-    let client = s.heartbeat_client_to(true, &[])?;
     let mut agent = Agent::start(&s.lab, &s.cgroup)?;
     agent.wait_ready(Duration::from_mins(1))?;
+    let client = s.heartbeat_client_to(true, &[])?;
     let report = blackhole_until_killed(&s, &agent, &client, STALL)?;
     assert!(
         report.decision.peer.starts_with("[2001:db8::2]"),
         "{}",
         report.decision.raw
+    );
+    let (_, sock) = report.seen.first().expect("seen in status after the fault");
+    assert_eq!(sock.source, "sock_ops", "{}", sock.raw);
+    assert!(
+        report.seen.iter().any(|(_, s)| s.trouble_age_ms.is_some()),
+        "the callbacks never saw the trouble: {:?}",
+        report.seen.iter().map(|(_, s)| &s.raw).collect::<Vec<_>>()
+    );
+    kernel::report(
+        &features::SOCK_OPS,
+        &format!(
+            "IPv6 socket recorded at its connect, stalled by its callbacks, killed {} ms after the black hole",
+            report.decision.at_ms - report.fault_ms
+        ),
     );
     Ok(())
 }

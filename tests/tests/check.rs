@@ -1,10 +1,13 @@
 //! Scenario (e): `lifeline check` passes on this machine (every row exercised for
 //! real: attach, iterator, `SOCK_DESTROY`, the unit over D-Bus) and fails with the right row,
-//! and a non-zero exit, when the target cgroup or the restart unit does not exist.
+//! and a non-zero exit, when the target cgroup or the restart unit does not exist. On a
+//! kernel without some feature (`lifeline_common::features`) the rows about it warn and
+//! name the Linux release that has it.
 
 use std::process::Command;
 
 use anyhow::Result;
+use lifeline_tests::kernel::{self, Feature, features};
 use lifeline_tests::paths::lifeline;
 use lifeline_tests::systemd::UserManager;
 use lifeline_tests::{Cgroup, NetNs, require_root};
@@ -29,6 +32,36 @@ fn row<'a>(table: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|l| l.strip_prefix(name)?.split_whitespace().next())
 }
 
+/// The whole line of the row named `name`.
+fn line<'a>(table: &'a str, name: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_default()
+}
+
+/// The row about `f` passes where the kernel has it, else warns naming the release that
+/// has it; reported to the kernel matrix either way.
+fn kernel_row(out: &str, name: &str, f: &Feature) {
+    let l = line(out, name);
+    if kernel::has(f) {
+        assert_eq!(row(out, name), Some("pass"), "row {name}:\n{out}");
+    } else {
+        assert_eq!(row(out, name), Some("warn"), "row {name}:\n{out}");
+        assert!(
+            l.contains(&kernel::since(f)),
+            "row {name} names no release:\n{out}"
+        );
+    }
+    kernel::report(
+        f,
+        &format!(
+            "check: `{}`",
+            l.split_whitespace().collect::<Vec<_>>().join(" ")
+        ),
+    );
+}
+
 #[test]
 fn check_passes_here_and_names_the_failing_row() -> Result<()> {
     require_root();
@@ -47,14 +80,13 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
     eprintln!("{out}{err}");
     assert_eq!(code, Some(0), "{out}{err}");
     for name in [
-        "kernel",
         "btf",
         "privileges",
         "seccomp",
         "cgroup2",
         "target cgroup",
         "sock_ops attach",
-        "bpf_setsockopt",
+        "sock_ops watch",
         "SOCK_DESTROY",
         "systemd unit",
         "resolver",
@@ -63,7 +95,21 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
     }
     assert!(out.contains("owner got ECONNABORTED"), "{out}");
     assert!(out.contains("kubelet.service: loaded, inactive"), "{out}");
-    assert_eq!(row(&out, "cgroup tracepoints"), Some("pass"), "{out}");
+    let lacks = features::ALL.iter().any(|f| !kernel::has(f));
+    assert_eq!(
+        row(&out, "kernel"),
+        Some(if lacks { "warn" } else { "pass" }),
+        "{out}"
+    );
+    kernel_row(&out, "cgroup tracepoints", &features::CGROUP_TRACEPOINTS);
+    kernel_row(&out, "bpf_setsockopt", &features::ITER_CALLBACKS);
+    kernel_row(&out, "keepalive", &features::KEEPALIVE_READ);
+    if !kernel::has(&features::KEEPALIVE_READ) {
+        assert!(
+            line(&out, "keepalive").contains("set without reading"),
+            "{out}"
+        );
+    }
 
     // A target that does not exist yet is a state `run` handles (it waits), not a failure.
     let missing = format!("{cgroup}-missing");

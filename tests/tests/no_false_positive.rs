@@ -2,6 +2,7 @@
 //! watched cgroup: a bulk upload at full speed, an idle connection, a heartbeat, and a
 //! heartbeat whose flow loses 5 % of its packets (both directions). The agent must not kill
 //! anything, no client may see an error, and all four sockets stay ESTABLISHED.
+//! `LAB_NO_FALSE_POSITIVE_SECS` shortens the run (the kernel matrix's guests use 20 s).
 
 use std::time::Duration;
 
@@ -9,17 +10,25 @@ use lifeline_tests::scenario::Setup;
 use lifeline_tests::watched::wait_watched;
 use lifeline_tests::{Agent, Client, Lab, require_root, ss};
 
-const RUN: Duration = Duration::from_mins(1);
+/// 60 s, or `LAB_NO_FALSE_POSITIVE_SECS`.
+fn run_for() -> Duration {
+    let secs = std::env::var("LAB_NO_FALSE_POSITIVE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    Duration::from_secs(secs)
+}
 
 #[test]
 fn healthy_connections_are_left_alone() -> anyhow::Result<()> {
     require_root();
+    let run = run_for();
     let s = Setup::new()?;
     let mut agent = Agent::start(&s.lab, &s.cgroup)?;
     agent.wait_ready(Duration::from_mins(1))?;
 
     let start = |args: &[&str]| Client::start(&s.lab, Some(&s.cgroup), args);
-    let secs = RUN.as_secs().to_string();
+    let secs = run.as_secs().to_string();
     let bulk = start(&["bulk", "--seconds", &secs])?;
     let idle = start(&["idle"])?;
     let heartbeat = start(&["heartbeat", "--interval", "1s"])?;
@@ -42,8 +51,8 @@ fn healthy_connections_are_left_alone() -> anyhow::Result<()> {
     }
     // Watch the whole run, failing early on the first kill or client error.
     let started = std::time::Instant::now();
-    for _ in 0..(RUN.as_secs() + 5) {
-        if started.elapsed() >= RUN + Duration::from_secs(1) {
+    for _ in 0..(run.as_secs() + 5) {
+        if started.elapsed() >= run + Duration::from_secs(1) {
             break;
         }
         std::thread::sleep(Duration::from_secs(1));
@@ -85,12 +94,14 @@ fn healthy_connections_are_left_alone() -> anyhow::Result<()> {
         .filter_map(|e| e.raw["bytes"].as_u64())
         .max()
         .unwrap_or(0);
-    assert!(bulk_bytes > 100 << 20, "bulk moved only {bulk_bytes} bytes");
+    // 100 MiB a minute: far below what any machine moves, so only a stuck upload fails.
+    let want = (100u64 << 20) * run.as_secs() / 60;
+    assert!(bulk_bytes > want, "bulk moved only {bulk_bytes} bytes");
     for (name, c) in [("heartbeat", &heartbeat), ("lossy heartbeat", &lossy)] {
         let oks = c.events().iter().filter(|e| e.event == "ok").count();
         assert!(
-            oks >= 40,
-            "{name} answered only {oks} heartbeats in {RUN:?}:\n{}",
+            oks as u64 >= run.as_secs() * 2 / 3,
+            "{name} answered only {oks} heartbeats in {run:?}:\n{}",
             c.dump()
         );
     }
@@ -100,7 +111,7 @@ fn healthy_connections_are_left_alone() -> anyhow::Result<()> {
     let retrans = lossy_ss.map_or("", |x| x.info.as_str());
     eprintln!("lossy flow: {seen} packets, {dropped} dropped by the wire; ss: {retrans}");
     assert!(
-        seen >= 100,
+        seen >= 100 * run.as_secs() / 60,
         "the loss rule saw only {seen} packets of the lossy flow"
     );
     assert_still_watched_and_not_dead(&agent, &clients)?;

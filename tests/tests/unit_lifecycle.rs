@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use lifeline_tests::client::start_server;
+use lifeline_tests::kernel::{self, features};
 use lifeline_tests::kubelet_unit::{self, UNIT, wait_connection};
 use lifeline_tests::systemd::UserManager;
 use lifeline_tests::watched::{assert_watched_from_start, blackhole_is_killed, wait_watched};
@@ -36,7 +37,29 @@ fn nth_connection_is_protected(lab: &Lab, m: &UserManager, a: &Agent, n: usize) 
     let sock = wait_watched(a, port, Duration::from_secs(10))?;
     assert_watched_from_start(&sock, kubelet_unit::main_pid(m)?)?;
     assert_eq!(sock.watched_by, ["cgroup"], "{}", sock.raw);
+    // The kernel side knew the new cgroup by itself: the sweep never had to add it.
+    let missed = "did not report this target";
+    assert!(
+        !a.proc.stderr_text().contains(missed),
+        "the cgroup_mkdir tracepoint missed the unit's cgroup:\n{}",
+        a.proc.stderr_text()
+    );
     blackhole_is_killed(lab, a, port, KILL_WITHIN)?;
+    let owner = format!(
+        "{}/{}",
+        sock.owner_comm.as_deref().unwrap_or("?"),
+        sock.owner_pid.unwrap_or(0)
+    );
+    kernel::report(
+        &features::CONNECT_HOOKS,
+        &format!(
+            "connection {n} of the unit: SOURCE `sock_ops`, OWNER `{owner}`, watched_by cgroup"
+        ),
+    );
+    kernel::report(
+        &features::CGROUP_TRACEPOINTS,
+        &format!("the unit's cgroup, made after the agent started, was a target at connection {n}"),
+    );
     Ok(())
 }
 

@@ -71,7 +71,7 @@ pub(crate) fn cargo(ws: &Path, step: &str, args: &[&str]) -> Result<()> {
 }
 
 /// The cargo that runs us (`cargo run` sets CARGO), so every step uses one toolchain.
-fn cargo_cmd(ws: &Path, args: &[&str]) -> Command {
+pub(crate) fn cargo_cmd(ws: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(ws).args(args);
     cmd
@@ -91,7 +91,7 @@ pub(crate) fn target_dir(ws: &Path) -> Result<PathBuf> {
 
 /// The string value of the first `"key":"..."` in `json`: enough for cargo metadata's
 /// top-level path fields, without a JSON dependency.
-fn json_string(json: &str, key: &str) -> Option<String> {
+pub(crate) fn json_string(json: &str, key: &str) -> Option<String> {
     let rest = &json[json.find(&format!("\"{key}\":\""))? + key.len() + 4..];
     let mut value = String::new();
     let mut chars = rest.chars();

@@ -7,6 +7,7 @@ mod bench;
 mod deb;
 mod docs;
 mod image;
+mod kernels;
 mod lab;
 mod lint;
 mod meta;
@@ -31,6 +32,10 @@ commands:
   test         unit tests, then the lab tests (needs root): what CI runs. One lab test file:
                cargo xtask build-ebpf && cargo build -p lifeline -p lifeline-tests &&
                LIFELINE_BIN=$PWD/target/debug/lifeline cargo test -p lifeline-tests --test NAME
+    --kernel K     instead, the kernel matrix: boot Debian's cloud kernel K (5.10, 6.1,
+                   6.12, a comma-separated list, or all) under qemu and run `lifeline check`
+                   and the kernel-dependent lab tests in it (about 4 minutes per kernel);
+                   `all` writes docs/KERNELS.md, a subset target/kernels/KERNELS.md
   lint         cargo fmt --check, clippy pedantic on the host crates, clippy on the eBPF
                crate with the pinned nightly (installs its clippy when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
@@ -61,6 +66,14 @@ fn main() -> ExitCode {
             }),
         ["test"] => lab::test(&workspace(), &mut phases),
         ["lint"] => phases.run("lint", || lint::lint(&workspace())),
+        ["test", "--kernel", k] => match kernels::parse(k) {
+            Ok(series) => kernels::test(&workspace(), &mut phases, &series),
+            Err(e) => {
+                eprint!("{USAGE}");
+                eprintln!("xtask: error: {e}");
+                return ExitCode::from(2);
+            }
+        },
         ["demo"] => lab::demo(&workspace(), &mut phases),
         ["-h" | "--help" | "help"] | ["bench" | "test" | "lint" | "demo", "-h" | "--help"] => {
             print!("{USAGE}");
@@ -80,6 +93,9 @@ fn main() -> ExitCode {
             eprint!("{USAGE}");
             match args.as_slice() {
                 [] => {}
+                ["test", extra, ..] => {
+                    eprintln!("xtask: error: `test` takes only `--kernel K`, got `{extra}`");
+                }
                 [cmd, extra, ..]
                     if ["build-ebpf", "test", "demo", "deb", "lint", "image"].contains(cmd) =>
                 {

@@ -32,10 +32,21 @@ const NEEDED: &[(&str, &str)] = &[
     ("strip", "binutils"),
 ];
 
+/// What the kernel matrix needs on the host (`cargo xtask test --kernel`): qemu (with
+/// virtiofsd), the initramfs' static busybox, and the tools that unpack a kernel package.
+const MATRIX: &[(&str, &str)] = &[
+    ("qemu-system-x86_64", "qemu-system-x86"),
+    ("cpio", "cpio"),
+    ("depmod", "kmod"),
+    ("dpkg-deb", "dpkg"),
+    ("xz", "xz-utils"),
+    ("zstd", "zstd"),
+];
+
 /// Packages whose command is missing, without duplicates.
-fn missing() -> Vec<&'static str> {
+fn missing(needed: &[(&str, &'static str)]) -> Vec<&'static str> {
     let mut out: Vec<&str> = Vec::new();
-    for (cmd, pkg) in NEEDED {
+    for (cmd, pkg) in needed {
         if xtask::which(cmd).is_none() && !out.contains(pkg) {
             out.push(pkg);
         }
@@ -48,18 +59,44 @@ fn missing() -> Vec<&'static str> {
 /// # Errors
 /// When packages are missing and apt-get is not available or fails.
 pub fn ensure() -> Result<()> {
-    let mut pkgs = missing();
+    let mut pkgs = missing(NEEDED);
     if pkgs.is_empty() {
         return Ok(());
     }
+    // zlib is linked by bpf-linker alongside the toolchain's libLLVM.
+    pkgs.push("zlib1g-dev");
+    install(&pkgs)
+}
+
+/// The kernel matrix's packages, installed when missing. busybox-static is checked by
+/// package: a dynamic busybox would be found on PATH as well, and cannot run in an
+/// initramfs.
+///
+/// # Errors
+/// As `ensure`.
+pub fn ensure_matrix() -> Result<()> {
+    let mut pkgs = missing(MATRIX);
+    let status = Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", "busybox-static"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    if !status.ends_with(" installed") {
+        pkgs.push("busybox-static");
+    }
+    if pkgs.is_empty() {
+        return Ok(());
+    }
+    install(&pkgs)
+}
+
+fn install(pkgs: &[&str]) -> Result<()> {
     if xtask::which("apt-get").is_none() {
         bail!(
             "missing packages {} and no apt-get to install them; install them and retry",
             pkgs.join(" ")
         );
     }
-    // zlib is linked by bpf-linker alongside the toolchain's libLLVM.
-    pkgs.push("zlib1g-dev");
     eprintln!("xtask: installing {}", pkgs.join(" "));
     let quiet = || {
         let mut c = Command::new("apt-get");
@@ -75,7 +112,7 @@ pub fn ensure() -> Result<()> {
         "installing the lab's packages",
         quiet()
             .args(["install", "-y", "-qq", "--no-install-recommends"])
-            .args(&pkgs),
+            .args(pkgs),
         Output::Inherit,
     )
 }

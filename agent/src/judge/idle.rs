@@ -8,7 +8,11 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use lifeline_common::{Keepalive, SockState, keepalive::KA_ARMED};
+use lifeline_common::{
+    Keepalive, SockState,
+    features::{ITER_KEEPALIVE, KEEPALIVE_READ, KEEPALIVE_SET},
+    keepalive::{KA_ARMED, KA_NO_ITERATOR, KA_OFF, KA_PENDING, KA_SET_UNREAD, ka_armed},
+};
 
 use crate::{clock, diag::TcpInfo};
 
@@ -35,7 +39,7 @@ impl IdleWatch {
     #[must_use]
     pub fn due(&self, cookie: u64, rec: &SockState, now_ns: u64) -> bool {
         if self.silent.is_none()
-            || rec.ka_result != KA_ARMED
+            || !ka_armed(rec.ka_result)
             || rec.keepalive.idle_s == 0
             || rec.trouble_ns != 0
         {
@@ -64,14 +68,15 @@ impl IdleWatch {
     }
 }
 
-/// `lifeline status`'s keepalive column for one socket.
+/// `lifeline status`'s keepalive column for one socket: the values in force, or why there
+/// are none, with the Linux release that would change that (`lifeline_common::features`).
 #[must_use]
 pub fn describe(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
-    use lifeline_common::keepalive::{KA_OFF, KA_PENDING};
     let k = &rec.keepalive;
+    let needs = |(major, minor): (u32, u32)| format!("needs Linux {major}.{minor}");
     match rec.ka_result {
         KA_OFF => "off".to_owned(),
-        KA_ARMED if k.idle_s == 0 => "off".to_owned(),
+        r if ka_armed(r) && k.idle_s == 0 => "off".to_owned(),
         KA_ARMED => {
             let own = k.idle_s < want.idle_s || k.intvl_s < want.intvl_s || k.cnt < want.cnt;
             format!(
@@ -82,10 +87,26 @@ pub fn describe(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
                 if own { " (app's, stricter)" } else { "" }
             )
         }
-        KA_PENDING if !can_adopt => {
-            "not armed: pre-existing socket, needs Linux 6.12 (TCP iterator)".to_owned()
-        }
+        KA_SET_UNREAD => format!(
+            "{}s,{}s,{} (set without reading: reading {})",
+            k.idle_s,
+            k.intvl_s,
+            k.cnt,
+            needs(KEEPALIVE_READ.since)
+        ),
+        KA_NO_ITERATOR => format!(
+            "not armed: pre-existing socket ({}: TCP iterator)",
+            needs(ITER_KEEPALIVE.since)
+        ),
+        KA_PENDING if !can_adopt => format!(
+            "not armed: pre-existing socket ({}: TCP iterator)",
+            needs(ITER_KEEPALIVE.since)
+        ),
         KA_PENDING => "not armed (yet)".to_owned(),
+        -22 => format!(
+            "not armed: kernel refused (errno 22; {})",
+            needs(KEEPALIVE_SET.since)
+        ),
         errno => format!("not armed: kernel refused (errno {})", -errno),
     }
 }

@@ -8,7 +8,13 @@ use aya::{
     maps::{HashMap, MapData, PerCpuArray, RingBuf},
     programs::{CgroupSockAddr, Iter, SockOps, TracePoint, links::CgroupAttachMode},
 };
-use lifeline_common::{Keepalive, SockState, config::stats, maps, programs, sock::ADOPT_PENDING};
+use lifeline_common::{
+    Keepalive, SockState,
+    config::stats,
+    features::{ITER_CALLBACKS, ITER_KEEPALIVE},
+    maps, programs,
+    sock::ADOPT_PENDING,
+};
 
 /// The object built from `agent-ebpf` by `build.rs` (the same routine as
 /// `cargo xtask build-ebpf`), embedded so the binary is self-contained.
@@ -22,6 +28,7 @@ const BPF_NOEXIST: u64 = 1;
 const ATTACH_MODE: CgroupAttachMode = CgroupAttachMode::Single;
 
 mod maps_setup;
+mod records;
 mod watch_maps;
 use maps_setup::{configure, load_iter, raise_memlock};
 
@@ -39,7 +46,8 @@ pub struct ProbeConfig<'a> {
 
 pub struct Probe {
     ebpf: Ebpf,
-    /// `false` when the TCP iterator could not load (kernel < 6.12 or no BTF).
+    /// `false` when the TCP iterator could not load (kernel < 5.15 or no BTF); where it
+    /// loads, it may still be unable to arm the callbacks (kernel < 6.12): see `adopt`.
     pub can_adopt: bool,
     /// `true` when the `cgroup_mkdir`/`rmdir` tracepoints keep the target cgroups current;
     /// otherwise the agent's sweep does, and a restarted unit's first connection may be
@@ -92,7 +100,8 @@ impl Probe {
         let can_adopt = match load_iter(&mut ebpf) {
             Ok(()) => true,
             Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "TCP iterator unavailable (needs Linux 6.12 and BTF): sockets that predate the agent are polled through sock_diag instead");
+                tracing::warn!(error = %format!("{e:#}"), "TCP iterator unavailable (keepalive on sockets that predate the agent needs Linux {}.{} and BTF, their callbacks {}.{}): they are polled through sock_diag, without keepalive",
+                    ITER_KEEPALIVE.since.0, ITER_KEEPALIVE.since.1, ITER_CALLBACKS.since.0, ITER_CALLBACKS.since.1);
                 false
             }
         };

@@ -84,7 +84,10 @@ impl Probe {
             .map(|c| c.netns_cookie)
     }
 
-    fn update_config(&mut self, f: impl FnOnce(&mut WatchConfig)) -> Result<WatchConfig> {
+    pub(super) fn update_config(
+        &mut self,
+        f: impl FnOnce(&mut WatchConfig),
+    ) -> Result<WatchConfig> {
         let mut config: Array<&mut MapData, WatchConfig> =
             Array::try_from(self.map_mut(maps::CONFIG)?)?;
         let mut c = config.get(&0, 0)?;

@@ -1,0 +1,140 @@
+//! What lifeline needs from the kernel, and the first Linux release that has each piece: one
+//! table shared by `lifeline check` (what this kernel lacks), the status texts, the lab's
+//! expectations per kernel (`tests/src/kernel.rs`: a feature the kernel has must work, one
+//! it lacks must degrade exactly as `without` says) and docs/KERNELS.md, which the kernel
+//! matrix (`cargo xtask test --kernel all`) writes from what the tests measured.
+//!
+//! `since` comes from the kernel source; the matrix measures 5.10, 6.1 and 6.12 (Debian's
+//! cloud kernels), so every boundary below 6.12 is confirmed on one side or both.
+
+/// One kernel capability lifeline uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Feature {
+    /// Stable name, used in the lab's reports and the docs.
+    pub id: &'static str,
+    /// What lifeline gets from it.
+    pub gives: &'static str,
+    /// First Linux release with it, (major, minor).
+    pub since: (u32, u32),
+    /// What lifeline does without it, as the user sees it.
+    pub without: &'static str,
+    /// Without it `lifeline run` refuses to start (`check` fails).
+    pub required: bool,
+}
+
+impl Feature {
+    /// Whether a kernel of release `version` has it.
+    #[must_use]
+    pub const fn in_kernel(&self, version: (u32, u32)) -> bool {
+        version.0 > self.since.0 || version.0 == self.since.0 && version.1 >= self.since.1
+    }
+}
+
+/// `sock_ops` with the RTT callback (`BPF_SOCK_OPS_RTT_CB`, 5.3; RTO/RETRANS/STATE 4.16).
+pub const SOCK_OPS: Feature = Feature {
+    id: "sock_ops",
+    gives: "sock_ops callbacks (RTO, RETRANS, STATE, RTT) on the cgroup v2 root: a stall is seen as it happens",
+    since: (5, 3),
+    without: "lifeline does not start; `check` fails on `kernel`",
+    required: true,
+};
+
+/// `bpf_get_netns_cookie` and `bpf_get_current_ancestor_cgroup_id` in `cgroup/connect4|6`.
+pub const CONNECT_HOOKS: Feature = Feature {
+    id: "connect_hooks",
+    gives: "connect hooks on the root with the task's cgroup ancestry and network namespace: who owns a socket, and whether it is a target",
+    since: (5, 7),
+    without: "lifeline does not start; `check` fails on `sock_ops attach`",
+    required: true,
+};
+
+/// `cgroup:cgroup_mkdir`/`cgroup_rmdir` with u64 ids in the record.
+pub const CGROUP_TRACEPOINTS: Feature = Feature {
+    id: "cgroup_tracepoints",
+    gives: "cgroup_mkdir/rmdir tracepoints: a re-created unit cgroup is a target before its first process runs",
+    since: (5, 5),
+    without: "targets are re-checked every sweep, so a restarted unit's first connection may be adopted late; `check` warns on `cgroup tracepoints`",
+    required: false,
+};
+
+/// `bpf_setsockopt` of `SO_KEEPALIVE`, `TCP_KEEPIDLE`/`KEEPINTVL`/`KEEPCNT`, `TCP_USER_TIMEOUT`.
+pub const KEEPALIVE_SET: Feature = Feature {
+    id: "keepalive_set",
+    gives: "keepalive set on new watched sockets from sock_ops: a dead peer behind an idle connection is found",
+    since: (5, 9),
+    without: "idle peers are found only when the application writes; status: `not armed: kernel refused (errno 22)`",
+    required: false,
+};
+
+/// `bpf_getsockopt` of the same options (`sol_tcp_sockopt()` reusing `do_tcp_getsockopt()`).
+pub const KEEPALIVE_READ: Feature = Feature {
+    id: "keepalive_read",
+    gives: "keepalive values read first and only ever lowered: an application's stricter values stand",
+    since: (6, 1),
+    without: "lifeline's values are set without reading the socket's: status `10s,3s,3 (set without reading)`; a stricter value the application set before connecting is loosened to lifeline's",
+    required: false,
+};
+
+/// `iter/tcp` with `bpf_get_socket_cookie` (5.12) and `bpf_setsockopt` (5.15).
+pub const ITER_KEEPALIVE: Feature = Feature {
+    id: "iter_keepalive",
+    gives: "the TCP iterator arms keepalive on sockets older than the agent",
+    since: (5, 15),
+    without: "sockets older than the agent get no keepalive: status `not armed: pre-existing socket`; `check` warns on `bpf_setsockopt`",
+    required: false,
+};
+
+/// `TCP_BPF_SOCK_OPS_CB_FLAGS` through `bpf_setsockopt` in `iter/tcp`.
+pub const ITER_CALLBACKS: Feature = Feature {
+    id: "iter_callbacks",
+    gives: "the TCP iterator arms the sock_ops callbacks on sockets older than the agent",
+    since: (6, 12),
+    without: "sockets older than the agent are polled through sock_diag every sweep (same verdicts, one tcp_info read each); status SOURCE `polled` and why; `check` warns on `bpf_setsockopt`",
+    required: false,
+};
+
+/// `SOCK_DESTROY` over `sock_diag` (4.5, `CONFIG_INET_DIAG_DESTROY=y`).
+pub const SOCK_DESTROY: Feature = Feature {
+    id: "sock_destroy",
+    gives: "SOCK_DESTROY: the owner gets ECONNABORTED and re-dials",
+    since: (4, 5),
+    without: "kills are impossible; `check` fails on `SOCK_DESTROY`; only `--restart-unit` can help",
+    required: true,
+};
+
+/// Every feature, oldest first.
+pub const ALL: [Feature; 8] = [
+    SOCK_DESTROY,
+    SOCK_OPS,
+    CGROUP_TRACEPOINTS,
+    CONNECT_HOOKS,
+    KEEPALIVE_SET,
+    ITER_KEEPALIVE,
+    KEEPALIVE_READ,
+    ITER_CALLBACKS,
+];
+
+/// `(major, minor)` of a release string such as `5.10.0-46-cloud-amd64`.
+#[must_use]
+pub fn parse_release(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_and_boundaries() {
+        assert_eq!(parse_release("5.10.0-46-cloud-amd64"), Some((5, 10)));
+        assert_eq!(parse_release("6.12.117+deb12-cloud-amd64\n"), Some((6, 12)));
+        assert_eq!(parse_release("garbage"), None);
+        assert!(!KEEPALIVE_READ.in_kernel((5, 10)));
+        assert!(KEEPALIVE_READ.in_kernel((6, 1)) && KEEPALIVE_READ.in_kernel((7, 0)));
+        assert!(!ITER_CALLBACKS.in_kernel((6, 1)));
+        assert!(ALL.windows(2).all(|w| w[0].since <= w[1].since));
+    }
+}
