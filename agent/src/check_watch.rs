@@ -18,7 +18,7 @@ use lifeline_common::{
     keepalive::{KA_ARMED, KA_OFF},
 };
 
-use crate::{check_probe::Row, idle, probe::Probe, watch::netns::socket_cookie};
+use crate::{check_probe::Row, judge::idle, probe::Probe, watch::netns::socket_cookie};
 
 /// `sock_ops watch` and `keepalive`: a loopback connection made after the probe attached.
 pub fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
