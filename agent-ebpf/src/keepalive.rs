@@ -11,7 +11,7 @@
 //! Setting these options works since Linux 5.9, reading them only since 6.1: before, the
 //! read fails with EINVAL (`_bpf_getsockopt()` in
 //! <https://github.com/torvalds/linux/blob/v5.10/net/core/filter.c> knows only
-//! TCP_CONGESTION and TCP_SAVED_SYN at SOL_TCP). Then our value is set without reading
+//! `TCP_CONGESTION` and `TCP_SAVED_SYN` at `SOL_TCP`). Then our value is set without reading
 //! (`KA_SET_UNREAD`): protecting the idle connection is worth more than keeping an
 //! application's stricter value, which could only have been set before the connection was
 //! established (a value set afterwards overrides ours anyway), and which is loosened no
