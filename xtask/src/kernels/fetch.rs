@@ -22,13 +22,17 @@ pub struct Kernel {
     pub release: String,
     /// The Debian package version, `5.10.262-1`.
     pub version: String,
-    /// `vmlinuz`, `lib/modules/<release>`, `initrd.gz`.
+    /// In the cache: `vmlinuz`, `lib/modules/<release>`.
     pub dir: PathBuf,
+    /// In this workspace's target directory (rebuilt every run).
+    pub initrd: PathBuf,
 }
 
+/// The kernels of `series`; their initramfs goes into `work`.
+///
 /// # Errors
 /// When apt cannot name, download or unpack a kernel.
-pub fn kernels(series: &[&'static Series]) -> Result<Vec<Kernel>> {
+pub fn kernels(series: &[&'static Series], work: &Path) -> Result<Vec<Kernel>> {
     let cache = xtask::cache_dir()?.join("kernels");
     let debs = cache.join("debs");
     fs::create_dir_all(&debs).with_context(|| format!("cannot create {}", debs.display()))?;
@@ -50,19 +54,20 @@ pub fn kernels(series: &[&'static Series]) -> Result<Vec<Kernel>> {
                 }
             };
             let release = package.trim_start_matches("linux-image-");
-            prepare(&deb, release, &dir)?;
             let version = deb_version(&deb).unwrap_or_default();
-            fs::write(dir.join("ready"), format!("{version}\n"))?;
+            prepare(&deb, release, &version, &dir)?;
         }
         let release = package.trim_start_matches("linux-image-").to_owned();
         let version = fs::read_to_string(dir.join("ready"))?.trim().to_owned();
-        initrd::build(&dir, &release)?;
+        let initrd = work.join(format!("{release}.initrd.gz"));
+        initrd::build(&dir, &release, &initrd)?;
         eprintln!("xtask: kernel {} is {release} ({version})", s.name);
         out.push(Kernel {
             series: s,
             release,
             version,
             dir,
+            initrd,
         });
     }
     Ok(out)
@@ -74,37 +79,66 @@ fn deb_version(deb: &Path) -> Option<String> {
     Some(name.split('_').nth(1)?.to_owned())
 }
 
-/// vmlinuz and the module tree out of the .deb, modules decompressed and indexed.
-fn prepare(deb: &Path, release: &str, dir: &Path) -> Result<()> {
+/// vmlinuz and the module tree out of the .deb, modules decompressed and indexed, staged
+/// beside `dir` and renamed into place whole: a concurrent run (another worktree) preparing
+/// the same kernel never sees half a tree.
+fn prepare(deb: &Path, release: &str, version: &str, dir: &Path) -> Result<()> {
     let step = format!("unpacking {}", deb.display());
-    let tmp = dir.with_extension("unpack");
-    for d in [&tmp, dir] {
-        if d.exists() {
-            fs::remove_dir_all(d)
-                .with_context(|| format!("{step}: cannot remove {}", d.display()))?;
-        }
+    let stage = dir.with_file_name(format!(".{release}.{}", std::process::id()));
+    if stage.exists() {
+        fs::remove_dir_all(&stage)?;
     }
+    fs::create_dir_all(&stage)?;
+    let unpacked = stage.join("deb");
     let mut x = Command::new("dpkg-deb");
-    x.arg("-x").arg(deb).arg(&tmp);
+    x.arg("-x").arg(deb).arg(&unpacked);
     run(&step, &mut x, Output::Stderr(""))?;
-    let modules = dir.join("lib/modules");
+    let modules = stage.join("lib/modules");
     fs::create_dir_all(&modules)?;
     fs::rename(
-        tmp.join(format!("boot/vmlinuz-{release}")),
-        dir.join("vmlinuz"),
+        unpacked.join(format!("boot/vmlinuz-{release}")),
+        stage.join("vmlinuz"),
     )
     .with_context(|| format!("{step}: no boot/vmlinuz-{release} in it"))?;
-    fs::rename(tmp.join("lib/modules").join(release), modules.join(release))
-        .with_context(|| format!("{step}: no lib/modules/{release} in it"))?;
-    fs::remove_dir_all(&tmp)?;
+    fs::rename(
+        unpacked.join("lib/modules").join(release),
+        modules.join(release),
+    )
+    .with_context(|| format!("{step}: no lib/modules/{release} in it"))?;
+    fs::remove_dir_all(&unpacked)?;
+    decompress(&step, &modules)?;
+    let mut depmod = Command::new("depmod");
+    depmod.arg("-b").arg(&stage).arg(release);
+    run(
+        "indexing the kernel's modules (depmod)",
+        &mut depmod,
+        Output::Stderr(""),
+    )?;
+    fs::write(stage.join("ready"), format!("{version}\n"))?;
+    if dir.exists() && !dir.join("ready").is_file() {
+        // Left by an interrupted run of an older xtask.
+        fs::remove_dir_all(dir)?;
+    }
+    if fs::rename(&stage, dir).is_err() {
+        // Another run put the same kernel in place first: use that one.
+        fs::remove_dir_all(&stage)?;
+        if !dir.join("ready").is_file() {
+            bail!("{step} failed: cannot move it to {}", dir.display());
+        }
+    }
+    Ok(())
+}
+
+/// `.ko.xz`/`.ko.zst` -> `.ko`: busybox's modprobe in the initramfs loads plain ones only.
+fn decompress(step: &str, modules: &Path) -> Result<()> {
     for (ext, tool, args) in [
         ("xz", "xz", &["-d"][..]),
         ("zst", "zstd", &["-q", "-d", "--rm"][..]),
     ] {
         let list = capture(
-            &step,
+            step,
             Command::new("find")
-                .arg(&modules)
+                .arg(modules)
                 .args(["-name", &format!("*.ko.{ext}")]),
         )?;
         let files: Vec<&str> = list.lines().collect();
@@ -116,17 +150,11 @@ fn prepare(deb: &Path, release: &str, dir: &Path) -> Result<()> {
         }
         for chunk in files.chunks(256) {
             run(
-                &step,
+                step,
                 Command::new(tool).args(args).args(chunk),
                 Output::Stderr(""),
             )?;
         }
     }
-    let mut depmod = Command::new("depmod");
-    depmod.arg("-b").arg(dir).arg(release);
-    run(
-        "indexing the kernel's modules (depmod)",
-        &mut depmod,
-        Output::Stderr(""),
-    )
+    Ok(())
 }

@@ -1,8 +1,8 @@
 //! The guest's initramfs: static busybox, the modules that reach the host's root over
 //! virtiofs (`virtio_pci`, fuse, virtiofs, overlay, where they are modules) and
 //! `xtask/guest/init.sh` as /init. Everything else is loaded later from the kernel's whole
-//! module tree, bind-mounted from the cache. Rebuilt every run: it takes a second and
-//! carries init.sh, which may have changed.
+//! module tree, bind-mounted from the cache. Rebuilt every run, in the workspace's target
+//! directory: it takes a second and carries init.sh, which may have changed.
 
 use std::{fs, path::Path, process::Command};
 
@@ -15,13 +15,13 @@ const EARLY_MODULES: [&str; 4] = ["virtio_pci", "fuse", "virtiofs", "overlay"];
 /// initramfs has no libc.
 const BUSYBOX: &str = "/bin/busybox";
 
-/// Writes `<dir>/initrd.gz`.
+/// Writes `archive` from the kernel prepared in `dir`.
 ///
 /// # Errors
 /// When a file is missing or the archive cannot be made.
-pub fn build(dir: &Path, release: &str) -> Result<()> {
+pub fn build(dir: &Path, release: &str, archive: &Path) -> Result<()> {
     let step = format!("building the initramfs of {release}");
-    let root = dir.join("initrd.d");
+    let root = archive.with_extension("d");
     if root.exists() {
         fs::remove_dir_all(&root)?;
     }
@@ -75,10 +75,9 @@ pub fn build(dir: &Path, release: &str) -> Result<()> {
         root.join("init"),
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )?;
-    let archive = dir.join("initrd.gz");
     let script = "find . | cpio -o -H newc --quiet | gzip -1 > \"$0\"";
     let mut cpio = Command::new("sh");
-    cpio.current_dir(&root).args(["-c", script]).arg(&archive);
+    cpio.current_dir(&root).args(["-c", script]).arg(archive);
     run(&step, &mut cpio, Output::Stderr(""))?;
     fs::remove_dir_all(&root)?;
     Ok(())

@@ -106,8 +106,9 @@ pub fn test(ws: &Path, phases: &mut Phases, series: &[&'static Series]) -> Resul
     phases.run("matrix packages", crate::packages::ensure_matrix)?;
     phases.run("build-ebpf", || xtask::ebpf::build(ws))?;
     let built = phases.run("build", || build::build(ws))?;
-    let kernels = phases.run("fetch kernels", || fetch::kernels(series))?;
     let out = crate::lab::target_dir(ws)?.join("kernels");
+    std::fs::create_dir_all(&out)?;
+    let kernels = phases.run("fetch kernels", || fetch::kernels(series, &out))?;
     let mut runs = Vec::new();
     phases.run("boot kernels", || {
         for k in &kernels {

@@ -153,7 +153,7 @@ fn qemu_command(k: &Kernel, socks: &[PathBuf; 2], out: &Path) -> Result<Command>
         .arg("-kernel")
         .arg(k.dir.join("vmlinuz"))
         .arg("-initrd")
-        .arg(k.dir.join("initrd.gz"))
+        .arg(&k.initrd)
         .arg("-append")
         .arg(format!(
             "console=ttyS0 quiet panic=-1 lifeline.modules={}",
