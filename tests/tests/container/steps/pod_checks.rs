@@ -22,17 +22,7 @@ pub fn probes_healthy(podman: &Podman, pod: &Pod, name: &str) -> Result<()> {
 
 /// `lifeline check` with the pod's flags inside the running pod: it passes; its table.
 pub fn check_in_pod(podman: &Podman, pod: &Pod, name: &str) -> Result<String> {
-    let cmd: Vec<String> = pod
-        .command
-        .iter()
-        .map(|a| {
-            if a == "run" {
-                "check".into()
-            } else {
-                a.clone()
-            }
-        })
-        .collect();
+    let cmd = super::as_check(pod);
     let table = exec(podman, name, &cmd, Duration::from_mins(1))?;
     eprintln!("check in the pod:\n{table}");
     for name in [
