@@ -22,6 +22,7 @@ mod report_cost;
 mod report_more;
 mod scale;
 mod script;
+mod sections;
 mod socklab;
 mod stats;
 mod targets;

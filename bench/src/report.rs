@@ -1,6 +1,7 @@
 //! docs/BENCHMARKS.md: everything measured, as tables, with the machine and the command.
 //! Text after the `<!-- analysis -->` marker of an existing file is kept: the reading of the
-//! numbers is written by people, the numbers only by the bench.
+//! numbers is written by people, the numbers only by the bench. Sections of parts that run
+//! on their own (`crate::sections`) are kept as they are.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -28,10 +29,13 @@ pub struct Doc<'a> {
 }
 
 pub fn write(path: &Path, d: &Doc) -> Result<()> {
-    let kept = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|old| old.split_once(MARKER).map(|(_, a)| a.to_owned()))
-        .unwrap_or_else(|| "\n## Analysis\n\n(none yet)\n".into());
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let kept = old.split_once(MARKER).map_or_else(
+        || "\n## Analysis\n\n(none yet)\n".into(),
+        |(_, a)| a.to_owned(),
+    );
+    // Parts run on their own (`--fleet`, `--soak`) keep their sections across this rewrite.
+    let parts = crate::sections::all(&old);
     let mut s = String::new();
     header(&mut s, d)?;
     s.push_str(&matrix_text(d)?);
@@ -48,6 +52,7 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
     if let Some(sc) = d.scale {
         crate::report_more::scale(&mut s, sc)?;
     }
+    s.push_str(&parts);
     writeln!(s, "{MARKER}{kept}")?;
     std::fs::write(path, s)?;
     Ok(())
