@@ -1,9 +1,11 @@
 //! Arming TCP keepalive on a watched socket, from `sock_ops` (at ESTABLISHED) and from the
 //! TCP iterator (sockets that predate the agent).
 //!
-//! Every value only ever goes down: the socket's current value (the application's, or the
-//! sysctl default of 7200 s / 75 s / 9) is read first and replaced only when it is looser
-//! than ours, so an application's stricter choice stands and arming twice changes nothing.
+//! The socket's current values (the application's, or the sysctl defaults of 7200 s / 75 s /
+//! 9) are read first and merged with ours by the rules of `lifeline_common::sockopt`: idle
+//! and interval only go down, and the count is ours unless the application's own interval
+//! and count already give up sooner. An application's stricter choice stands and arming
+//! twice changes nothing.
 //! `bpf_getsockopt`/`bpf_setsockopt` reach `do_tcp_getsockopt()`/`do_tcp_setsockopt()` for
 //! these options through `sol_tcp_sockopt()` in
 //! <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>.
@@ -27,6 +29,7 @@ use lifeline_common::{
         KA_ARMED, KA_OFF, KA_SET_UNREAD, SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT,
         TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_USER_TIMEOUT,
     },
+    sockopt::{count, shorter},
 };
 
 use crate::maps::KEEPALIVE;
@@ -65,39 +68,29 @@ fn set(sk: *mut c_void, level: i32, name: i32, value: i32) -> Result<(), i32> {
     if ret == 0 { Ok(()) } else { Err(ret as i32) }
 }
 
-/// Lowers `name` to `want` unless it is already at or below it; returns the value in force.
-/// `zero_is_off`: for `TCP_USER_TIMEOUT` 0 means "none", the loosest of all. When the kernel
-/// cannot read the option, sets `want` unread and says so in `unread`.
-fn lower(
-    sk: *mut c_void,
-    (level, name): (i32, i32),
-    want: u32,
-    zero_is_off: bool,
-    unread: &mut bool,
-) -> Result<u32, i32> {
-    #[allow(
-        clippy::cast_possible_wrap,
-        reason = "the agent bounds every value well below i32::MAX"
-    )]
-    let want_i = want as i32;
-    let cur = match get(sk, level, name) {
+/// Reads `name` as a u32; `Ok(None)` when this kernel cannot read it from BPF.
+fn read(sk: *mut c_void, (level, name): (i32, i32)) -> Result<Option<u32>, i32> {
+    match get(sk, level, name) {
         #[allow(
             clippy::cast_sign_loss,
             reason = "socket options read here are never negative"
         )]
-        Ok(v) => v as u32,
-        Err(EINVAL) => {
-            set(sk, level, name, want_i)?;
-            *unread = true;
-            return Ok(want);
-        }
-        Err(e) => return Err(e),
-    };
-    if cur != 0 && cur <= want || cur == 0 && !zero_is_off {
-        return Ok(cur);
+        Ok(v) => Ok(Some(v as u32)),
+        Err(EINVAL) => Ok(None),
+        Err(e) => Err(e),
     }
-    set(sk, level, name, want_i)?;
-    Ok(want)
+}
+
+/// Sets `name` to `new` unless it already is `cur`.
+fn put(sk: *mut c_void, (level, name): (i32, i32), cur: Option<u32>, new: u32) -> Result<u32, i32> {
+    if cur != Some(new) {
+        #[allow(
+            clippy::cast_possible_wrap,
+            reason = "the agent bounds every value well below i32::MAX"
+        )]
+        set(sk, level, name, new as i32)?;
+    }
+    Ok(new)
 }
 
 /// Arms keepalive (and `TCP_USER_TIMEOUT` when asked for) on `sk` with the agent's values;
@@ -126,15 +119,43 @@ fn try_arm(
     unread: &mut bool,
 ) -> Result<(), i32> {
     if want.user_timeout_ms != 0 {
+        // 0 means "none", the loosest of all: only a shorter non-zero value stands.
         let opt = (SOL_TCP, TCP_USER_TIMEOUT);
-        out.user_timeout_ms = lower(sk, opt, want.user_timeout_ms, true, unread)?;
+        let cur = read(sk, opt)?;
+        *unread |= cur.is_none();
+        out.user_timeout_ms = put(
+            sk,
+            opt,
+            cur,
+            shorter(cur.unwrap_or(0), want.user_timeout_ms),
+        )?;
     }
     if want.idle_s == 0 {
         return Ok(());
     }
-    out.idle_s = lower(sk, (SOL_TCP, TCP_KEEPIDLE), want.idle_s, false, unread)?;
-    out.intvl_s = lower(sk, (SOL_TCP, TCP_KEEPINTVL), want.intvl_s, false, unread)?;
-    out.cnt = lower(sk, (SOL_TCP, TCP_KEEPCNT), want.cnt, false, unread)?;
+    let (idle, intvl, cnt) = (
+        (SOL_TCP, TCP_KEEPIDLE),
+        (SOL_TCP, TCP_KEEPINTVL),
+        (SOL_TCP, TCP_KEEPCNT),
+    );
+    let (cur_idle, cur_intvl, cur_cnt) = (read(sk, idle)?, read(sk, intvl)?, read(sk, cnt)?);
+    *unread |= cur_idle.is_none() || cur_intvl.is_none() || cur_cnt.is_none();
+    // The rules the `setsockopt` hook applies to the application's later calls
+    // (`lifeline_common::sockopt`); an unreadable value counts as unset.
+    let new_cnt = count(cur_cnt.unwrap_or(0), cur_intvl.unwrap_or(0), want);
+    out.idle_s = put(
+        sk,
+        idle,
+        cur_idle,
+        shorter(cur_idle.unwrap_or(0), want.idle_s),
+    )?;
+    out.intvl_s = put(
+        sk,
+        intvl,
+        cur_intvl,
+        shorter(cur_intvl.unwrap_or(0), want.intvl_s),
+    )?;
+    out.cnt = put(sk, cnt, cur_cnt, new_cnt)?;
     // Last: turning keepalive on (re)starts its timer with the values set above. Turning it
     // on loosens nothing, so an unreadable flag is simply set.
     match get(sk, SOL_SOCKET, SO_KEEPALIVE) {

@@ -8,6 +8,7 @@
 //! | `lifeline_connect4/6` | `cgroup/connect4`, `cgroup/connect6` on the root: owner pid, comm, target cgroup, network namespace | 5.7 (`bpf_get_netns_cookie`, `bpf_get_current_ancestor_cgroup_id` there; loads and works on 5.10) |
 //! | `lifeline_cgroup_mkdir/rmdir` | tracepoints `cgroup:cgroup_mkdir`/`cgroup_rmdir`: a re-created target cgroup is a target before its first process runs | 5.5 (u64 ids in the record; same layout on 5.10 to 6.18) |
 //! | `lifeline_sockops` + `bpf_{get,set}sockopt` | keepalive / `TCP_USER_TIMEOUT` on watched sockets | 5.9 set; 6.1 read first, lowering only (before: set without reading) |
+//! | `lifeline_setsockopt` | `cgroup/setsockopt` on the root: an application's own keepalive calls on a watched socket (Go sets them after connect) merged with lifeline's | 5.3 (`bpf_get_netns_cookie` there 5.8) |
 //! | `lifeline_adopt` | `iter/tcp` + `bpf_setsockopt`: keepalive on sockets that predate the agent; their callbacks (`TCP_BPF_SOCK_OPS_CB_FLAGS`) | 5.15 keepalive (5.10: does not load); 6.12 callbacks (6.1: loads, EINVAL at run time; the agent polls those sockets) |
 //!
 //! No kprobes (many hardened kernels, including this project's CI, have none) and no
@@ -29,6 +30,7 @@ mod keepalive;
 mod maps;
 mod owner;
 mod sockops;
+mod sockopt;
 
 #[cfg(not(test))]
 #[panic_handler]

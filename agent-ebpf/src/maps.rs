@@ -7,12 +7,18 @@ use aya_ebpf::{
 use lifeline_common::{
     COMM_LEN, Keepalive, Owner, SockState,
     config::stats,
+    sockopt::{AppSet, SockKey},
     watch::{CGROUP_PATH_LEN, PeerKey, WatchConfig},
 };
 
 /// Watched sockets by cookie. The agent may resize it at load time (`--max-sockets`).
 #[map]
 pub static SOCKETS: HashMap<u64, SockState> = HashMap::with_max_entries(65_536, 0);
+
+/// Watched sockets by address, for the `setsockopt` hook (which has no socket cookie);
+/// written and removed with their `SOCKETS` record, resized with it.
+#[map]
+pub static TUPLES: HashMap<SockKey, AppSet> = HashMap::with_max_entries(65_536, 0);
 
 /// Where `sock_ops` builds a new record: a 168-byte `SockState` on the 512-byte BPF stack,
 /// plus the copies LLVM makes of it, would leave no room for the keepalive helpers' frames

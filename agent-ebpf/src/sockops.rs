@@ -26,12 +26,15 @@ use lifeline_common::{
     SockState,
     config::stats,
     sock::{SOURCE_SOCK_OPS, WATCH_CB_FLAGS},
+    sockopt::{AppSet, SockKey},
     watch::{BY_ENDPOINT, PeerKey, WATCH_ENDPOINT},
 };
 
 use crate::{
     keepalive,
-    maps::{ADOPT, ENDPOINT_PEERS, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE, config_flag, count},
+    maps::{
+        ADOPT, ENDPOINT_PEERS, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE, TUPLES, config_flag, count,
+    },
 };
 
 const AF_INET: u32 = 2;
@@ -134,6 +137,16 @@ fn on_established(ctx: &SockOpsContext) {
         );
         return;
     }
+    // So the `setsockopt` hook finds the record when the application sets its own keepalive
+    // after connect (`crate::sockopt`). Full: that hook leaves the socket's options alone.
+    let _ = TUPLES.insert(
+        tuple(s),
+        AppSet {
+            cookie,
+            ..AppSet::default()
+        },
+        0,
+    );
     #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
     let flags = (ctx.cb_flags() | WATCH_CB_FLAGS) as i32;
     let _ = ctx.set_cb_flags(flags);
@@ -196,6 +209,18 @@ fn is_endpoint_peer(family: u32, ip: &Addresses, port: u16) -> bool {
         copy_ip6(&mut key.addr, ip.remote6);
     }
     ENDPOINT_PEERS.get_ptr(key).is_some()
+}
+
+/// The record's addresses as the `TUPLES` key.
+pub fn tuple(s: &SockState) -> SockKey {
+    SockKey {
+        local: s.local_addr,
+        peer: s.peer_addr,
+        family: s.family,
+        local_port: s.local_port,
+        peer_port: s.peer_port,
+        pad: 0,
+    }
 }
 
 fn copy_ip6(dst: &mut [u8; 16], words: [u32; 4]) {
@@ -266,6 +291,11 @@ fn on_state(ctx: &SockOpsContext) {
     let cookie = cookie(ctx);
     let new_state = ctx.arg(1);
     if new_state == BPF_TCP_CLOSE {
+        if let Some(rec) = SOCKETS.get_ptr(cookie) {
+            // SAFETY: map value of the right type, read under the socket's lock.
+            let key = tuple(unsafe { &*rec });
+            let _ = TUPLES.remove(key);
+        }
         let _ = SOCKETS.remove(cookie);
         let _ = ADOPT.remove(cookie);
         let _ = OWNERS.remove(cookie);

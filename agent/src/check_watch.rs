@@ -14,16 +14,22 @@ use std::{
 use anyhow::{Context as _, Result};
 use lifeline_common::{
     Keepalive, SockState,
-    features::{ITER_CALLBACKS, ITER_KEEPALIVE},
-    keepalive::{KA_ARMED, KA_OFF},
+    features::{APP_KEEPALIVE_NETNS, ITER_CALLBACKS, ITER_KEEPALIVE},
+    keepalive::{KA_ARMED, KA_OFF, ka_armed},
+    sockopt::{count, shorter},
 };
 
-use crate::{check_probe::Row, judge::idle, probe::Probe, watch::netns::socket_cookie};
+use crate::{
+    check_probe::Row,
+    judge::idle,
+    probe::{AppKeepalive, Probe},
+    watch::netns::socket_cookie,
+};
 
 /// `sock_ops watch` and `keepalive`: a loopback connection made after the probe attached.
 pub fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
     match watched_connection(p) {
-        Ok(Some(rec)) => {
+        Ok(Some((client, rec))) => {
             let text = idle::describe(&rec, want, p.can_adopt);
             let keepalive = match rec.ka_result {
                 KA_ARMED | KA_OFF => Row::pass("keepalive", text),
@@ -38,6 +44,7 @@ pub fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
                     "a new connection of a target was recorded from its connect".to_owned(),
                 ),
                 keepalive,
+                app_keepalive_row(p, &client, &rec, want),
             ]
         }
         Ok(None) => vec![Row::fail(
@@ -49,7 +56,7 @@ pub fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
 }
 
 /// The record of a loopback connection to a listener the probe was told to watch.
-fn watched_connection(p: &mut Probe) -> Result<Option<SockState>> {
+fn watched_connection(p: &mut Probe) -> Result<Option<(TcpStream, SockState)>> {
     let listener =
         TcpListener::bind("127.0.0.1:0").context("cannot listen on 127.0.0.1 (is lo up?)")?;
     let addr = listener.local_addr()?;
@@ -60,11 +67,65 @@ fn watched_connection(p: &mut Probe) -> Result<Option<SockState>> {
     // ESTABLISHED runs before connect() returns; a few looks cover a slow machine.
     for _ in 0..20 {
         if let Some((_, rec)) = p.sockets()?.into_iter().find(|(c, _)| *c == cookie) {
-            return Ok(Some(rec));
+            return Ok(Some((client, rec)));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok(None)
+}
+
+/// `app keepalive`: the check's client then does what Go's dialer does after connect
+/// (keepalive on, 30 s idle and interval, count 9), and the kernel's values are read back.
+fn app_keepalive_row(p: &Probe, client: &TcpStream, rec: &SockState, want: &Keepalive) -> Row {
+    if !ka_armed(rec.ka_result) || want.idle_s == 0 {
+        return Row::pass(
+            "app keepalive",
+            "keepalive not armed: nothing to merge".to_owned(),
+        );
+    }
+    let go = (30, 30, 9);
+    let merged = (
+        shorter(go.0, want.idle_s),
+        shorter(go.1, want.intvl_s),
+        count(go.2, go.1, want),
+    );
+    let got =
+        match crate::sockopts::go_dialer(client, go).and_then(|()| crate::sockopts::read(client)) {
+            Ok(v) => v,
+            Err(e) => {
+                return Row::warn(
+                    "app keepalive",
+                    format!("cannot set or read keepalive on the check's socket: {e}"),
+                );
+            }
+        };
+    let text = format!(
+        "after Go's {}s,{}s,{} the socket has {}s,{}s,{}",
+        go.0, go.1, go.2, got.0, got.1, got.2
+    );
+    match (&p.app_keepalive, got == merged) {
+        (AppKeepalive::Merged, true) => Row::pass("app keepalive", text),
+        (AppKeepalive::MergedAnyNetns, true) => Row::pass(
+            "app keepalive",
+            format!(
+                "{text} (matched by addresses: no namespace check before Linux {}.{})",
+                APP_KEEPALIVE_NETNS.since.0, APP_KEEPALIVE_NETNS.since.1
+            ),
+        ),
+        (AppKeepalive::Unavailable(why), _) => Row::warn(
+            "app keepalive",
+            format!(
+                "{text}: setsockopt hook unavailable ({why}); applications that set keepalive after connecting loosen lifeline's"
+            ),
+        ),
+        (_, false) => Row::warn(
+            "app keepalive",
+            format!(
+                "{text}, expected {}s,{}s,{}: the setsockopt hook did not merge",
+                merged.0, merged.1, merged.2
+            ),
+        ),
+    }
 }
 
 /// `bpf_setsockopt`: what the TCP iterator did with a socket older than the probe

@@ -124,6 +124,9 @@ impl Daemon {
         if self.judge.end_sweep(&live) {
             wake = wake.min(judge::CONFIRM_AFTER);
         }
+        if let Some(due) = self.judge.idle.next_due(clock::now_ns()) {
+            wake = wake.min(due.max(Duration::from_millis(50)));
+        }
         if let Some(t) = self.follow.as_ref().and_then(|f| f.guard.next_check()) {
             wake = wake.min(
                 t.saturating_duration_since(Instant::now())
@@ -215,7 +218,7 @@ impl Daemon {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         self.status.send_replace(Snapshot {
             stall_timeout_ms: ms(self.judge.settings.stall),
-            silent_timeout_ms: self.judge.idle.silent.map(ms),
+            silent_timeout_ms: self.judge.idle.silent.map(|s| ms(s.after)),
             kills: self.judge.kills(),
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             endpoint_source: self.follow.as_ref().map(|f| f.source.to_string()),

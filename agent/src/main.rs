@@ -29,6 +29,7 @@ mod readers;
 mod run;
 mod seccomp;
 mod snapshot;
+mod sockopts;
 mod status;
 mod status_socket;
 mod systemd;

@@ -26,6 +26,10 @@ use crate::{
 /// Bad input, missing privileges or kernel features, each with one clear message.
 pub fn run(args: &RunArgs) -> Result<()> {
     crate::node::validate(args)?;
+    let silence = args
+        .silence()
+        .map_err(anyhow::Error::msg)?
+        .map(|(after, probes)| judge::Silence { after, probes });
     endpoint::setup::check(args)?;
     let endpoints = endpoint::setup::configured(args)?;
     let cgroup2 = cgroup::cgroup2_mount()?;
@@ -75,7 +79,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let server = status::serve(&args.status_socket, rx)?;
         let settings = judge::Settings {
             stall: args.stall_timeout,
-            silent: args.silent_timeout(),
+            silent: silence,
             want: keepalive,
             migrate: args.on_orphan == crate::cli::OnOrphan::Migrate,
             spread: args.migrate_spread,
@@ -103,7 +107,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             ports = ?ports,
             stall_timeout_ms = u64::try_from(args.stall_timeout.as_millis()).unwrap_or(u64::MAX),
             keepalive = %args.keepalive.0.map_or_else(|| "off".to_owned(), |k| format!("{:?},{:?},{}", k.idle, k.interval, k.count)),
-            silent_timeout_ms = args.silent_timeout().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            silent_timeout_ms = silence.map(|s| u64::try_from(s.after.as_millis()).unwrap_or(u64::MAX)),
+            silent_probes = silence.map(|s| s.probes),
             dry_run = args.dry_run,
             endpoints = ?endpoints.list(),
             "probe attached to the cgroup v2 root; watching"

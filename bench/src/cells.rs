@@ -20,19 +20,27 @@ pub enum Scenario {
     /// restarted once the agent is ready (systemd re-creates its cgroup), then its new
     /// connection's flow is dropped
     RestartedFlowOnly,
-    /// A watch stream that carries nothing, its flow dropped
+    /// A watch stream that carries nothing, its flow dropped; the client sets Go's keepalive
+    /// after connect (30 s, kubelet's)
     IdleWatch,
+    /// The same with a 15 s Go keepalive (Go's default dialer)
+    #[value(name = "idle-watch-go15")]
+    IdleWatchGo15,
+    /// The same with a client that sets no keepalive at all
+    IdleWatchNoKeepalive,
     /// DNS moves from api1 to api2 and api1 vanishes; the client only watches
     ElbRotation,
 }
 
 impl Scenario {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 8] = [
         Self::PeerGone1s,
         Self::PeerGone10s,
         Self::FlowOnly,
         Self::RestartedFlowOnly,
         Self::IdleWatch,
+        Self::IdleWatchGo15,
+        Self::IdleWatchNoKeepalive,
         Self::ElbRotation,
     ];
 
@@ -44,7 +52,9 @@ impl Scenario {
             Self::RestartedFlowOnly => {
                 "kubelet restarted, then its new connection black-holed (flow only, 1 s heartbeats)"
             }
-            Self::IdleWatch => "idle watch, flow black-holed",
+            Self::IdleWatch => "idle watch, flow black-holed (Go client, keepalive 30 s)",
+            Self::IdleWatchGo15 => "idle watch, flow black-holed (Go client, keepalive 15 s)",
+            Self::IdleWatchNoKeepalive => "idle watch, flow black-holed (client sets no keepalive)",
             Self::ElbRotation => "ELB rotation, idle watch",
         }
     }
@@ -56,6 +66,8 @@ impl Scenario {
             Self::FlowOnly => "flow only",
             Self::RestartedFlowOnly => "restarted, flow only",
             Self::IdleWatch => "idle watch",
+            Self::IdleWatchGo15 => "idle watch go15",
+            Self::IdleWatchNoKeepalive => "idle watch no ka",
             Self::ElbRotation => "ELB rotation",
         }
     }
@@ -67,7 +79,10 @@ impl Scenario {
                 Some(Duration::from_secs(1))
             }
             Self::PeerGone10s => Some(Duration::from_secs(10)),
-            Self::IdleWatch | Self::ElbRotation => None,
+            Self::IdleWatch
+            | Self::IdleWatchGo15
+            | Self::IdleWatchNoKeepalive
+            | Self::ElbRotation => None,
         }
     }
 
@@ -91,8 +106,12 @@ impl Scenario {
     /// wrong: so that row compares the agent at its defaults with the kernel alone. (Client
     /// options act per socket whatever the cgroup; the dig script restarts the client
     /// itself, which for a unit would be a `systemctl restart`.)
+    ///
+    /// The two client-keepalive variants of the idle row only ask what lifeline does with a
+    /// different client, so they compare it with the kernel alone too.
     pub fn contenders(self) -> &'static [Contender] {
-        if self.restarts_unit() {
+        if self.restarts_unit() || matches!(self, Self::IdleWatchGo15 | Self::IdleWatchNoKeepalive)
+        {
             &[Contender::NoAgent, Contender::Lifeline]
         } else {
             &Contender::ALL
@@ -113,17 +132,28 @@ impl Scenario {
     /// kube-client's traffic: heartbeats only, or a watch that never sends (one event at
     /// the start, the next after an hour).
     pub fn client_args(self) -> Vec<String> {
-        match self.heartbeat() {
-            Some(hb) => vec![
+        if let Some(hb) = self.heartbeat() {
+            return vec![
                 "--heartbeat".into(),
                 format!("{}s", hb.as_secs()),
                 "--watch-every".into(),
                 "0".into(),
-            ],
-            None => ["--watch-only", "--watch-every", "3600"]
-                .map(String::from)
-                .to_vec(),
+            ];
         }
+        let ka = match self {
+            Self::IdleWatchGo15 => "15",
+            Self::IdleWatchNoKeepalive => "0",
+            _ => "30",
+        };
+        [
+            "--watch-only",
+            "--watch-every",
+            "3600",
+            "--go-keepalive",
+            ka,
+        ]
+        .map(String::from)
+        .to_vec()
     }
 }
 

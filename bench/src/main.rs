@@ -23,6 +23,10 @@ mod report_more;
 mod scale;
 mod script;
 mod sections;
+mod soak;
+mod soak_math;
+mod soak_plan;
+mod soak_report;
 mod socklab;
 mod stats;
 mod targets;
@@ -58,6 +62,12 @@ struct Args {
     /// or --scenario).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Only the loss soak (30 minutes), writing its section of docs/BENCHMARKS.md.
+    #[arg(long)]
+    soak: bool,
+    /// The soak shortened to N minutes (phases scaled); writes under target/bench/.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=30))]
+    soak_minutes: Option<u64>,
     #[command(subcommand)]
     helper: Option<hold::Helper>,
 }
@@ -74,13 +84,38 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     pool::install_signal_flag();
-    match bench(&args) {
+    let result = if args.soak || args.soak_minutes.is_some() {
+        soak_part(&args)
+    } else {
+        bench(&args)
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("lab-bench: error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The loss soak alone: its section of docs/BENCHMARKS.md (a shortened run: of
+/// target/bench/BENCHMARKS.md).
+fn soak_part(args: &Args) -> anyhow::Result<()> {
+    let minutes = args.soak_minutes.unwrap_or(30);
+    let soak = soak::run(minutes)?;
+    let ws = lifeline_tests::paths::workspace();
+    let dir = if minutes == 30 {
+        ws.join("docs")
+    } else {
+        ws.join("target/bench")
+    };
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("BENCHMARKS.md");
+    let body = soak_report::section(&soak, &report::commit())?;
+    sections::replace(&path, "soak", &body)?;
+    print!("{body}");
+    println!("lab-bench: wrote the soak into {}", path.display());
+    Ok(())
 }
 
 fn bench(args: &Args) -> anyhow::Result<()> {

@@ -58,6 +58,16 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
     Ok(())
 }
 
+/// The workspace's commit, short, for the document.
+pub fn commit() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(lifeline_tests::paths::workspace())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
 fn header(s: &mut String, d: &Doc) -> Result<()> {
     let date = std::process::Command::new("date")
         .args(["-u", "+%Y-%m-%d %H:%M UTC"])
@@ -74,13 +84,7 @@ fn header(s: &mut String, d: &Doc) -> Result<()> {
         "Command (as root, from the workspace): `{}`\n",
         d.command
     )?;
-    let head = std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(lifeline_tests::paths::workspace())
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    writeln!(s, "Source (agent and bench): commit `{head}`.\n")?;
+    writeln!(s, "Source (agent and bench): commit `{}`.\n", commit())?;
     writeln!(s, "Machine:\n")?;
     for line in crate::machine::describe() {
         writeln!(s, "- {line}")?;

@@ -10,8 +10,8 @@ use crate::stats::summarize;
 const STALL_DEFAULT_MS: u64 = 10_000;
 const STALL_TIGHT_MS: u64 = 3_000;
 const DNS_TTL_MS: u64 = 5_000;
-/// `--keepalive 10s,3s,3`: idle 10 s, then 3 probes 3 s apart.
-const KEEPALIVE_BUDGET_MS: u64 = 19_000;
+/// An idle black hole, whatever keepalive the client sets: killed within 15 s p90.
+const IDLE_TARGET_MS: u64 = 15_000;
 
 pub struct Target {
     pub what: String,
@@ -87,9 +87,19 @@ pub fn check(cells: &[Cell], cost: Option<&Cost>) -> Vec<Target> {
             s(DNS_TTL_MS + 3000),
         ),
         mk(
-            "detection p90, idle black hole: keepalive budget 19 s + 2 s",
+            "detection p90, idle black hole, Go client (keepalive 30 s after connect)",
             p90(cells, Scenario::IdleWatch, l, true),
-            s(KEEPALIVE_BUDGET_MS + 2000),
+            s(IDLE_TARGET_MS),
+        ),
+        mk(
+            "detection p90, idle black hole, Go client (keepalive 15 s after connect)",
+            p90(cells, Scenario::IdleWatchGo15, l, true),
+            s(IDLE_TARGET_MS),
+        ),
+        mk(
+            "detection p90, idle black hole, client without keepalive",
+            p90(cells, Scenario::IdleWatchNoKeepalive, l, true),
+            s(IDLE_TARGET_MS),
         ),
     ];
     if let Some(c) = cost {

@@ -194,7 +194,11 @@ fn inject(lab: &ApiLab, scenario: Scenario, slots: &mut [Slot]) -> Result<()> {
                 s.fault_ms = now;
             }
         }
-        Scenario::FlowOnly | Scenario::RestartedFlowOnly | Scenario::IdleWatch => {
+        Scenario::FlowOnly
+        | Scenario::RestartedFlowOnly
+        | Scenario::IdleWatch
+        | Scenario::IdleWatchGo15
+        | Scenario::IdleWatchNoKeepalive => {
             for s in slots.iter_mut() {
                 let first = s.connections().first().map(|c| c.local_port);
                 let port = first.context("client port")?;

@@ -71,7 +71,25 @@ pub const KEEPALIVE_READ: Feature = Feature {
     id: "keepalive_read",
     gives: "keepalive values read first and only ever lowered: an application's stricter values stand",
     since: (6, 1),
-    without: "lifeline's values are set without reading the socket's: status `10s,3s,3 (set without reading)`; a stricter value the application set before connecting is loosened to lifeline's",
+    without: "lifeline's values are set without reading the socket's: status `2s,1s,20 (set without reading)`; a stricter value the application set before connecting is loosened to lifeline's (one set after connecting still counts, through the setsockopt hook)",
+    required: false,
+};
+
+/// `cgroup/setsockopt` on the root (5.3), with the watched socket found by its addresses.
+pub const APP_KEEPALIVE: Feature = Feature {
+    id: "app_keepalive",
+    gives: "a setsockopt hook merges the application's own keepalive calls (Go sets them after connect) with lifeline's: its looser values never undo lifeline's",
+    since: (5, 3),
+    without: "an application that sets keepalive after connecting (every Go client) loosens lifeline's values: idle dead peers are found only after the application's own keepalive time; `check` warns",
+    required: false,
+};
+
+/// `bpf_get_netns_cookie` in `cgroup/setsockopt` (5.15).
+pub const APP_KEEPALIVE_NETNS: Feature = Feature {
+    id: "app_keepalive_netns",
+    gives: "the setsockopt hook matches watched sockets in the agent's network namespace only",
+    since: (5, 15),
+    without: "the hook matches by addresses and ports alone: a socket of another namespace with exactly the addresses and ports of a watched one would get the same (stricter) keepalive",
     required: false,
 };
 
@@ -103,13 +121,15 @@ pub const SOCK_DESTROY: Feature = Feature {
 };
 
 /// Every feature, oldest first.
-pub const ALL: [Feature; 8] = [
+pub const ALL: [Feature; 10] = [
     SOCK_DESTROY,
     SOCK_OPS,
+    APP_KEEPALIVE,
     CGROUP_TRACEPOINTS,
     CONNECT_HOOKS,
     KEEPALIVE_SET,
     ITER_KEEPALIVE,
+    APP_KEEPALIVE_NETNS,
     KEEPALIVE_READ,
     ITER_CALLBACKS,
 ];

@@ -10,6 +10,7 @@ pub mod config;
 pub mod features;
 pub mod keepalive;
 pub mod sock;
+pub mod sockopt;
 pub mod watch;
 
 pub use config::{COMM_LEN, Owner};
@@ -30,6 +31,7 @@ pub mod maps {
     pub const TARGET_CGROUPS: &str = "TARGET_CGROUPS";
     pub const TARGET_PATHS: &str = "TARGET_PATHS";
     pub const ENDPOINT_PEERS: &str = "ENDPOINT_PEERS";
+    pub const TUPLES: &str = "TUPLES";
 }
 
 /// Names of the programs in the eBPF object.
@@ -40,4 +42,6 @@ pub mod programs {
     pub const ADOPT_ITER: &str = "lifeline_adopt";
     pub const CGROUP_MKDIR: &str = "lifeline_cgroup_mkdir";
     pub const CGROUP_RMDIR: &str = "lifeline_cgroup_rmdir";
+    pub const SETSOCKOPT: &str = "lifeline_setsockopt";
+    pub const SETSOCKOPT_ANY_NETNS: &str = "lifeline_setsockopt_any_netns";
 }

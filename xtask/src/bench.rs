@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--trials N] [--scenario A,B]`: lifeline against the
+//! `cargo xtask bench [--quick] [--trials N] [--scenario A,B] [--soak [--soak-minutes N]]`: lifeline against the
 //! alternatives in the lab, its cost and its scale (needs root). The agent is built in release mode, as it ships: its CPU and
 //! memory are what the bench reports. The bench itself is `bench/` (lab-bench).
 
@@ -20,6 +20,9 @@ pub struct Options {
     pub quick: bool,
     pub trials: Option<String>,
     pub scenario: Option<String>,
+    /// The loss soak alone (`--soak`), optionally shortened (`--soak-minutes N`).
+    pub soak: bool,
+    pub soak_minutes: Option<String>,
 }
 
 impl Options {
@@ -38,9 +41,14 @@ impl Options {
                 o.quick = true;
                 continue;
             }
+            if flag == "--soak" && inline.is_none() && !o.soak {
+                o.soak = true;
+                continue;
+            }
             let slot = match flag {
                 "--trials" => &mut o.trials,
                 "--scenario" => &mut o.scenario,
+                "--soak-minutes" => &mut o.soak_minutes,
                 _ => return Err(format!("`bench` does not take `{arg}`")),
             };
             if slot.is_some() {
@@ -57,6 +65,11 @@ impl Options {
         {
             return Err(format!("`--trials` takes 1 to 200, got `{t}`"));
         }
+        if let Some(m) = &o.soak_minutes
+            && !m.parse::<u16>().is_ok_and(|n| (1..=30).contains(&n))
+        {
+            return Err(format!("`--soak-minutes` takes 1 to 30, got `{m}`"));
+        }
         Ok(o)
     }
 
@@ -66,7 +79,14 @@ impl Options {
         if self.quick {
             args.push("--quick".to_owned());
         }
-        for (flag, value) in [("--trials", &self.trials), ("--scenario", &self.scenario)] {
+        if self.soak {
+            args.push("--soak".to_owned());
+        }
+        for (flag, value) in [
+            ("--trials", &self.trials),
+            ("--scenario", &self.scenario),
+            ("--soak-minutes", &self.soak_minutes),
+        ] {
             if let Some(v) = value {
                 args.extend([flag.to_owned(), v.clone()]);
             }
@@ -120,8 +140,8 @@ mod tests {
         let o = Options::parse(&["--scenario", "flow-only,restarted-flow-only", "--quick"]);
         let want = Options {
             quick: true,
-            trials: None,
             scenario: Some("flow-only,restarted-flow-only".into()),
+            ..Options::default()
         };
         assert_eq!(o, Ok(want));
         let o = Options::parse(&["--trials=10", "--scenario=flow-only"]).unwrap();
@@ -130,6 +150,8 @@ mod tests {
             ["--trials", "10", "--scenario", "flow-only"]
         );
         assert_eq!(Options::parse(&[]), Ok(Options::default()));
+        let o = Options::parse(&["--soak", "--soak-minutes=3"]).unwrap();
+        assert_eq!(o.lab_bench_args(), ["--soak", "--soak-minutes", "3"]);
     }
 
     #[test]
@@ -142,6 +164,10 @@ mod tests {
             (&["--trials", "x"], "`--trials` takes 1 to 200, got `x`"),
             (&["--quick", "--quick"], "`bench` does not take `--quick`"),
             (&["--trials=3", "--trials=4"], "`--trials` given twice"),
+            (
+                &["--soak-minutes", "31"],
+                "`--soak-minutes` takes 1 to 30, got `31`",
+            ),
         ] {
             assert_eq!(Options::parse(args), Err(msg.to_owned()), "{args:?}");
         }

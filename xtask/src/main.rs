@@ -47,7 +47,13 @@ commands:
     --trials N     trials per cell (default 20, 10 for restarted-flow-only; 3 with --quick)
     --scenario A,B only these rows, no targets, cost or scale; writes under target/bench/
                    and prints the tables. Rows: peer-gone-1s, peer-gone-10s, flow-only,
-                   restarted-flow-only, idle-watch, elb-rotation
+                   restarted-flow-only, idle-watch, idle-watch-go15,
+                   idle-watch-no-keepalive, elb-rotation
+    --soak         only the loss soak (30 minutes: 100 idle Go-like connections, 50
+                   heartbeats, a bulk flow, at 5 %, 10 %, then 5 % with 30 % bursts);
+                   writes its section of docs/BENCHMARKS.md
+    --soak-minutes N  the soak shortened to N minutes (phases scaled); writes under
+                   target/bench/ instead
   deb          build the Debian package (installs cargo-deb when missing), with man pages
                and shell completions: target/debian/lifeline_<version>_<arch>.deb
   image        build the container image (a static musl binary, nothing else) as an OCI

@@ -49,7 +49,10 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
             "its peer left {endpoint}'s DNS set {} s ago",
             absent_for.as_secs()
         ),
-        Reason::DeadPeer { .. } => "a fresh connection to its peer timed out twice".to_owned(),
+        Reason::DeadPeer { .. } => format!(
+            "{} fresh connections to its peer all timed out",
+            crate::endpoint::connect::PROBE_TRIES
+        ),
     };
     let hold = if action == "hold" {
         "; no healthy endpoint, holding"

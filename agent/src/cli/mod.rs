@@ -72,13 +72,20 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub stall_timeout: Duration,
 
-    /// TCP keepalive armed on every watched socket, as IDLE,INTERVAL,COUNT, or `off`. A
-    /// socket's stricter values (set by its application) are kept; looser ones are lowered.
-    #[arg(long, value_name = "IDLE,INTERVAL,COUNT", default_value = "10s,3s,3", value_parser = parse_keepalive)]
+    /// TCP keepalive armed on every watched socket, as IDLE,INTERVAL,COUNT, or `off`, also
+    /// against the application's own later keepalive calls. An application's stricter values
+    /// are kept; COUNT is the kernel's own last resort and must exceed --silent-probes.
+    #[arg(long, value_name = "IDLE,INTERVAL,COUNT", default_value = "2s,1s,20", value_parser = parse_keepalive)]
     pub keepalive: KeepaliveSpec,
 
-    /// An idle socket whose keepalive probes have gone unanswered, with nothing at all
-    /// from the peer for this long, is silent (dead) and killed. Default: IDLE + 2 x INTERVAL.
+    /// An idle socket with at least this many keepalive probes unanswered in a row, and
+    /// nothing at all from the peer for --silent-timeout, is silent (dead) and killed. 11
+    /// keeps a live connection's odds of being judged dead under 1e-6 a day at 5 % packet
+    /// loss each way (docs/ARCHITECTURE.md, "Idle connections").
+    #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u8).range(1..=126))]
+    pub silent_probes: u8,
+
+    /// See --silent-probes. Default: IDLE + N x INTERVAL (2 s + 11 x 1 s = 13 s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub silent_timeout: Option<Duration>,
 
@@ -170,11 +177,26 @@ pub struct KeepaliveArg {
 }
 
 impl RunArgs {
-    /// `--silent-timeout`, or its default from `--keepalive`; `None` when keepalive is off.
-    #[must_use]
-    pub fn silent_timeout(&self) -> Option<Duration> {
-        let ka = self.keepalive.0?;
-        Some(self.silent_timeout.unwrap_or(ka.idle + ka.interval * 2))
+    /// The silent rule from `--silent-probes` and `--silent-timeout` (default IDLE + N x
+    /// INTERVAL), as (timeout, probes); `None` when keepalive is off.
+    ///
+    /// # Errors
+    /// When COUNT does not exceed the probes: the kernel would abort the connection itself
+    /// before lifeline could ever judge it (and log why).
+    pub fn silence(&self) -> Result<Option<(Duration, u8)>, String> {
+        let Some(ka) = self.keepalive.0 else {
+            return Ok(None);
+        };
+        if ka.count <= u32::from(self.silent_probes) {
+            return Err(format!(
+                "--keepalive COUNT {} must exceed --silent-probes {}: the kernel aborts an idle connection after COUNT unanswered probes, before lifeline could judge it",
+                ka.count, self.silent_probes
+            ));
+        }
+        let after = self
+            .silent_timeout
+            .unwrap_or(ka.idle + ka.interval * u32::from(self.silent_probes));
+        Ok(Some((after, self.silent_probes)))
     }
 }
 
@@ -212,17 +234,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn silent_timeout_defaults_to_idle_plus_two_intervals() {
-        let cli = Cli::try_parse_from(["lifeline", "run"]).unwrap();
-        let Command::Run(run) = cli.command else {
-            panic!("not run")
+    fn silent_rule_defaults_to_eleven_probes_after_idle() {
+        let run = |args: &[&str]| {
+            let cli = Cli::try_parse_from([&["lifeline", "run"], args].concat()).unwrap();
+            let Command::Run(run) = cli.command else {
+                panic!("not run")
+            };
+            run.silence()
         };
-        assert_eq!(run.silent_timeout(), Some(Duration::from_secs(16)));
-        let cli = Cli::try_parse_from(["lifeline", "run", "--keepalive", "off"]).unwrap();
-        let Command::Run(run) = cli.command else {
-            panic!("not run")
-        };
-        assert_eq!(run.silent_timeout(), None);
+        assert_eq!(run(&[]), Ok(Some((Duration::from_secs(13), 11))));
+        assert_eq!(run(&["--keepalive", "off"]), Ok(None));
+        let e = run(&["--keepalive", "2s,1s,9"]).unwrap_err();
+        assert!(e.contains("COUNT 9 must exceed --silent-probes 11"), "{e}");
+        let s = run(&["--keepalive", "5s,2s,6", "--silent-probes", "3"]);
+        assert_eq!(s, Ok(Some((Duration::from_secs(11), 3))));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Following the API endpoint: its resolved address set, peer probes, and the healthy
 //! endpoint check that keeps lifeline from making an outage worse.
 
-mod connect;
+pub mod connect;
 pub mod discover;
 pub mod guard;
 pub mod kubeconfig;

@@ -1,4 +1,4 @@
-//! Endpoint-driven reasons to kill: a dead peer (the peer probe timed out twice) and an
+//! Endpoint-driven reasons to kill: a dead peer (every try of the peer probe timed out) and an
 //! orphaned peer (its address left the endpoint's DNS set for longer than the grace).
 
 use std::{

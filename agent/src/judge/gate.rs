@@ -23,7 +23,7 @@ pub enum Reason {
         endpoint: String,
         absent_for: Duration,
     },
-    /// A fresh connection to the peer timed out twice.
+    /// Every fresh connection of a peer probe timed out (`PROBE_TRIES` of them).
     DeadPeer { endpoint: Option<String> },
 }
 

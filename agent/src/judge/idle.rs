@@ -17,8 +17,8 @@ use lifeline_common::{
 use crate::{clock, diag::TcpInfo};
 
 pub struct IdleWatch {
-    /// `--silent-timeout`; `None` when keepalive is off: nothing is ever silent.
-    pub silent: Option<Duration>,
+    /// The silent rule; `None` when keepalive is off: nothing is ever silent.
+    pub silent: Option<super::Silence>,
     /// What the probe was asked to arm (for `lifeline status`).
     pub want: Keepalive,
     /// When each idle socket is next worth a look (`CLOCK_MONOTONIC` ns).
@@ -27,7 +27,7 @@ pub struct IdleWatch {
 
 impl IdleWatch {
     #[must_use]
-    pub fn new(silent: Option<Duration>, want: Keepalive) -> Self {
+    pub fn new(silent: Option<super::Silence>, want: Keepalive) -> Self {
         Self {
             silent: silent.filter(|_| want.idle_s != 0),
             want,
@@ -57,10 +57,22 @@ impl IdleWatch {
     /// After a look: the socket cannot turn silent before nothing has arrived from its peer
     /// for the whole silent timeout, so the next look is due exactly then.
     pub fn looked(&mut self, cookie: u64, info: &TcpInfo, now_ns: u64) {
-        let Some(silent) = self.silent else { return };
+        let Some(silent) = self.silent.map(|s| s.after) else {
+            return;
+        };
         let quiet = Duration::from_millis(u64::from(info.last_ack_recv_ms));
         let wait = u64::try_from(silent.saturating_sub(quiet).as_nanos()).unwrap_or(u64::MAX);
         self.next.insert(cookie, now_ns.saturating_add(wait));
+    }
+
+    /// How soon the earliest scheduled look is due, so the sweep can wake for it: a silent
+    /// socket is then found on time, not up to a sweep interval late.
+    #[must_use]
+    pub fn next_due(&self, now_ns: u64) -> Option<Duration> {
+        self.next
+            .values()
+            .min()
+            .map(|t| Duration::from_nanos(t.saturating_sub(now_ns)))
     }
 
     pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
@@ -141,7 +153,11 @@ mod tests {
             cnt: 3,
             user_timeout_ms: 0,
         };
-        let mut w = IdleWatch::new(Some(Duration::from_secs(16)), want);
+        let rule = super::super::Silence {
+            after: Duration::from_secs(16),
+            probes: 2,
+        };
+        let mut w = IdleWatch::new(Some(rule), want);
         assert!(
             !w.due(1, &armed(95), 100 * S),
             "idle 5 s: no probe can have gone out"
@@ -157,6 +173,7 @@ mod tests {
             100 * S,
         );
         assert!(!w.due(1, &armed(80), 111 * S));
+        assert_eq!(w.next_due(111 * S), Some(Duration::from_secs(1)));
         assert!(w.due(1, &armed(80), 112 * S));
         let off = IdleWatch::new(None, want);
         assert!(!off.due(1, &armed(0), 100 * S), "keepalive off");

@@ -34,14 +34,23 @@ use crate::{diag::TcpInfo, endpoint::Membership};
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub stall: Duration,
-    /// `--silent-timeout`; None when keepalive is off.
-    pub silent: Option<Duration>,
+    /// The silent rule; None when keepalive is off.
+    pub silent: Option<Silence>,
     pub want: lifeline_common::Keepalive,
     /// `--on-orphan migrate`.
     pub migrate: bool,
     pub spread: Duration,
     pub dry_run: bool,
     pub max_kills_per_minute: u32,
+}
+
+/// When an idle socket is silent (dead): at least `probes` keepalive probes unanswered in a
+/// row and nothing at all received from the peer for `after`. The kernel's `tcp_info`
+/// carries both (`tcpi_probes`, `tcpi_last_ack_recv`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Silence {
+    pub after: Duration,
+    pub probes: u8,
 }
 
 /// A stalled or silent socket is looked at again this soon to confirm it (two looks).

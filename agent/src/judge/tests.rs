@@ -14,7 +14,10 @@ const S: u64 = 1_000_000_000;
 fn settings() -> Settings {
     Settings {
         stall: Duration::from_secs(10),
-        silent: Some(Duration::from_secs(16)),
+        silent: Some(Silence {
+            after: Duration::from_secs(16),
+            probes: 2,
+        }),
         want: Keepalive {
             idle_s: 10,
             intvl_s: 3,

@@ -12,6 +12,7 @@ use std::time::Duration;
 use lifeline_common::SockState;
 use serde::Serialize;
 
+use super::Silence;
 use crate::diag::TcpInfo;
 
 const TCP_ESTABLISHED: u8 = 1;
@@ -66,13 +67,13 @@ pub fn from_record(s: &SockState, now_ns: u64, stall: Duration) -> Verdict {
 }
 
 /// The kernel's view, from `tcp_info` alone (used to confirm, and for sockets the
-/// probe could not arm). `silent_timeout`: `None` when keepalive is off.
+/// probe could not arm). `silence`: `None` when keepalive is off.
 ///
 /// `tcpi_probes` counts keepalive (or zero-window) probes sent since the peer last
 /// answered, and `tcpi_last_ack_recv` ages the last segment of any kind from it: `tcp_ack()`
 /// resets both (<https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>).
 #[must_use]
-pub fn from_info(i: &TcpInfo, stall: Duration, silent_timeout: Option<Duration>) -> Verdict {
+pub fn from_info(i: &TcpInfo, stall: Duration, silence: Option<Silence>) -> Verdict {
     if i.state != TCP_ESTABLISHED {
         return Verdict::Healthy;
     }
@@ -82,7 +83,7 @@ pub fn from_info(i: &TcpInfo, stall: Duration, silent_timeout: Option<Duration>)
     } else if i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0) {
         Verdict::Suspect
     } else if i.unacked == 0 && i.probes > 0 {
-        if silent_timeout.is_some_and(|t| silent >= t) {
+        if silence.is_some_and(|s| i.probes >= s.probes && silent >= s.after) {
             Verdict::Silent
         } else {
             Verdict::Suspect
@@ -151,8 +152,11 @@ mod tests {
     }
 
     #[test]
-    fn silent_needs_unanswered_probes_for_the_silent_timeout() {
-        let t = Some(Duration::from_secs(16));
+    fn silent_needs_enough_unanswered_probes_and_the_silent_timeout() {
+        let t = Some(Silence {
+            after: Duration::from_secs(16),
+            probes: 2,
+        });
         let idle = |last_ack_ms, probes| TcpInfo {
             state: 1,
             last_ack_recv_ms: last_ack_ms,
@@ -169,6 +173,11 @@ mod tests {
             from_info(&idle(60_000, 0), STALL, t),
             Verdict::Idle,
             "probes answered"
+        );
+        assert_eq!(
+            from_info(&idle(17_000, 1), STALL, t),
+            Verdict::Suspect,
+            "one probe unanswered is not enough, however long"
         );
         assert_eq!(
             from_info(&idle(17_000, 2), STALL, None),
@@ -189,7 +198,10 @@ mod tests {
 
     #[test]
     fn kernel_verdicts_need_unacked_data_and_silence() {
-        let t = Some(Duration::from_secs(16));
+        let t = Some(Silence {
+            after: Duration::from_secs(16),
+            probes: 2,
+        });
         assert_eq!(from_info(&info(2, 12_000, 4), STALL, t), Verdict::Stalled);
         assert_eq!(
             from_info(&info(2, 3_000, 2), STALL, t),

@@ -29,8 +29,10 @@ const ATTACH_MODE: CgroupAttachMode = CgroupAttachMode::Single;
 
 mod maps_setup;
 mod records;
+mod sockopt;
 mod watch_maps;
 use maps_setup::{configure, load_iter, raise_memlock};
+pub use sockopt::AppKeepalive;
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("LIFELINE_EBPF_OBJECT"));
 
@@ -55,6 +57,8 @@ pub struct Probe {
     pub tracks_cgroups: bool,
     /// Why the tracepoints could not be used, when they could not.
     pub tracking_error: Option<String>,
+    /// Whether the application's own keepalive calls are merged with lifeline's.
+    pub app_keepalive: AppKeepalive,
 }
 
 impl Probe {
@@ -71,6 +75,7 @@ impl Probe {
         }
         let mut ebpf = loader
             .map_max_entries(maps::SOCKETS, cfg.max_sockets)
+            .map_max_entries(maps::TUPLES, cfg.max_sockets)
             .load(OBJECT)
             .map_err(|e| crate::errors::explain_load(&e))?;
         configure(&mut ebpf, cfg)?;
@@ -97,6 +102,7 @@ impl Probe {
             prog.attach(cgroup, ATTACH_MODE)
                 .map_err(|e| crate::errors::explain_program(name, &e))?;
         }
+        let app_keepalive = sockopt::load(&mut ebpf, cgroup);
         let can_adopt = match load_iter(&mut ebpf) {
             Ok(()) => true,
             Err(e) => {
@@ -110,6 +116,7 @@ impl Probe {
             can_adopt,
             tracks_cgroups: tracking_error.is_none(),
             tracking_error,
+            app_keepalive,
         })
     }
 

@@ -44,6 +44,7 @@ async fn dial_once(args: &Args) -> Option<Dialed> {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
                 crate::tuning::apply_user_timeout(&stream, args.user_timeout);
+                crate::tuning::apply_go_keepalive(&stream, args.go_keepalive);
                 let port = stream.local_addr().map_or(0, |a| a.port());
                 return Some(Dialed { stream, peer, port });
             }

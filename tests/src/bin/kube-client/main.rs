@@ -55,6 +55,10 @@ pub struct Args {
     /// client-go's HTTP/2 health check as `READ_IDLE,TIMEOUT` (e.g. `30s,15s`); off by default.
     #[arg(long, value_parser = tuning::parse_h2_ping)]
     h2_ping: Option<(Duration, Duration)>,
+    /// Keepalive set right after connect as Go's dialer does: idle and interval in seconds,
+    /// count 9. 30 is kubelet's and client-go's; 0: none.
+    #[arg(long, default_value_t = 30)]
+    go_keepalive: u64,
     /// Set `TCP_USER_TIMEOUT` on each connection (the application's own defence).
     #[arg(long, value_parser = parse_duration)]
     user_timeout: Option<Duration>,

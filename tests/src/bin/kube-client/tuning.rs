@@ -5,6 +5,9 @@
 //!   exactly client-go's read-idle rule; `while_idle` because client-go pings without streams.
 //! - `--user-timeout D`: the application sets `TCP_USER_TIMEOUT` on its socket, so the kernel
 //!   fails the connection once sent data stays unacknowledged for D.
+//! - `--go-keepalive S` (30 by default, like kubelet's and client-go's dialer; 0: none): what
+//!   Go's `net.Dialer` does right after connect returns: keepalive on, idle and interval S,
+//!   count 9 (Go 1.23+), one `setsockopt` each in that order.
 
 use std::time::Duration;
 
@@ -42,6 +45,22 @@ pub async fn handshake(h2_ping: Option<(Duration, Duration)>, io: Io) -> hyper::
             .keep_alive_while_idle(true);
     }
     builder.handshake(io).await
+}
+
+/// Go's keepalive on a connected socket (`--go-keepalive`); 0 leaves it off.
+pub fn apply_go_keepalive(stream: &TcpStream, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    let t = Duration::from_secs(secs);
+    // socket2 sets SO_KEEPALIVE, then TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT: Go's order.
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(t)
+        .with_interval(t)
+        .with_retries(9);
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_keepalive(&ka) {
+        crate::report::emit(&crate::report::Report::io("keepalive", &e, 0));
+    }
 }
 
 /// `TCP_USER_TIMEOUT` on a connected socket (it applies from the next unacknowledged send).

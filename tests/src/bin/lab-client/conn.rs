@@ -2,6 +2,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
@@ -15,9 +16,16 @@ pub struct Conn {
     pub port: u16,
 }
 
-/// Keepalive the application sets itself before connecting: idle, interval, count.
+/// Keepalive the application sets itself: idle, interval, count (0: left alone), and
+/// whether after `connect()` returns, one `setsockopt` each in the order Go's `net.Dialer`
+/// uses (`SO_KEEPALIVE`, `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`), or before connecting.
 #[derive(Clone, Copy, Debug)]
-pub struct AppKeepalive(pub u64, pub u64, pub u32);
+pub struct AppKeepalive {
+    pub idle: u64,
+    pub intvl: u64,
+    pub cnt: u32,
+    pub after_connect: bool,
+}
 
 /// Connects (5 s timeout) with the long I/O timeouts set on the socket, and the client's
 /// own keepalive (set before connect, as an application would) when asked.
@@ -32,16 +40,19 @@ pub fn connect(
         Some(Protocol::TCP),
     )
     .map_err(|e| Report::io("socket", &e, 0))?;
-    if let Some(AppKeepalive(idle, intvl, cnt)) = keepalive {
+    if let Some(k) = keepalive.filter(|k| !k.after_connect) {
         let ka = TcpKeepalive::new()
-            .with_time(Duration::from_secs(idle))
-            .with_interval(Duration::from_secs(intvl))
-            .with_retries(cnt);
+            .with_time(Duration::from_secs(k.idle))
+            .with_interval(Duration::from_secs(k.intvl))
+            .with_retries(k.cnt);
         sock.set_tcp_keepalive(&ka)
             .map_err(|e| Report::io("keepalive", &e, 0))?;
     }
     sock.connect_timeout(&(*peer).into(), Duration::from_secs(5))
         .map_err(|e| Report::io("connect", &e, 0))?;
+    if let Some(k) = keepalive.filter(|k| k.after_connect) {
+        go_dialer(&sock, k).map_err(|e| Report::io("keepalive", &e, 0))?;
+    }
     let s: TcpStream = sock.into();
     let port = s.local_addr().map_or(0, |a| a.port());
     let setup = |s: &TcpStream| {
@@ -56,6 +67,30 @@ pub fn connect(
         reader: BufReader::new(reader),
         port,
     })
+}
+
+/// Go's `setKeepAlive`, `setKeepAliveIdle`, `setKeepAliveInterval`, `setKeepAliveCount`
+/// (`net/tcpsockopt_unix.go`), in that order, right after the connection is up.
+fn go_dialer(sock: &Socket, k: AppKeepalive) -> std::io::Result<()> {
+    let set = |level: i32, name: i32, v: u64| -> std::io::Result<()> {
+        let v = i32::try_from(v).unwrap_or(i32::MAX);
+        let len = libc::socklen_t::try_from(size_of::<i32>()).unwrap_or(4);
+        // SAFETY: a valid fd and a live i32 of `len` bytes.
+        let rc =
+            unsafe { libc::setsockopt(sock.as_raw_fd(), level, name, (&raw const v).cast(), len) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, k.idle)?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, k.intvl)?;
+    if k.cnt != 0 {
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, u64::from(k.cnt))?;
+    }
+    Ok(())
 }
 
 /// Reads one line; EOF is its own event (the peer closed), not an OS error.

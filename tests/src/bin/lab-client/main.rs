@@ -35,6 +35,10 @@ struct Args {
     /// (e.g. `5,2,2`): the application's own choice, which lifeline must not loosen.
     #[arg(long, value_parser = parse_keepalive)]
     keepalive: Option<AppKeepalive>,
+    /// Set --keepalive after `connect()` returns instead, one option at a time, as Go's
+    /// net.Dialer does (kubelet: 30,30,9); COUNT 0 leaves the count alone (Go before 1.23).
+    #[arg(long, requires = "keepalive")]
+    keepalive_after_connect: bool,
     /// Print the socket's keepalive options (`sockopts` events) this often.
     #[arg(long, value_parser = parse_duration)]
     sockopts_every: Option<Duration>,
@@ -77,7 +81,10 @@ enum Mode {
 }
 
 fn main() {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if let Some(k) = args.keepalive.as_mut() {
+        k.after_connect = args.keepalive_after_connect;
+    }
     let lifetime = args.lifetime;
     std::thread::spawn(move || {
         std::thread::sleep(lifetime);
@@ -259,11 +266,12 @@ fn parse_keepalive(s: &str) -> Result<AppKeepalive, String> {
         .map(|x| x.trim().parse().map_err(|e| format!("'{x}': {e}")))
         .collect::<Result<_, _>>()?;
     match v[..] {
-        [idle, intvl, cnt] => Ok(AppKeepalive(
+        [idle, intvl, cnt] => Ok(AppKeepalive {
             idle,
             intvl,
-            u32::try_from(cnt).map_err(|e| e.to_string())?,
-        )),
+            cnt: u32::try_from(cnt).map_err(|e| e.to_string())?,
+            after_connect: false,
+        }),
         _ => Err(format!("'{s}': expected IDLE,INTERVAL,COUNT in seconds")),
     }
 }
