@@ -105,10 +105,10 @@ fn app_keepalive_row(p: &Probe, client: &TcpStream, rec: &SockState, want: &Keep
     );
     match (&p.app_keepalive, got == merged) {
         (AppKeepalive::Merged, true) => Row::pass("app keepalive", text),
-        (AppKeepalive::MergedAnyNetns, true) => Row::pass(
+        (AppKeepalive::MergedAnyNetns, true) => Row::warn(
             "app keepalive",
             format!(
-                "{text} (matched by addresses: no namespace check before Linux {}.{})",
+                "{text}, matched by addresses only (the namespace check needs Linux {}.{})",
                 APP_KEEPALIVE_NETNS.since.0, APP_KEEPALIVE_NETNS.since.1
             ),
         ),

@@ -104,6 +104,13 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
     kernel_row(&out, "cgroup tracepoints", &features::CGROUP_TRACEPOINTS);
     kernel_row(&out, "bpf_setsockopt", &features::ITER_CALLBACKS);
     kernel_row(&out, "keepalive", &features::KEEPALIVE_READ);
+    // Go's after-connect keepalive merged by the setsockopt hook: on every kernel here,
+    // with the namespace check from 5.15.
+    kernel_row(&out, "app keepalive", &features::APP_KEEPALIVE_NETNS);
+    assert!(
+        line(&out, "app keepalive").contains("the socket has 2s,1s,20"),
+        "{out}"
+    );
     if !kernel::has(&features::KEEPALIVE_READ) {
         assert!(
             line(&out, "keepalive").contains("set without reading"),
