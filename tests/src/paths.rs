@@ -36,10 +36,12 @@ pub fn fixture(name: &str) -> Result<PathBuf> {
         bail!("cannot find the directory of {name}")
     };
     if !path.exists() {
-        bail!(
-            "fixture {} is missing; build it with `cargo build -p lifeline-tests --bins`",
-            path.display()
-        );
+        let how = if name.starts_with("go-") {
+            "`cargo xtask test` builds it with Debian's golang-go (tests/go)"
+        } else {
+            "build it with `cargo build -p lifeline-tests --bins`"
+        };
+        bail!("fixture {} is missing; {how}", path.display());
     }
     Ok(path)
 }

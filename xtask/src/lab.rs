@@ -34,6 +34,7 @@ pub fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
     phases.run("build", || {
         cargo(ws, "building lifeline and the lab", &build)
     })?;
+    phases.run("go fixture", || crate::gofixture::build(ws))?;
     // The container lab test runs the image the README tells fleets to build.
     let bin = phases.run("musl build", || crate::image::release_musl(ws))?;
     let image = phases.run("image", || crate::oci::assemble(ws, &bin))?;

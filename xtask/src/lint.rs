@@ -34,6 +34,7 @@ pub fn lint(ws: &Path) -> Result<()> {
         cargo().args(["fmt", "--all", "--check"]),
         Output::Inherit,
     )?;
+    crate::gofixture::check_format(ws)?;
     let mut host = cargo();
     host.arg("clippy");
     for p in HOST {

@@ -6,6 +6,7 @@
 mod bench;
 mod deb;
 mod docs;
+mod gofixture;
 mod image;
 mod kernels;
 mod lab;

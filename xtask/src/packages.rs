@@ -30,6 +30,9 @@ const NEEDED: &[(&str, &str)] = &[
     ("podman", "podman"),
     ("runc", "runc"),
     ("strip", "binutils"),
+    // The lab's Go client (tests/go), so a test dials with kubelet's own net.Dialer.
+    ("go", "golang-go"),
+    ("gofmt", "golang-go"),
 ];
 
 /// What the kernel matrix needs on the host (`cargo xtask test --kernel`): qemu (with
