@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--trials N] [--scenario A,B]`: lifeline against the
+//! `cargo xtask bench [--quick] [--trials N] [--scenario A,B] [--cost] [--scale]`: lifeline against the
 //! alternatives in the lab, its cost and its scale (needs root). The agent is built in release mode, as it ships: its CPU and
 //! memory are what the bench reports. The bench itself is `bench/` (lab-bench).
 
@@ -18,6 +18,9 @@ use crate::lab::{cargo, require_root, target_dir};
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Options {
     pub quick: bool,
+    /// `--cost` / `--scale`: only that part, writing only its own section.
+    pub cost: bool,
+    pub scale: bool,
     pub trials: Option<String>,
     pub scenario: Option<String>,
 }
@@ -34,8 +37,14 @@ impl Options {
             let (flag, inline) = arg
                 .split_once('=')
                 .map_or((arg, None), |(f, v)| (f, Some(v)));
-            if flag == "--quick" && inline.is_none() && !o.quick {
-                o.quick = true;
+            let switch = match flag {
+                "--quick" => Some(&mut o.quick),
+                "--cost" => Some(&mut o.cost),
+                "--scale" => Some(&mut o.scale),
+                _ => None,
+            };
+            if let Some(on) = switch.filter(|on| inline.is_none() && !**on) {
+                *on = true;
                 continue;
             }
             let slot = match flag {
@@ -63,8 +72,14 @@ impl Options {
     /// The same flags for lab-bench.
     fn lab_bench_args(&self) -> Vec<String> {
         let mut args = Vec::new();
-        if self.quick {
-            args.push("--quick".to_owned());
+        for (on, flag) in [
+            (self.quick, "--quick"),
+            (self.cost, "--cost"),
+            (self.scale, "--scale"),
+        ] {
+            if on {
+                args.push(flag.to_owned());
+            }
         }
         for (flag, value) in [("--trials", &self.trials), ("--scenario", &self.scenario)] {
             if let Some(v) = value {
@@ -122,6 +137,7 @@ mod tests {
             quick: true,
             trials: None,
             scenario: Some("flow-only,restarted-flow-only".into()),
+            ..Options::default()
         };
         assert_eq!(o, Ok(want));
         let o = Options::parse(&["--trials=10", "--scenario=flow-only"]).unwrap();
@@ -130,6 +146,8 @@ mod tests {
             ["--trials", "10", "--scenario", "flow-only"]
         );
         assert_eq!(Options::parse(&[]), Ok(Options::default()));
+        let o = Options::parse(&["--cost", "--scale", "--quick"]).unwrap();
+        assert_eq!(o.lab_bench_args(), ["--quick", "--cost", "--scale"]);
     }
 
     #[test]

@@ -48,6 +48,9 @@ commands:
     --scenario A,B only these rows, no targets, cost or scale; writes under target/bench/
                    and prints the tables. Rows: peer-gone-1s, peer-gone-10s, flow-only,
                    restarted-flow-only, idle-watch, elb-rotation
+    --cost         only the cost part (iperf3 rounds, each hook's runs with
+                   kernel.bpf_stats_enabled=1); replaces only its section of the document
+    --scale        only the scale part (10,000 and 100,000 watched sockets); likewise
   deb          build the Debian package (installs cargo-deb when missing), with man pages
                and shell completions: target/debian/lifeline_<version>_<arch>.deb
   image        build the container image (a static musl binary, nothing else) as an OCI
