@@ -52,7 +52,9 @@ impl Runs {
 pub fn hooks(pid: u32) -> Result<BTreeMap<String, u32>> {
     let root = lifeline_tests::cgroup::cgroup2_mount()?;
     let out = lifeline_tests::cmd::output(
-        std::process::Command::new("bpftool").args(["cgroup", "show", "-j"]).arg(&root),
+        std::process::Command::new("bpftool")
+            .args(["cgroup", "show", "-j"])
+            .arg(&root),
     )?;
     let attached: Value = serde_json::from_slice(&out.stdout).context("bpftool cgroup show")?;
     let ours = prog_ids(pid);
@@ -85,9 +87,13 @@ fn prog_ids(pid: u32) -> Vec<u32> {
 
 /// Runs so far of program `id`.
 fn read(id: u32) -> Result<Runs> {
-    let out = lifeline_tests::cmd::output(
-        std::process::Command::new("bpftool").args(["prog", "show", "id", &id.to_string(), "-j"]),
-    )?;
+    let out = lifeline_tests::cmd::output(std::process::Command::new("bpftool").args([
+        "prog",
+        "show",
+        "id",
+        &id.to_string(),
+        "-j",
+    ]))?;
     let v: Value = serde_json::from_slice(&out.stdout).context("bpftool prog show")?;
     Ok(Runs {
         count: v["run_cnt"].as_u64().unwrap_or(0),

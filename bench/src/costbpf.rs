@@ -39,7 +39,10 @@ pub fn run(quick: bool) -> Result<BpfCost> {
     let (agent, _) = l.agent(&[])?;
     std::thread::sleep(Duration::from_secs(2));
     let hooks = bpfstats::hooks(agent.proc.pid())?;
-    anyhow::ensure!(!hooks.is_empty(), "none of the agent's programs is attached");
+    anyhow::ensure!(
+        !hooks.is_empty(),
+        "none of the agent's programs is attached"
+    );
     let _on = StatsOn::new()?;
     let mut flows = Vec::new();
     for watched in [true, false] {
@@ -73,11 +76,7 @@ pub fn run(quick: bool) -> Result<BpfCost> {
 }
 
 fn kind(watched: bool) -> &'static str {
-    if watched {
-        "watched"
-    } else {
-        "unwatched"
-    }
+    if watched { "watched" } else { "unwatched" }
 }
 
 /// Connect and close 1,000 times a second for `secs`, from the watched cgroup or outside it;

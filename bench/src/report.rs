@@ -56,11 +56,19 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
     }
     if d.cost.is_some() || d.bpf.is_some() {
         let body = cost_section(d.cost, d.bpf)?;
-        writeln!(s, "<!-- part:cost -->\n{}\n<!-- end:cost -->\n", body.trim_end())?;
+        writeln!(
+            s,
+            "<!-- part:cost -->\n{}\n<!-- end:cost -->\n",
+            body.trim_end()
+        )?;
     }
     if let Some(sc) = d.scale {
         let body = scale_section(sc)?;
-        writeln!(s, "<!-- part:scale -->\n{}\n<!-- end:scale -->\n", body.trim_end())?;
+        writeln!(
+            s,
+            "<!-- part:scale -->\n{}\n<!-- end:scale -->\n",
+            body.trim_end()
+        )?;
     }
     s.push_str(&parts);
     writeln!(s, "{MARKER}{kept}")?;
@@ -200,10 +208,7 @@ fn merged(notes: &[String]) -> Vec<String> {
 }
 
 /// The cost section: throughput and CPU rounds, then each hook's runs, then their targets.
-pub fn cost_section(
-    cost: Option<&Cost>,
-    bpf: Option<&crate::costbpf::BpfCost>,
-) -> Result<String> {
+pub fn cost_section(cost: Option<&Cost>, bpf: Option<&crate::costbpf::BpfCost>) -> Result<String> {
     let mut s = String::new();
     if let Some(c) = cost {
         crate::report_cost::cost(&mut s, c)?;

@@ -14,7 +14,10 @@ const HOOKS: [(&str, &str); 3] = [
 
 #[expect(clippy::cast_precision_loss, reason = "counts for display")]
 pub fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
-    writeln!(s, "### The kernel side, per hook (`kernel.bpf_stats_enabled=1`)\n")?;
+    writeln!(
+        s,
+        "### The kernel side, per hook (`kernel.bpf_stats_enabled=1`)\n"
+    )?;
     writeln!(
         s,
         "One agent at its defaults; each flow runs {} s (iperf3 to port 6443, a watched port, \
@@ -31,7 +34,8 @@ pub fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
     for f in &c.flows {
         let get = |k: &str| f.runs.get(k).cloned().unwrap_or_default();
         let (ops, c4, c6) = (get(HOOKS[0].0), get(HOOKS[1].0), get(HOOKS[2].0));
-        let ns = |r: &crate::bpfstats::Runs| r.ns_per_run().map_or("-".into(), |n| format!("{n:.0}"));
+        let ns =
+            |r: &crate::bpfstats::Runs| r.ns_per_run().map_or("-".into(), |n| format!("{n:.0}"));
         writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -69,7 +73,9 @@ pub fn targets(c: &BpfCost) -> Vec<(String, Option<f64>, f64, &'static str)> {
     if let Some(f) = find("1,000 connects/s, watched") {
         out.push((
             "connect4, ns per run (connects from the watched cgroup)".to_owned(),
-            f.runs.get(HOOKS[1].0).and_then(crate::bpfstats::Runs::ns_per_run),
+            f.runs
+                .get(HOOKS[1].0)
+                .and_then(crate::bpfstats::Runs::ns_per_run),
             1000.0,
             "ns",
         ));

@@ -52,7 +52,11 @@ pub fn scale(s: &mut String, sc: &Scale) -> Result<()> {
             s,
             "| {} | {} | {} | {:.2} s | {:.2} % | {:.1} ms | {:.1} MiB | {:.1} MiB | {} ms |",
             p.sockets,
-            if p.keepalive.is_empty() { "defaults" } else { p.keepalive },
+            if p.keepalive.is_empty() {
+                "defaults"
+            } else {
+                p.keepalive
+            },
             p.watched_seen,
             p.ready.as_secs_f64(),
             p.cpu_pct,
@@ -115,11 +119,17 @@ pub fn scale_targets(sc: &Scale) -> Vec<(String, Option<f64>, f64, &'static str)
 }
 
 /// A small targets table: measured against the limit, and by how much a miss misses.
-pub fn target_rows(s: &mut String, rows: &[(String, Option<f64>, f64, &'static str)]) -> Result<()> {
+pub fn target_rows(
+    s: &mut String,
+    rows: &[(String, Option<f64>, f64, &'static str)],
+) -> Result<()> {
     if rows.is_empty() {
         return Ok(());
     }
-    writeln!(s, "| target | measured | limit | verdict |\n|---|---|---|---|")?;
+    writeln!(
+        s,
+        "| target | measured | limit | verdict |\n|---|---|---|---|"
+    )?;
     for (what, m, limit, unit) in rows {
         let (shown, verdict) = match m {
             Some(m) if m <= limit => (format!("{m:.2} {unit}"), "met".to_owned()),
