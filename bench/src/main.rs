@@ -38,6 +38,10 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 #[derive(Parser)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "command-line switches, each independent of the others"
+)]
 #[command(about = "lifeline benchmarks (root only; run through `cargo xtask bench`)")]
 struct Args {
     /// 3 trials per cell, a 60 s cap and shorter cost runs (a smoke run, under 10 minutes).
