@@ -7,6 +7,7 @@ use aya_ebpf::{
 use lifeline_common::{
     COMM_LEN, Keepalive, Owner, SockState,
     config::stats,
+    news::News,
     sockopt::{AppSet, SockKey},
     watch::{CGROUP_PATH_LEN, PeerKey, WatchConfig},
 };
@@ -69,11 +70,13 @@ pub static KEEPALIVE: Array<Keepalive> = Array::with_max_entries(1, 0);
 #[map]
 pub static ADOPT: HashMap<u64, i32> = HashMap::with_max_entries(65_536, 0);
 
-/// Cookies of sockets entering trouble (first retransmission or RTO since the last ACK
-/// progress): at most one event per episode, never per packet, so the agent can probe the
-/// peer at once instead of at its next sweep. A full buffer only delays that to the sweep.
+/// News of watched sockets (`lifeline_common::news`): recorded, a trouble episode began, a
+/// state change, closed. A few events per socket lifetime, never per packet, so the agent does
+/// work only for sockets with news. 1 MiB holds about 43,000 events: a burst of new
+/// connections; a full buffer is counted (`stats::NEWS_LOST`) and the agent then re-reads
+/// the whole map once.
 #[map]
-pub static TROUBLE: RingBuf = RingBuf::with_byte_size(16 * 4096, 0);
+pub static NEWS: RingBuf = RingBuf::with_byte_size(256 * 4096, 0);
 
 /// Counters, indexed by `lifeline_common::config::stats`.
 #[map]
@@ -83,6 +86,18 @@ pub fn count(index: u32) {
     if let Some(slot) = STATS.get_ptr_mut(index) {
         // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
         unsafe { *slot += 1 };
+    }
+}
+
+/// Tell the agent about `cookie` (`lifeline_common::news`); counted when the buffer is full.
+pub fn news(cookie: u64, kind: u32) {
+    let n = News {
+        cookie,
+        kind,
+        pad: 0,
+    };
+    if NEWS.output::<News>(&n, 0).is_err() {
+        count(stats::NEWS_LOST);
     }
 }
 

@@ -70,7 +70,7 @@ fn record_owner(ctx: &SockAddrContext) -> i32 {
         return ALLOW;
     };
     let mut reasons = 0;
-    if cfg.flags & WATCH_CGROUPS != 0 && in_target_cgroup() {
+    if cfg.flags & WATCH_CGROUPS != 0 && in_target_cgroup(cfg.cgroup_levels) {
         reasons |= BY_CGROUP;
     }
     if cfg.flags & WATCH_COMMS != 0 && COMMS.get_ptr(comm).is_some() {
@@ -88,12 +88,20 @@ fn record_owner(ctx: &SockAddrContext) -> i32 {
     ALLOW
 }
 
-/// Whether the current task's cgroup, or one of its ancestors, is a target. Level 0 is the
-/// root; the helper returns 0 past the task's own level
+/// Whether the current task's cgroup, or one of its ancestors, is a target. Only the levels
+/// where a target sits (`levels`, one bit each; usually a single one, level 2 for
+/// `/system.slice/kubelet.service`) are asked: one helper call and one lookup per connect
+/// rather than up to 16 of each. The helper returns 0 past the task's own level
 /// (<https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/helpers.c>,
 /// `bpf_get_current_ancestor_cgroup_id`; in connect hooks since 5.7).
-fn in_target_cgroup() -> bool {
+fn in_target_cgroup(levels: u32) -> bool {
     for level in 0..MAX_CGROUP_DEPTH {
+        if levels >> level == 0 {
+            return false;
+        }
+        if levels & (1 << level) == 0 {
+            continue;
+        }
         // SAFETY: no pointers involved.
         let id = unsafe { bpf_get_current_ancestor_cgroup_id(level) };
         if id == 0 {

@@ -1,21 +1,24 @@
 //! `sock_ops` on the cgroup v2 root: the heart of the probe.
 //!
 //! At ESTABLISHED a target socket (`lifeline_common::watch`) is recorded and armed with the RTO,
-//! RETRANS, STATE and RTT callbacks. From then on the kernel calls us only for those
-//! events on that socket: an RTT sample means the peer acknowledged data (progress),
-//! a retransmission or RTO means data went unanswered (trouble), CLOSE ends the record.
-//! Nothing is sent to user space per packet; the agent reads the map once per sweep.
-//! Callers: `tcp_call_bpf()` in
-//! <https://github.com/torvalds/linux/blob/v6.18/include/net/tcp.h> (`tcp_bpf_rtt`),
-//! `tcp_retransmit_timer()`/`tcp_write_timeout()` and `__tcp_retransmit_skb()` in
-//! `net/ipv4/tcp_timer.c` and `tcp_output.c`.
+//! RETRANS and STATE callbacks: the ones that carry news. From then on the kernel calls us
+//! only for those events on that socket: a retransmission or RTO means data went unanswered
+//! (trouble), a state change may end the record. A healthy bulk flow runs nothing: no
+//! callback per ACK (the RTT one is not armed; the agent asks the kernel's `tcp_info` when it
+//! needs the last ACK). Each change of a record is pushed to the agent (`NEWS`), a few
+//! events per socket lifetime. Callers: `tcp_call_bpf()` in
+//! <https://github.com/torvalds/linux/blob/v6.18/include/net/tcp.h>,
+//! `tcp_retransmit_timer()`/`tcp_write_timeout()` in
+//! <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c> and
+//! `__tcp_retransmit_skb()` in
+//! <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_output.c>.
 
 use core::ptr::read_volatile;
 
 use aya_ebpf::{
     bindings::{
         BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB, BPF_SOCK_OPS_RETRANS_CB, BPF_SOCK_OPS_RTO_CB,
-        BPF_SOCK_OPS_RTT_CB, BPF_SOCK_OPS_STATE_CB, BPF_TCP_CLOSE,
+        BPF_SOCK_OPS_STATE_CB, BPF_TCP_CLOSE,
     },
     helpers::{bpf_get_socket_cookie, bpf_ktime_get_ns},
     macros::sock_ops,
@@ -25,6 +28,7 @@ use aya_log_ebpf::error;
 use lifeline_common::{
     SockState,
     config::stats,
+    news,
     sock::{SOURCE_SOCK_OPS, WATCH_CB_FLAGS},
     sockopt::{AppSet, SockKey},
     watch::{BY_ENDPOINT, PeerKey, WATCH_ENDPOINT},
@@ -33,7 +37,7 @@ use lifeline_common::{
 use crate::{
     keepalive,
     maps::{
-        ADOPT, ENDPOINT_PEERS, OWNERS, PORTS, SCRATCH, SOCKETS, TROUBLE, TUPLES, config_flag, count,
+        ADOPT, ENDPOINT_PEERS, OWNERS, PORTS, SCRATCH, SOCKETS, TUPLES, config_flag, count, news,
     },
 };
 
@@ -44,7 +48,6 @@ const TCP_ESTABLISHED: u8 = 1;
 pub fn lifeline_sockops(ctx: SockOpsContext) -> u32 {
     match ctx.op() {
         BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB => on_established(&ctx),
-        BPF_SOCK_OPS_RTT_CB => on_ack(&ctx),
         BPF_SOCK_OPS_RTO_CB => on_trouble(&ctx, true),
         BPF_SOCK_OPS_RETRANS_CB => on_trouble(&ctx, false),
         BPF_SOCK_OPS_STATE_CB => on_state(&ctx),
@@ -98,7 +101,6 @@ fn on_established(ctx: &SockOpsContext) {
     let now = now();
     s.established_ns = now;
     s.last_ack_ns = now;
-    s.last_event_ns = now;
     s.peer_port = port;
     #[allow(
         clippy::cast_possible_truncation,
@@ -157,6 +159,7 @@ fn on_established(ctx: &SockOpsContext) {
         rec.ka_result = keepalive::arm(ctx.ops.cast(), &mut rec.keepalive);
     }
     count(stats::WATCHED);
+    news(cookie, news::ESTABLISHED);
 }
 
 /// Every address field, read up front with one volatile load each. Context fields are
@@ -237,38 +240,22 @@ fn refresh(s: &mut SockState, ctx: &SockOpsContext) {
     s.snd_una = o.snd_una;
     s.snd_nxt = o.snd_nxt;
     s.packets_out = o.packets_out;
-    s.retrans_out = o.retrans_out;
-    s.total_retrans = o.total_retrans;
-    s.srtt_us = o.srtt_us >> 3; // kernel keeps srtt << 3
     s.bytes_acked = o.bytes_acked;
     s.bytes_received = o.bytes_received;
 }
 
-fn on_ack(ctx: &SockOpsContext) {
-    let Some(s) = SOCKETS.get_ptr_mut(cookie(ctx)) else {
+fn on_trouble(ctx: &SockOpsContext, rto: bool) {
+    let cookie = cookie(ctx);
+    let Some(s) = SOCKETS.get_ptr_mut(cookie) else {
         return;
     };
     // SAFETY: map value of the right type; callbacks for one socket run under its lock.
     let s = unsafe { &mut *s };
     let now = now();
-    s.last_ack_ns = now;
-    s.last_event_ns = now;
-    s.trouble_ns = 0;
-    s.rto_count = 0;
-    s.retrans_count = 0;
-    refresh(s, ctx);
-}
-
-fn on_trouble(ctx: &SockOpsContext, rto: bool) {
-    let Some(s) = SOCKETS.get_ptr_mut(cookie(ctx)) else {
-        return;
-    };
-    // SAFETY: as in `on_ack`.
-    let s = unsafe { &mut *s };
-    let now = now();
     // SAFETY: context pointer.
     if unsafe { (*ctx.ops).snd_una } != s.snd_una {
-        // The peer acknowledged something since we last looked: progress after all.
+        // The peer acknowledged something since the last callback: the previous episode (if
+        // any) ended in progress, and this is a new one.
         s.last_ack_ns = now;
         s.rto_count = 0;
         s.retrans_count = 0;
@@ -276,14 +263,13 @@ fn on_trouble(ctx: &SockOpsContext, rto: bool) {
     }
     if s.trouble_ns == 0 {
         s.trouble_ns = now;
-        let _ = TROUBLE.output::<u64>(cookie(ctx), 0);
+        news(cookie, news::TROUBLE);
     }
     if rto {
         s.rto_count += 1;
     } else {
         s.retrans_count += 1;
     }
-    s.last_event_ns = now;
     refresh(s, ctx);
 }
 
@@ -296,14 +282,18 @@ fn on_state(ctx: &SockOpsContext) {
             let key = tuple(unsafe { &*rec });
             let _ = TUPLES.remove(key);
         }
-        let _ = SOCKETS.remove(cookie);
+        // Only a recorded socket is news; the others were never the agent's business.
+        if SOCKETS.remove(cookie).is_ok() {
+            news(cookie, news::CLOSE);
+        }
         let _ = ADOPT.remove(cookie);
         let _ = OWNERS.remove(cookie);
     } else if let Some(s) = SOCKETS.get_ptr_mut(cookie) {
         #[allow(clippy::cast_possible_truncation, reason = "TCP states are < 16")]
-        // SAFETY: as in `on_ack`.
+        // SAFETY: map value of the right type; callbacks for one socket run under its lock.
         unsafe {
             (*s).state = new_state as u8;
         }
+        news(cookie, news::STATE);
     }
 }

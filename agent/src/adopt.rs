@@ -92,7 +92,6 @@ pub fn adopt(
         s.source = SOURCE_ADOPTED;
         s.state = d.state;
         s.established_ns = now;
-        s.last_event_ns = now;
         // Until the iterator has run, or for good when it cannot load (status shows both).
         let can = probe.can_adopt;
         s.adopt = if can {
@@ -110,8 +109,6 @@ pub fn adopt(
             s.packets_out = i.unacked;
             s.bytes_acked = i.bytes_acked;
             s.bytes_received = i.bytes_received;
-            s.total_retrans = i.total_retrans;
-            s.srtt_us = i.rtt_us;
             if i.retransmits > 0 {
                 s.trouble_ns = now;
             }

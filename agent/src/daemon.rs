@@ -36,6 +36,8 @@ pub struct Daemon {
     pub follow: Option<Follow>,
     /// Target cgroups and endpoint peers, kept current every sweep.
     pub watching: crate::watch::Watching,
+    /// The probe's news, collected by the ring-buffer reader.
+    pub news: crate::readers::Inbox,
 }
 
 impl Daemon {
@@ -51,6 +53,7 @@ impl Daemon {
             self.watching
                 .sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
         self.polled.extend(adopted);
+        drop(self.news.take());
         let now = clock::now_ns();
         let at = Instant::now();
         self.check_capacity()?;

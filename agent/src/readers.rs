@@ -1,9 +1,10 @@
 //! Tasks that drain the probe's ring buffers, woken by their fds through tokio's `AsyncFd`
 //! rather than polled.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Result;
+use lifeline_common::news::{self, News};
 use tokio::{
     io::{Interest, unix::AsyncFd},
     sync::Notify,
@@ -11,28 +12,64 @@ use tokio::{
 
 use crate::probe::Probe;
 
-/// Wake the sweep as soon as a watched socket enters trouble (one ring-buffer event per
-/// episode), so a peer probe starts within milliseconds rather than at the next sweep.
-pub fn spawn_trouble_reader(probe: &mut Probe, wake: &Arc<Notify>) -> Result<()> {
-    let ring = probe.take_trouble()?;
+/// News the reader has taken off the ring buffer and the next sweep has not handled yet.
+#[derive(Clone, Default)]
+pub struct Inbox(Arc<Mutex<Vec<News>>>);
+
+impl Inbox {
+    /// Everything received so far, oldest first; the inbox is empty afterwards.
+    #[must_use]
+    pub fn take(&self) -> Vec<News> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn push(&self, batch: &mut Vec<News>) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .append(batch);
+    }
+}
+
+/// Collect the probe's news into `inbox`, and wake the sweep at once when a watched socket
+/// enters trouble (one event per episode), so a peer probe starts within milliseconds
+/// rather than at the next sweep. Other news waits for the next sweep.
+pub fn spawn_news_reader(probe: &mut Probe, wake: &Arc<Notify>, inbox: &Inbox) -> Result<()> {
+    let ring = probe.take_news()?;
     // SAFETY: the AsyncFd owns the ring buffer, which owns its fd, so the fd stays open for
     // as long as it is registered.
     let mut fd = unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }
-        .map_err(|e| anyhow::anyhow!("watching the probe's trouble buffer: {e}"))?;
-    let wake = Arc::clone(wake);
+        .map_err(|e| anyhow::anyhow!("watching the probe's news buffer: {e}"))?;
+    let (wake, inbox) = (Arc::clone(wake), inbox.clone());
     tokio::spawn(async move {
+        let mut batch = Vec::new();
         while let Ok(mut guard) = fd.readable_mut().await {
-            let mut any = false;
-            while guard.get_inner_mut().next().is_some() {
-                any = true;
+            let mut trouble = false;
+            // Bounded: the kernel side holds at most 1 MiB of events.
+            while let Some(item) = guard.get_inner_mut().next() {
+                let Some(n) = decode(&item) else { continue };
+                trouble |= n.kind == news::TROUBLE;
+                batch.push(n);
             }
             guard.clear_ready();
-            if any {
+            inbox.push(&mut batch);
+            if trouble {
                 wake.notify_one();
             }
         }
     });
     Ok(())
+}
+
+fn decode(raw: &[u8]) -> Option<News> {
+    let word = |at: usize, n: usize| raw.get(at..at + n);
+    let cookie = u64::from_ne_bytes(word(0, 8)?.try_into().ok()?);
+    let kind = u32::from_ne_bytes(word(8, 4)?.try_into().ok()?);
+    Some(News {
+        cookie,
+        kind,
+        pad: 0,
+    })
 }
 
 /// Forward the probe's aya-log messages (map full, ...) into tracing, woken by the
@@ -50,4 +87,25 @@ pub fn spawn_probe_logger(probe: &mut Probe) -> Result<()> {
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_decodes_and_a_short_one_is_skipped() {
+        let mut raw = 7u64.to_ne_bytes().to_vec();
+        raw.extend(news::CLOSE.to_ne_bytes());
+        raw.extend(0u32.to_ne_bytes());
+        assert_eq!(
+            decode(&raw),
+            Some(News {
+                cookie: 7,
+                kind: news::CLOSE,
+                pad: 0
+            })
+        );
+        assert_eq!(decode(&raw[..10]), None);
+    }
 }

@@ -60,7 +60,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let mut probe = Probe::load(&cfg)?;
         readers::spawn_probe_logger(&mut probe)?;
         let wake = Arc::new(Notify::new());
-        readers::spawn_trouble_reader(&mut probe, &wake)?;
+        let inbox = readers::Inbox::default();
+        readers::spawn_news_reader(&mut probe, &wake, &inbox)?;
         let first_port = *ports.first().context("no port to watch (--ports)")?;
         netns::calibrate(&mut probe, first_port)?;
         let described = targets.describe();
@@ -100,6 +101,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             restarts,
             follow,
             watching,
+            news: inbox,
         };
         tracing::info!(
             event = "ready",

@@ -7,9 +7,11 @@
 //! The `hold`, `sink` and `churn` subcommands are the bench's own socket helpers, started
 //! by the bench inside its namespaces.
 
+mod bpfstats;
 mod cells;
 mod chart;
 mod cost;
+mod costbpf;
 mod costcmp;
 mod hold;
 mod machine;
@@ -18,6 +20,7 @@ mod measure;
 mod pool;
 mod procstat;
 mod report;
+mod report_bpf;
 mod report_cost;
 mod report_more;
 mod scale;
@@ -39,6 +42,10 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 #[derive(Parser)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "command-line switches, each independent of the others"
+)]
 #[command(about = "lifeline benchmarks (root only; run through `cargo xtask bench`)")]
 struct Args {
     /// 3 trials per cell, a 60 s cap and shorter cost runs (a smoke run, under 10 minutes).
@@ -58,6 +65,13 @@ struct Args {
     /// Skip the cost and scale parts (for development).
     #[arg(long)]
     matrix_only: bool,
+    /// Only the cost part (throughput, CPU, each hook's runs): replaces its own section of
+    /// docs/BENCHMARKS.md (or of --out's) and nothing else.
+    #[arg(long, conflicts_with_all = ["scenario", "matrix_only"])]
+    cost: bool,
+    /// Only the scale part, likewise.
+    #[arg(long, conflicts_with_all = ["scenario", "matrix_only"])]
+    scale: bool,
     /// Where to write BENCHMARKS.md and the chart (default docs/; target/bench/ with --quick
     /// or --scenario).
     #[arg(long)]
@@ -118,7 +132,36 @@ fn soak_part(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--cost` and/or `--scale`: those parts alone, each replacing its own section.
+fn parts_alone(args: &Args) -> anyhow::Result<()> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| lifeline_tests::paths::workspace().join("docs"));
+    std::fs::create_dir_all(&out)?;
+    let path = out.join("BENCHMARKS.md");
+    if args.cost {
+        let cost = cost::run(args.quick)?;
+        pool::check_interrupted()?;
+        let bpf = costbpf::run(args.quick)?;
+        let body = report::cost_section(Some(&cost), Some(&bpf))?;
+        sections::replace(&path, "cost", &body)?;
+        print!("{body}");
+    }
+    if args.scale {
+        let sc = scale::run(args.quick);
+        let body = report::scale_section(&sc)?;
+        sections::replace(&path, "scale", &body)?;
+        print!("{body}");
+    }
+    println!("lab-bench: wrote {}", path.display());
+    Ok(())
+}
+
 fn bench(args: &Args) -> anyhow::Result<()> {
+    if args.cost || args.scale {
+        return parts_alone(args);
+    }
     let start = Instant::now();
     // The quick run's cap is shorter: it only has to show the shape, in under 10 minutes.
     let cap = Duration::from_secs(if args.quick { 60 } else { 120 });
@@ -137,13 +180,16 @@ fn bench(args: &Args) -> anyhow::Result<()> {
     pool::check_interrupted()?; // Ctrl-C: stop here, and write no half document
     // A failing part is reported in the document; it never throws the matrix away.
     let mut failures = Vec::new();
-    let (cost, scale) = if args.matrix_only || plan.is_subset() {
-        (None, None)
+    let (cost, bpf, scale) = if args.matrix_only || plan.is_subset() {
+        (None, None, None)
     } else {
         let cost = cost::run(args.quick)
             .map_err(|e| failures.push(format!("cost: {e:#}")))
             .ok();
-        (cost, Some(scale::run(args.quick)))
+        let bpf = costbpf::run(args.quick)
+            .map_err(|e| failures.push(format!("cost per hook: {e:#}")))
+            .ok();
+        (cost, bpf, Some(scale::run(args.quick)))
     };
     let out = args.out.clone().unwrap_or_else(|| {
         let ws = lifeline_tests::paths::workspace();
@@ -162,6 +208,7 @@ fn bench(args: &Args) -> anyhow::Result<()> {
         busy_pct,
         failures,
         cost: cost.as_ref(),
+        bpf: bpf.as_ref(),
         scale: scale.as_ref(),
         elapsed: start.elapsed(),
         command: std::env::var("LAB_BENCH_COMMAND").unwrap_or_else(|_| "cargo xtask bench".into()),

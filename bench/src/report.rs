@@ -23,6 +23,7 @@ pub struct Doc<'a> {
     pub busy_pct: f64,
     pub failures: Vec<String>,
     pub cost: Option<&'a Cost>,
+    pub bpf: Option<&'a crate::costbpf::BpfCost>,
     pub scale: Option<&'a Scale>,
     pub elapsed: Duration,
     pub command: String,
@@ -35,7 +36,14 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
         |(_, a)| a.to_owned(),
     );
     // Parts run on their own (`--fleet`, `--soak`) keep their sections across this rewrite.
-    let parts = crate::sections::all(&old);
+    let written: Vec<&str> = [
+        (d.cost.is_some() || d.bpf.is_some(), "cost"),
+        (d.scale.is_some(), "scale"),
+    ]
+    .into_iter()
+    .filter_map(|(w, n)| w.then_some(n))
+    .collect();
+    let parts = crate::sections::all(&old, &written);
     let mut s = String::new();
     header(&mut s, d)?;
     s.push_str(&matrix_text(d)?);
@@ -46,11 +54,21 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
     for f in &d.failures {
         writeln!(s, "**Failed**: {}\n", f.replace('\n', " "))?;
     }
-    if let Some(c) = d.cost {
-        crate::report_cost::cost(&mut s, c)?;
+    if d.cost.is_some() || d.bpf.is_some() {
+        let body = cost_section(d.cost, d.bpf)?;
+        writeln!(
+            s,
+            "<!-- part:cost -->\n{}\n<!-- end:cost -->\n",
+            body.trim_end()
+        )?;
     }
     if let Some(sc) = d.scale {
-        crate::report_more::scale(&mut s, sc)?;
+        let body = scale_section(sc)?;
+        writeln!(
+            s,
+            "<!-- part:scale -->\n{}\n<!-- end:scale -->\n",
+            body.trim_end()
+        )?;
     }
     s.push_str(&parts);
     writeln!(s, "{MARKER}{kept}")?;
@@ -191,4 +209,27 @@ fn merged(notes: &[String]) -> Vec<String> {
         .into_iter()
         .map(|(w, k)| format!("agent: {w} x{k}"))
         .collect()
+}
+
+/// The cost section: throughput and CPU rounds, then each hook's runs, then their targets.
+pub fn cost_section(cost: Option<&Cost>, bpf: Option<&crate::costbpf::BpfCost>) -> Result<String> {
+    let mut s = String::new();
+    if let Some(c) = cost {
+        crate::report_cost::cost(&mut s, c)?;
+    } else {
+        writeln!(s, "## Cost\n")?;
+    }
+    if let Some(b) = bpf {
+        crate::report_bpf::bpf(&mut s, b)?;
+        crate::report_more::target_rows(&mut s, &crate::report_bpf::targets(b))?;
+    }
+    Ok(s)
+}
+
+/// The scale section, with its targets.
+pub fn scale_section(sc: &Scale) -> Result<String> {
+    let mut s = String::new();
+    crate::report_more::scale(&mut s, sc)?;
+    crate::report_more::target_rows(&mut s, &crate::report_more::scale_targets(sc))?;
+    Ok(s)
 }

@@ -36,21 +36,30 @@ pub fn scale(s: &mut String, sc: &Scale) -> Result<()> {
     writeln!(s, "## Scale\n")?;
     writeln!(
         s,
-        "`--max-sockets` set to the number of watched connections held open; CPU per sweep is the \
-        agent's CPU time per second at rest (one sweep a second, `--sweep-interval 1s`).\n"
+        "`--max-sockets` set to the number of watched connections held open, all idle (every \
+        one gets keepalive probes and the agent's idle looks); CPU is the agent's, at rest, \
+        measured from 20 s after the connections were open (past the keepalive time, so every \
+        idle look has begun); CPU per sweep is that per second (one sweep a second, \
+        `--sweep-interval 1s`).\n"
     )?;
     writeln!(
         s,
-        "| watched | listed by status | ready | CPU per sweep | RSS | eBPF maps | `lifeline status --json` |"
+        "| watched | flags | listed by status | ready | CPU (% of one core) | CPU per sweep | RSS | eBPF maps | `lifeline status --json` |"
     )?;
-    writeln!(s, "|---|---|---|---|---|---|---|")?;
+    writeln!(s, "|---|---|---|---|---|---|---|---|---|")?;
     for p in &sc.points {
         writeln!(
             s,
-            "| {} | {} | {:.2} s | {:.1} ms | {:.1} MiB | {:.1} MiB | {} ms |",
+            "| {} | {} | {} | {:.2} s | {:.2} % | {:.1} ms | {:.1} MiB | {:.1} MiB | {} ms |",
             p.sockets,
+            if p.keepalive.is_empty() {
+                "defaults"
+            } else {
+                p.keepalive
+            },
             p.watched_seen,
             p.ready.as_secs_f64(),
+            p.cpu_pct,
             p.cpu_ms_per_sweep,
             p.rss_kib as f64 / 1024.0,
             p.maps_kib as f64 / 1024.0,
@@ -80,5 +89,58 @@ pub fn scale(s: &mut String, sc: &Scale) -> Result<()> {
             "\n**`lifeline status` (table) shows no NOT WATCHED line.**\n"
         )?,
     }
+    Ok(())
+}
+
+/// (what, measured, limit, unit) rows for the scale targets.
+#[expect(clippy::cast_precision_loss, reason = "milliseconds for display")]
+pub fn scale_targets(sc: &Scale) -> Vec<(String, Option<f64>, f64, &'static str)> {
+    let mut out = Vec::new();
+    for p in sc.points.iter().filter(|p| p.sockets >= 100_000) {
+        let flags = if p.keepalive.is_empty() {
+            "defaults"
+        } else {
+            p.keepalive
+        };
+        out.push((
+            format!("agent CPU, {} watched idle sockets ({flags})", p.sockets),
+            Some(p.cpu_pct),
+            1.0,
+            "% of one core",
+        ));
+        out.push((
+            format!("`lifeline status --json`, {} sockets ({flags})", p.sockets),
+            Some(p.status_ms as f64),
+            300.0,
+            "ms",
+        ));
+    }
+    out
+}
+
+/// A small targets table: measured against the limit, and by how much a miss misses.
+pub fn target_rows(
+    s: &mut String,
+    rows: &[(String, Option<f64>, f64, &'static str)],
+) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        s,
+        "| target | measured | limit | verdict |\n|---|---|---|---|"
+    )?;
+    for (what, m, limit, unit) in rows {
+        let (shown, verdict) = match m {
+            Some(m) if m <= limit => (format!("{m:.2} {unit}"), "met".to_owned()),
+            Some(m) => (
+                format!("{m:.2} {unit}"),
+                format!("**missed** by {:.2} {unit} ({:.1}x)", m - limit, m / limit),
+            ),
+            None => ("not measured".into(), "**missed**".into()),
+        };
+        writeln!(s, "| {what} | {shown} | {limit:.2} {unit} | {verdict} |")?;
+    }
+    writeln!(s)?;
     Ok(())
 }

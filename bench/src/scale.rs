@@ -12,6 +12,10 @@ use crate::socklab::SockLab;
 
 pub struct Point {
     pub sockets: usize,
+    /// `--keepalive` (and `--silent-timeout`) the agent ran with; empty: its defaults.
+    pub keepalive: &'static str,
+    /// The agent's CPU at rest, % of one core.
+    pub cpu_pct: f64,
     pub watched_seen: usize,
     pub ready: Duration,
     pub cpu_ms_per_sweep: f64,
@@ -39,8 +43,8 @@ pub fn run(quick: bool) -> Scale {
     let window = Duration::from_secs(if quick { 5 } else { 10 });
     let mut failures = Vec::new();
     let mut points = Vec::new();
-    for n in [10_000, 100_000] {
-        match point(n, window) {
+    for (n, keepalive) in POINTS {
+        match point(n, keepalive, window) {
             Ok(p) => points.push(p),
             Err(e) => failures.push(format!("{n} sockets: {e:#}")),
         }
@@ -55,14 +59,25 @@ pub fn run(quick: bool) -> Scale {
     }
 }
 
-fn point(n: usize, window: Duration) -> Result<Point> {
+/// Sockets, and the keepalive flags: the defaults, then the short keepalive (a probe every
+/// second after 2 s idle) that makes idle looks the most frequent.
+const POINTS: [(usize, &str); 3] = [
+    (10_000, ""),
+    (100_000, ""),
+    (100_000, "--keepalive=2s,1s,20 --silent-timeout=13s"),
+];
+
+fn point(n: usize, keepalive: &'static str, window: Duration) -> Result<Point> {
     crate::pool::check_interrupted()?;
-    println!("scale: {n} watched connections");
+    println!("scale: {n} watched connections {keepalive}");
     let mut l = SockLab::new()?;
     let max = n.to_string();
-    let (agent, ready) = l.agent(&["--max-sockets", &max])?;
+    let mut args = vec!["--max-sockets", &max];
+    args.extend(keepalive.split_whitespace());
+    let (agent, ready) = l.agent(&args)?;
     l.hold(n, true)?;
-    std::thread::sleep(Duration::from_secs(3)); // let sweeps run over the full maps
+    // Past the keepalive idle time and one silent timeout: every idle look has started.
+    std::thread::sleep(Duration::from_secs(20));
     let t0 = Instant::now();
     let (watched_seen, _) = SockLab::watched(&agent)?;
     let status_ms = t0.elapsed().as_millis();
@@ -70,6 +85,8 @@ fn point(n: usize, window: Duration) -> Result<Point> {
     let (cpu_pct, rss_kib) = sample(pid, window)?;
     let p = Point {
         sockets: n,
+        keepalive,
+        cpu_pct,
         watched_seen,
         ready,
         // One sweep a second (the default --sweep-interval): % of a core * 10 = ms/sweep.

@@ -47,9 +47,10 @@ fn replaced(old: &str, name: &str, body: &str) -> String {
     }
 }
 
-/// Every part section of `old`, in order, for a rewrite of the rest of the document.
+/// Every part section of `old` but those named in `except` (the rewrite makes them anew),
+/// in order, for a rewrite of the rest of the document.
 #[must_use]
-pub fn all(old: &str) -> String {
+pub fn all(old: &str, except: &[&str]) -> String {
     let mut out = String::new();
     let mut rest = old;
     while let Some(i) = rest.find("<!-- part:") {
@@ -59,8 +60,10 @@ pub fn all(old: &str) -> String {
         };
         let e = end(name);
         let Some(j) = rest[i..].find(&e) else { break };
-        out.push_str(&rest[i..i + j + e.len()]);
-        out.push_str("\n\n");
+        if !except.contains(&name) {
+            out.push_str(&rest[i..i + j + e.len()]);
+            out.push_str("\n\n");
+        }
         rest = &rest[i + j + e.len()..];
     }
     out
@@ -83,7 +86,8 @@ mod tests {
             "{two}"
         );
         let three = replaced(&two, "soak", "soak v1");
-        assert_eq!(all(&three).matches("<!-- part:").count(), 2, "{three}");
+        assert_eq!(all(&three, &[]).matches("<!-- part:").count(), 2, "{three}");
+        assert_eq!(all(&three, &["soak"]).matches("<!-- part:").count(), 1);
         assert!(
             three.ends_with("<!-- analysis -->\n## Analysis\n"),
             "{three}"

@@ -11,6 +11,9 @@ pub mod stats {
     pub const MISSING_RECORD: u32 = 1;
     /// Sockets that started being watched.
     pub const WATCHED: u32 = 2;
+    /// A news event did not fit in the `NEWS` ring buffer: the agent re-reads the whole
+    /// `SOCKETS` map once when this grows, instead of trusting its copy.
+    pub const NEWS_LOST: u32 = 3;
     pub const LEN: u32 = 4;
 }
 

@@ -9,6 +9,7 @@
 pub mod config;
 pub mod features;
 pub mod keepalive;
+pub mod news;
 pub mod sock;
 pub mod sockopt;
 pub mod watch;
@@ -26,7 +27,7 @@ pub mod maps {
     pub const CONFIG: &str = "CONFIG";
     pub const ADOPT: &str = "ADOPT";
     pub const KEEPALIVE: &str = "KEEPALIVE";
-    pub const TROUBLE: &str = "TROUBLE";
+    pub const NEWS: &str = "NEWS";
     pub const STATS: &str = "STATS";
     pub const TARGET_CGROUPS: &str = "TARGET_CGROUPS";
     pub const TARGET_PATHS: &str = "TARGET_PATHS";

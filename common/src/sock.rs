@@ -8,10 +8,12 @@ pub const SOURCE_SOCK_OPS: u8 = 1;
 /// The socket predates the agent: seeded from `sock_diag` and armed by the TCP iterator.
 pub const SOURCE_ADOPTED: u8 = 2;
 
-/// `sock_ops` callbacks the probe asks for on a watched socket:
-/// RTO (1), RETRANS (2), STATE (4), RTT (8). See `BPF_SOCK_OPS_*_CB_FLAG` in
+/// `sock_ops` callbacks the probe asks for on a watched socket: RTO (1), RETRANS (2) and
+/// STATE (4), the ones that carry news. Not RTT (8): it runs on every ACK of new data, about
+/// 2,000 to 8,000 times per GB, to say that all is well, which the kernel's own `tcp_info`
+/// (`tcpi_last_ack_recv`) already says when the agent looks. See `BPF_SOCK_OPS_*_CB_FLAG` in
 /// <https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/bpf.h>.
-pub const WATCH_CB_FLAGS: u32 = 1 | 2 | 4 | 8;
+pub const WATCH_CB_FLAGS: u32 = 1 | 2 | 4;
 
 /// What the kernel probe knows about one watched TCP socket. Times are
 /// `bpf_ktime_get_ns()` (`CLOCK_MONOTONIC`), so the agent can age them.
@@ -19,12 +21,13 @@ pub const WATCH_CB_FLAGS: u32 = 1 | 2 | 4 | 8;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SockState {
     pub established_ns: u64,
-    /// Last time `snd_una` moved forward (an ACK acknowledged new data).
+    /// A lower bound of the last ACK progress: ESTABLISHED, or the last callback that found
+    /// `snd_una` moved. No callback runs per ACK, so the kernel's `tcp_info` has the truth.
     pub last_ack_ns: u64,
-    /// First retransmission or RTO since the last ACK progress; 0 while there is none.
+    /// First retransmission or RTO of the current trouble episode (one starts whenever
+    /// `snd_una` moved since the previous callback); 0 when there has been none.
     pub trouble_ns: u64,
-    /// Last callback of any kind.
-    pub last_event_ns: u64,
+    /// As of the last callback, like the counters below.
     pub bytes_acked: u64,
     pub bytes_received: u64,
     /// IPv4 addresses are stored in the first four bytes, network order.
@@ -36,13 +39,10 @@ pub struct SockState {
     pub snd_nxt: u32,
     /// Segments sent and not yet acknowledged (`tp->packets_out`).
     pub packets_out: u32,
-    pub retrans_out: u32,
-    pub total_retrans: u32,
-    /// RTO expiries since the last ACK progress.
+    /// RTO expiries in the current trouble episode.
     pub rto_count: u32,
-    /// Retransmitted segments since the last ACK progress.
+    /// Retransmitted segments in the current trouble episode.
     pub retrans_count: u32,
-    pub srtt_us: u32,
     /// `AF_INET` or `AF_INET6`.
     pub family: u16,
     pub local_port: u16,
@@ -63,9 +63,11 @@ pub struct SockState {
     /// or the negative errno the iterator's `bpf_setsockopt` gave; anything but the first
     /// two means the agent polls it through `sock_diag`. 0 for a `sock_ops` socket.
     pub adopt: i32,
+    /// Explicit, so every byte of the record is a field (`aya::Pod`).
+    pub pad: u32,
 }
 
-const _: () = assert!(core::mem::size_of::<SockState>() == 168);
+const _: () = assert!(core::mem::size_of::<SockState>() == 152);
 const _: () = assert!(core::mem::align_of::<SockState>() == 8);
 
 impl SockState {

@@ -53,7 +53,19 @@ pub struct WatchConfig {
     pub calibrate_cookie: u64,
     /// `WATCH_*` bits.
     pub flags: u32,
-    pub pad: u32,
+    /// Bit `n` set: a target cgroup sits at level `n` of the hierarchy (the root is level 0),
+    /// so the connect hooks ask for the task's ancestor at those levels only, not at all 16.
+    pub cgroup_levels: u32,
+}
+
+/// The level of a cgroup from its path below the hierarchy root ("/system.slice/kubelet.service"
+/// is level 2), as `cgroup->level` counts it; `None` past `MAX_CGROUP_DEPTH`.
+#[must_use]
+pub fn cgroup_level(path: &str) -> Option<u32> {
+    let n = path.split('/').filter(|c| !c.is_empty()).count();
+    u32::try_from(n)
+        .ok()
+        .filter(|l| *l < MAX_CGROUP_DEPTH.unsigned_abs())
 }
 
 const _: () = assert!(core::mem::size_of::<WatchConfig>() == 24);

@@ -1,6 +1,7 @@
-//! `cargo xtask bench [--quick] [--trials N] [--scenario A,B] [--soak [--soak-minutes N]]`: lifeline against the
-//! alternatives in the lab, its cost and its scale (needs root). The agent is built in release mode, as it ships: its CPU and
-//! memory are what the bench reports. The bench itself is `bench/` (lab-bench).
+//! `cargo xtask bench [--quick] [--trials N] [--scenario A,B] [--cost] [--scale] [--soak
+//! [--soak-minutes N]]`: lifeline against the alternatives in the lab, its cost, its scale
+//! and the loss soak (needs root). The agent is built in release mode, as it ships: its CPU
+//! and memory are what the bench reports. The bench itself is `bench/` (lab-bench).
 
 use std::path::Path;
 use std::process::Command;
@@ -18,6 +19,9 @@ use crate::lab::{cargo, require_root, target_dir};
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Options {
     pub quick: bool,
+    /// `--cost` / `--scale`: only that part, writing only its own section.
+    pub cost: bool,
+    pub scale: bool,
     pub trials: Option<String>,
     pub scenario: Option<String>,
     /// The loss soak alone (`--soak`), optionally shortened (`--soak-minutes N`).
@@ -37,12 +41,15 @@ impl Options {
             let (flag, inline) = arg
                 .split_once('=')
                 .map_or((arg, None), |(f, v)| (f, Some(v)));
-            if flag == "--quick" && inline.is_none() && !o.quick {
-                o.quick = true;
-                continue;
-            }
-            if flag == "--soak" && inline.is_none() && !o.soak {
-                o.soak = true;
+            let switch = match flag {
+                "--quick" => Some(&mut o.quick),
+                "--cost" => Some(&mut o.cost),
+                "--scale" => Some(&mut o.scale),
+                "--soak" => Some(&mut o.soak),
+                _ => None,
+            };
+            if let Some(on) = switch.filter(|on| inline.is_none() && !**on) {
+                *on = true;
                 continue;
             }
             let slot = match flag {
@@ -76,11 +83,15 @@ impl Options {
     /// The same flags for lab-bench.
     fn lab_bench_args(&self) -> Vec<String> {
         let mut args = Vec::new();
-        if self.quick {
-            args.push("--quick".to_owned());
-        }
-        if self.soak {
-            args.push("--soak".to_owned());
+        for (on, flag) in [
+            (self.quick, "--quick"),
+            (self.cost, "--cost"),
+            (self.scale, "--scale"),
+            (self.soak, "--soak"),
+        ] {
+            if on {
+                args.push(flag.to_owned());
+            }
         }
         for (flag, value) in [
             ("--trials", &self.trials),
@@ -152,6 +163,8 @@ mod tests {
         assert_eq!(Options::parse(&[]), Ok(Options::default()));
         let o = Options::parse(&["--soak", "--soak-minutes=3"]).unwrap();
         assert_eq!(o.lab_bench_args(), ["--soak", "--soak-minutes", "3"]);
+        let o = Options::parse(&["--cost", "--scale", "--quick"]).unwrap();
+        assert_eq!(o.lab_bench_args(), ["--quick", "--cost", "--scale"]);
     }
 
     #[test]

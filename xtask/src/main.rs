@@ -55,6 +55,9 @@ commands:
                    writes its section of docs/BENCHMARKS.md
     --soak-minutes N  the soak shortened to N minutes (phases scaled); writes under
                    target/bench/ instead
+    --cost         only the cost part (iperf3 rounds, each hook's runs with
+                   kernel.bpf_stats_enabled=1); replaces only its section of the document
+    --scale        only the scale part (10,000 and 100,000 watched sockets); likewise
   deb          build the Debian package (installs cargo-deb when missing), with man pages
                and shell completions: target/debian/lifeline_<version>_<arch>.deb
   image        build the container image (a static musl binary, nothing else) as an OCI

@@ -35,14 +35,12 @@ impl IdleWatch {
         }
     }
 
-    /// Whether the idle socket `rec` should have its `tcp_info` read in this sweep.
+    /// Whether the idle socket `rec` should have its `tcp_info` read in this sweep (the
+    /// caller knows it idle: nothing outstanding as far as the record or the last look
+    /// tells).
     #[must_use]
     pub fn due(&self, cookie: u64, rec: &SockState, now_ns: u64) -> bool {
-        if self.silent.is_none()
-            || !ka_armed(rec.ka_result)
-            || rec.keepalive.idle_s == 0
-            || rec.trouble_ns != 0
-        {
+        if self.silent.is_none() || !ka_armed(rec.ka_result) || rec.keepalive.idle_s == 0 {
             return false;
         }
         // The record's last ACK progress is a lower bound of the last segment received, so

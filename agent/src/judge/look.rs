@@ -1,6 +1,8 @@
 //! One socket's verdict: the probe's record nominates, the kernel's `tcp_info` confirms,
 //! and a kill needs that on two looks in a row (`CONFIRM_AFTER` apart), so `lifeline
-//! status` shows a socket as stalled before it is killed.
+//! status` shows a socket as stalled before it is killed. The record's trouble outlives a
+//! recovery (no callback per ACK), so a look that finds the socket well holds until a stall
+//! is possible again (`stall.rs`).
 
 use std::time::Instant;
 
@@ -10,24 +12,43 @@ use super::{
 };
 use crate::{diag::TcpInfo, endpoint::Membership};
 
+/// Why a socket's `tcp_info` is wanted (or not) in this sweep.
+struct Nomination {
+    /// The verdict between looks: the record's, or the last look's while it holds.
+    between: Verdict,
+    /// The record says stalled and no earlier look holds.
+    stall: bool,
+    /// Idle (or healthy) long enough to be due a keepalive look.
+    idle: bool,
+}
+
 impl Judge {
+    fn nominate(&self, s: &Socket<'_>, now_ns: u64) -> Nomination {
+        let from_record = verdict::from_record(s.rec, now_ns, self.settings.stall);
+        let held = (s.rec.trouble_ns != 0)
+            .then(|| self.stall.held(s.cookie, s.rec.trouble_ns, now_ns))
+            .flatten();
+        let between = held.unwrap_or(from_record);
+        Nomination {
+            between,
+            stall: held.is_none() && from_record == Verdict::Stalled,
+            idle: !s.polled
+                && matches!(between, Verdict::Idle | Verdict::Healthy)
+                && self.idle.due(s.cookie, s.rec, now_ns),
+        }
+    }
+
     /// Whether the socket's `tcp_info` must be read this sweep: the record nominates it,
     /// or it is idle long enough to be due a keepalive look, or it is polled, or an
     /// endpoint rule is due (a dead peer's jitter has passed, an orphan's migration is due).
     pub fn wants_info(&mut self, s: &Socket<'_>, now_ns: u64, at: Instant) -> bool {
-        let from_record = verdict::from_record(s.rec, now_ns, self.settings.stall);
+        let n = self.nominate(s, now_ns);
         s.polled
-            || from_record == Verdict::Stalled
-            || self.idle_due(s, from_record, now_ns)
+            || n.stall
+            || n.idle
             || s.dead_since
                 .is_some_and(|t| at >= t + super::endpoint::dead_peer_delay(s.cookie))
             || self.migration_due(s, at)
-    }
-
-    fn idle_due(&self, s: &Socket<'_>, from_record: Verdict, now_ns: u64) -> bool {
-        !s.polled
-            && matches!(from_record, Verdict::Idle | Verdict::Healthy)
-            && self.idle.due(s.cookie, s.rec, now_ns)
     }
 
     fn migration_due(&mut self, s: &Socket<'_>, at: Instant) -> bool {
@@ -44,30 +65,37 @@ impl Judge {
         read: Option<&Read>,
         now_ns: u64,
     ) -> Option<(Verdict, Option<TcpInfo>)> {
-        let from_record = verdict::from_record(s.rec, now_ns, self.settings.stall);
-        let idle_due = self.idle_due(s, from_record, now_ns);
-        let nominated = s.polled || idle_due || from_record == Verdict::Stalled;
+        let n = self.nominate(s, now_ns);
         let info = match read {
             Some(Read::Gone) => return None,
             Some(Read::Info(i)) => Some(*i),
             Some(Read::NoInfo | Read::Unreadable) | None => None,
         };
-        if !nominated {
-            return Some((from_record, info));
+        if !(s.polled || n.idle || n.stall) {
+            if let Some(i) = &info {
+                self.idle.looked(s.cookie, i, now_ns);
+            }
+            return Some((n.between, info));
         }
         let Some(i) = info else {
             return Some((Verdict::Suspect, None));
         };
-        if s.polled || idle_due {
-            self.idle.looked(s.cookie, &i, now_ns);
-        }
         let kernel = verdict::from_info(&i, self.settings.stall, self.idle.silent);
+        // Whatever the look was for, it says when silence is possible at the earliest.
+        self.idle.looked(s.cookie, &i, now_ns);
+        if s.rec.trouble_ns != 0 && !s.polled {
+            self.stall
+                .looked(s.cookie, s.rec.trouble_ns, &i, kernel, now_ns);
+        }
         let v = match kernel {
             _ if s.polled => kernel,
-            Verdict::Stalled if from_record == Verdict::Stalled => Verdict::Stalled,
-            Verdict::Silent | Verdict::Suspect if idle_due => kernel,
-            _ if idle_due => from_record,
-            _ => Verdict::Suspect,
+            Verdict::Stalled if n.stall => Verdict::Stalled,
+            Verdict::Silent | Verdict::Suspect if n.idle => kernel,
+            _ if n.idle => n.between,
+            // The record nominated a stall the kernel does not see: the kernel's word, short
+            // of a kill (a silent verdict goes through the idle rules' own looks).
+            k if k.is_dead() => Verdict::Suspect,
+            k => k,
         };
         if v.is_dead() {
             self.dead_now.insert(s.cookie);

@@ -14,6 +14,7 @@ mod escalate;
 mod gate;
 pub mod idle;
 mod look;
+mod stall;
 pub mod verdict;
 
 use std::{
@@ -91,6 +92,7 @@ pub struct Seen {
 pub struct Judge {
     pub settings: Settings,
     pub idle: idle::IdleWatch,
+    stall: stall::StallWatch,
     /// Stalled or silent in the previous sweep: a kill needs two looks in a row.
     seen_dead: HashSet<u64>,
     dead_now: HashSet<u64>,
@@ -107,6 +109,7 @@ impl Judge {
     pub fn new(settings: Settings, escalation: Option<Escalation>) -> Self {
         Self {
             idle: idle::IdleWatch::new(settings.silent, settings.want),
+            stall: stall::StallWatch::new(settings.stall),
             gate: gate::Gate::new(settings.max_kills_per_minute),
             settings,
             seen_dead: HashSet::new(),
@@ -130,6 +133,7 @@ impl Judge {
         self.seen_dead = std::mem::take(&mut self.dead_now);
         self.gate.retain(|c| live.contains(&c));
         self.idle.retain(|c| live.contains(&c));
+        self.stall.retain(|c| live.contains(&c));
         self.migrations.retain(|c, _| live.contains(c));
         self.orphans_logged.retain(|c| live.contains(c));
         if let Some(e) = self.escalation.as_mut() {
@@ -141,3 +145,5 @@ impl Judge {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_looks;

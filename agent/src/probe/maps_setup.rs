@@ -8,7 +8,7 @@ use aya::{
 };
 use lifeline_common::{
     COMM_LEN, Keepalive, maps, programs,
-    watch::{CGROUP_PATH_LEN, WatchConfig},
+    watch::{CGROUP_PATH_LEN, WatchConfig, cgroup_level},
 };
 
 use super::{ProbeConfig, program};
@@ -32,6 +32,12 @@ pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
         Array::try_from(ebpf.map_mut(maps::CONFIG).context("CONFIG")?)?;
     let watch = WatchConfig {
         flags: cfg.targets.flags(),
+        cgroup_levels: cfg
+            .targets
+            .cgroups
+            .iter()
+            .filter_map(|t| cgroup_level(&t.key))
+            .fold(0, |m, l| m | 1 << l),
         ..WatchConfig::default()
     };
     config.set(0, watch, 0)?;

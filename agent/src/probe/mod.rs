@@ -128,15 +128,16 @@ impl Probe {
         aya_log::EbpfLogger::init(&mut self.ebpf).context("cannot start the probe's log reader")
     }
 
-    /// The ring buffer of sockets entering trouble, for the agent to wait on.
+    /// The ring buffer of news about watched sockets (`lifeline_common::news`), for the
+    /// agent to wait on.
     ///
     /// # Errors
     /// When the object has no such map.
-    pub fn take_trouble(&mut self) -> Result<RingBuf<MapData>> {
+    pub fn take_news(&mut self) -> Result<RingBuf<MapData>> {
         let map = self
             .ebpf
-            .take_map(maps::TROUBLE)
-            .context("map TROUBLE missing from the eBPF object")?;
+            .take_map(maps::NEWS)
+            .context("map NEWS missing from the eBPF object")?;
         Ok(RingBuf::try_from(map)?)
     }
 

@@ -1,0 +1,140 @@
+//! When a nominated socket is looked at again: a recovered flow's stale trouble costs one
+//! `tcp_info` read per stall timeout, a new episode is looked at once, and a socket with
+//! nothing outstanding goes to the idle rules.
+
+use std::time::{Duration, Instant};
+
+use lifeline_common::{Keepalive, SockState, keepalive::KA_ARMED};
+
+use super::*;
+
+const S: u64 = 1_000_000_000;
+
+fn judge() -> Judge {
+    Judge::new(
+        Settings {
+            stall: Duration::from_secs(10),
+            silent: Some(Silence {
+                after: Duration::from_secs(16),
+                probes: 2,
+            }),
+            want: Keepalive {
+                idle_s: 10,
+                intvl_s: 3,
+                cnt: 3,
+                user_timeout_ms: 0,
+            },
+            migrate: true,
+            spread: Duration::from_mins(1),
+            dry_run: false,
+            max_kills_per_minute: 6,
+        },
+        None,
+    )
+}
+
+/// One retransmission at `trouble_s`, long ago; the record has not changed since (no
+/// callback per ACK), so it reads as stalled from `trouble_s + 10` on.
+fn old_trouble(trouble_s: u64) -> SockState {
+    SockState {
+        state: 1,
+        packets_out: 4,
+        last_ack_ns: (trouble_s - 1) * S,
+        trouble_ns: trouble_s * S,
+        ka_result: KA_ARMED,
+        keepalive: Keepalive {
+            idle_s: 10,
+            intvl_s: 3,
+            cnt: 3,
+            user_timeout_ms: 0,
+        },
+        ..SockState::default()
+    }
+}
+
+fn sock(rec: &SockState) -> Socket<'_> {
+    Socket {
+        cookie: 9,
+        rec,
+        polled: false,
+        member: None,
+        dead_since: None,
+    }
+}
+
+fn info(unacked: u32, last_ack_ms: u32) -> Read {
+    Read::Info(TcpInfo {
+        state: 1,
+        unacked,
+        last_ack_recv_ms: last_ack_ms,
+        ..TcpInfo::default()
+    })
+}
+
+#[test]
+fn a_recovered_flow_is_looked_at_again_only_when_a_stall_becomes_possible() {
+    let mut j = judge();
+    let rec = old_trouble(50);
+    let s = sock(&rec);
+    let at = Instant::now();
+    assert!(
+        j.wants_info(&s, 100 * S, at),
+        "the stale record nominates it"
+    );
+    // Busy and ACKed 1 s ago: healthy, and cannot be stalled for 9 s.
+    let (v, _) = j.verdict(&s, Some(&info(4, 1_000)), 100 * S).unwrap();
+    assert_eq!(v, Verdict::Healthy);
+    j.end_sweep(&[9].into());
+    for t in [101, 105, 108] {
+        assert!(!j.wants_info(&s, t * S, at), "{t} s: the look still holds");
+        let (v, i) = j.verdict(&s, None, t * S).unwrap();
+        assert_eq!((v, i.is_none()), (Verdict::Healthy, true), "{t} s");
+    }
+    assert!(
+        j.wants_info(&s, 109 * S, at),
+        "9 s later: a stall is possible"
+    );
+}
+
+#[test]
+fn a_new_trouble_episode_is_looked_at_when_its_record_says_stalled() {
+    let mut j = judge();
+    let rec = old_trouble(50);
+    j.verdict(&sock(&rec), Some(&info(4, 1_000)), 100 * S);
+    // snd_una moved, then a retransmission at 101 s: a new episode, new `trouble_ns`.
+    let fresh = SockState {
+        trouble_ns: 101 * S,
+        last_ack_ns: 101 * S,
+        ..rec
+    };
+    let s = sock(&fresh);
+    let (v, _) = j.verdict(&s, None, 105 * S).unwrap();
+    assert_eq!(v, Verdict::Suspect, "the new episode's record speaks");
+    assert!(j.wants_info(&s, 111 * S, Instant::now()));
+}
+
+#[test]
+fn stale_trouble_with_nothing_outstanding_follows_the_idle_rules() {
+    let mut j = judge();
+    let rec = old_trouble(50);
+    let s = sock(&rec);
+    let (v, _) = j.verdict(&s, Some(&info(0, 30_000)), 100 * S).unwrap();
+    assert_eq!(v, Verdict::Idle);
+    j.end_sweep(&[9].into());
+    // Idle 50 s by the record: due a keepalive look, and silent on two looks in a row.
+    let at = Instant::now();
+    assert!(j.wants_info(&s, 101 * S, at), "idle: due a keepalive look");
+    let silent = Read::Info(TcpInfo {
+        state: 1,
+        probes: 3,
+        last_ack_recv_ms: 31_000,
+        ..TcpInfo::default()
+    });
+    let (v, i) = j.verdict(&s, Some(&silent), 101 * S).unwrap();
+    assert_eq!(v, Verdict::Silent);
+    assert!(!j.confirmed(9, v, i.as_ref()), "first look");
+    assert!(j.end_sweep(&[9].into()));
+    assert!(j.wants_info(&s, 101 * S + S / 2, at), "the confirming look");
+    let (v, i) = j.verdict(&s, Some(&silent), 101 * S + S / 2).unwrap();
+    assert!(j.confirmed(9, v, i.as_ref()), "killed as silent");
+}

@@ -1,0 +1,131 @@
+//! The kernel side's cost, exactly: with `kernel.bpf_stats_enabled=1` the kernel counts each
+//! program's runs and the nanoseconds they took (`run_cnt`, `run_time_ns`, reported by
+//! `bpftool prog show`), with no throughput noise. Only the programs of the agent under test
+//! count: other agents may be attached to the same cgroup root meanwhile (other worktrees'
+//! labs), so the ids are those the agent's process holds open.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+/// `kernel.bpf_stats_enabled` set to 1 while this lives, then put back as it was.
+pub struct StatsOn {
+    before: String,
+}
+
+const SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
+
+impl StatsOn {
+    pub fn new() -> Result<Self> {
+        let before = std::fs::read_to_string(SYSCTL).context("reading bpf_stats_enabled")?;
+        std::fs::write(SYSCTL, "1").context("enabling kernel.bpf_stats_enabled")?;
+        Ok(Self {
+            before: before.trim().to_owned(),
+        })
+    }
+}
+
+impl Drop for StatsOn {
+    fn drop(&mut self) {
+        let _ = std::fs::write(SYSCTL, &self.before);
+    }
+}
+
+/// One hook's runs over a measured interval.
+#[derive(Clone, Debug, Default)]
+pub struct Runs {
+    pub count: u64,
+    pub ns: u64,
+}
+
+impl Runs {
+    #[expect(clippy::cast_precision_loss, reason = "nanoseconds for display")]
+    pub fn ns_per_run(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.ns as f64 / self.count as f64)
+    }
+}
+
+/// The agent's programs on the cgroup root, by attach type (`cgroup_sock_ops`,
+/// `cgroup_inet4_connect`, ...), with their ids.
+pub fn hooks(pid: u32) -> Result<BTreeMap<String, u32>> {
+    let root = lifeline_tests::cgroup::cgroup2_mount()?;
+    let out = lifeline_tests::cmd::output(
+        std::process::Command::new("bpftool")
+            .args(["cgroup", "show", "-j"])
+            .arg(&root),
+    )?;
+    let attached: Value = serde_json::from_slice(&out.stdout).context("bpftool cgroup show")?;
+    let ours = prog_ids(pid);
+    Ok(attached
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let id = u32::try_from(p["id"].as_u64()?).ok()?;
+            let kind = p["attach_type"].as_str()?.to_owned();
+            ours.contains(&id).then_some((kind, id))
+        })
+        .collect())
+}
+
+/// Ids of the programs `pid` holds open (`prog_id:` in each fd's fdinfo).
+fn prog_ids(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter_map(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("prog_id:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .collect()
+}
+
+/// Runs so far of program `id`.
+fn read(id: u32) -> Result<Runs> {
+    let out = lifeline_tests::cmd::output(std::process::Command::new("bpftool").args([
+        "prog",
+        "show",
+        "id",
+        &id.to_string(),
+        "-j",
+    ]))?;
+    let v: Value = serde_json::from_slice(&out.stdout).context("bpftool prog show")?;
+    Ok(Runs {
+        count: v["run_cnt"].as_u64().unwrap_or(0),
+        ns: v["run_time_ns"].as_u64().unwrap_or(0),
+    })
+}
+
+/// Each hook's runs while `work` runs (stats must be on).
+pub fn during<T>(
+    hooks: &BTreeMap<String, u32>,
+    work: impl FnOnce() -> Result<T>,
+) -> Result<(BTreeMap<String, Runs>, T)> {
+    let before: BTreeMap<&String, Runs> = hooks
+        .iter()
+        .map(|(k, id)| Ok((k, read(*id)?)))
+        .collect::<Result<_>>()?;
+    let out = work()?;
+    let mut runs = BTreeMap::new();
+    for (k, id) in hooks {
+        let (a, b) = (read(*id)?, &before[k]);
+        runs.insert(
+            k.clone(),
+            Runs {
+                count: a.count.saturating_sub(b.count),
+                ns: a.ns.saturating_sub(b.ns),
+            },
+        );
+    }
+    Ok((runs, out))
+}
+
+/// A pause long enough for a callback still in flight to be counted.
+pub fn settle() {
+    std::thread::sleep(Duration::from_millis(200));
+}

@@ -1,0 +1,100 @@
+//! Each hook's runs and nanoseconds per run (`kernel.bpf_stats_enabled=1`, put back
+//! afterwards) for the flows that matter: a watched bulk flow (the target is at most 100
+//! program runs per GB: callbacks only where there is news), an unwatched one (none per
+//! byte), and 1,000 connects a second from inside and from outside the watched cgroup (the
+//! connect hooks run on every connect of the node to a watched port).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::Value;
+
+use crate::bpfstats::{self, Runs, StatsOn};
+use crate::socklab::{CHURN, IPERF, SockLab, bench_exe};
+
+pub struct Flow {
+    pub what: String,
+    /// GB received, for a bulk flow; connects made, for churn.
+    pub gb: Option<f64>,
+    pub connects: Option<u64>,
+    pub runs: BTreeMap<String, Runs>,
+}
+
+pub struct BpfCost {
+    pub flows: Vec<Flow>,
+    pub secs: u64,
+}
+
+pub fn run(quick: bool) -> Result<BpfCost> {
+    println!("cost: each hook's runs with kernel.bpf_stats_enabled=1");
+    let secs = if quick { 3 } else { 5 };
+    let l = SockLab::new()?;
+    let iperf_args = ["-s", "-B", IPERF, "-p", "6443", "--forceflush"];
+    let mut server =
+        lifeline_tests::Proc::spawn("iperf3", l.lab.server.command("iperf3", &iperf_args))?;
+    server.wait_stdout("iperf3 to listen", Duration::from_secs(10), |t| {
+        t.contains("listening")
+    })?;
+    let (agent, _) = l.agent(&[])?;
+    std::thread::sleep(Duration::from_secs(2));
+    let hooks = bpfstats::hooks(agent.proc.pid())?;
+    anyhow::ensure!(
+        !hooks.is_empty(),
+        "none of the agent's programs is attached"
+    );
+    let _on = StatsOn::new()?;
+    let mut flows = Vec::new();
+    for watched in [true, false] {
+        let (runs, round) = bpfstats::during(&hooks, || {
+            let r = crate::cost::iperf(&l, secs, true, watched);
+            bpfstats::settle();
+            r
+        })?;
+        #[expect(clippy::cast_precision_loss, reason = "seconds")]
+        let gb = round.gbit_s * secs as f64 / 8.0;
+        flows.push(Flow {
+            what: format!("{} bulk flow (iperf3 {secs} s)", kind(watched)),
+            gb: Some(gb),
+            connects: None,
+            runs,
+        });
+    }
+    for watched in [true, false] {
+        let (runs, n) = bpfstats::during(&hooks, || churn(&l, secs, watched))?;
+        flows.push(Flow {
+            what: format!("1,000 connects/s, {}", kind(watched)),
+            gb: None,
+            connects: Some(n),
+            runs,
+        });
+    }
+    for f in &flows {
+        println!("cost: {}: {:?}", f.what, f.runs);
+    }
+    Ok(BpfCost { flows, secs })
+}
+
+fn kind(watched: bool) -> &'static str {
+    if watched { "watched" } else { "unwatched" }
+}
+
+/// Connect and close 1,000 times a second for `secs`, from the watched cgroup or outside it;
+/// returns the connects made.
+fn churn(l: &SockLab, secs: u64, watched: bool) -> Result<u64> {
+    let (peer, s) = (format!("{CHURN}:6443"), secs.to_string());
+    let args = ["churn", "--peer", &peer, "--rate", "1000", "--seconds", &s];
+    let exe = bench_exe()?;
+    let cmd = if watched {
+        l.cgroup.command_in_netns(l.lab.client.name(), &exe, &args)
+    } else {
+        l.lab.client.command(&exe, &args)
+    };
+    let mut p = lifeline_tests::Proc::spawn("churn", cmd)?;
+    let line = p.wait_stdout("the churn", Duration::from_secs(secs + 30), |t| {
+        t.contains("churned")
+    })?;
+    bpfstats::settle();
+    let v: Value = serde_json::from_str(&line.text)?;
+    Ok(v["count"].as_u64().unwrap_or(0))
+}

@@ -1,0 +1,84 @@
+//! The report's rows for the kernel side's cost (`costbpf`), with their targets.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use crate::costbpf::BpfCost;
+
+const HOOKS: [(&str, &str); 3] = [
+    ("cgroup_sock_ops", "sock_ops"),
+    ("cgroup_inet4_connect", "connect4"),
+    ("cgroup_inet6_connect", "connect6"),
+];
+
+#[expect(clippy::cast_precision_loss, reason = "counts for display")]
+pub fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
+    writeln!(
+        s,
+        "### The kernel side, per hook (`kernel.bpf_stats_enabled=1`)\n"
+    )?;
+    writeln!(
+        s,
+        "One agent at its defaults; each flow runs {} s (iperf3 to port 6443, a watched port, \
+        from the watched cgroup or from outside it; churn: connect and close at 1,000/s). Runs \
+        and time are the kernel's own counters for this agent's programs only; the sysctl is \
+        put back afterwards.\n",
+        c.secs
+    )?;
+    writeln!(
+        s,
+        "| flow | GB / connects | sock_ops runs | per GB | ns per run | connect4 runs | ns per run | connect6 runs |"
+    )?;
+    writeln!(s, "|---|---|---|---|---|---|---|---|")?;
+    for f in &c.flows {
+        let get = |k: &str| f.runs.get(k).cloned().unwrap_or_default();
+        let (ops, c4, c6) = (get(HOOKS[0].0), get(HOOKS[1].0), get(HOOKS[2].0));
+        let ns =
+            |r: &crate::bpfstats::Runs| r.ns_per_run().map_or("-".into(), |n| format!("{n:.0}"));
+        writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            f.what,
+            f.gb.map_or_else(
+                || f.connects.map_or("-".into(), |n| n.to_string()),
+                |g| format!("{g:.2} GB")
+            ),
+            ops.count,
+            f.gb.map_or("-".into(), |g| format!("{:.1}", ops.count as f64 / g)),
+            ns(&ops),
+            c4.count,
+            ns(&c4),
+            c6.count
+        )?;
+    }
+    writeln!(s)?;
+    Ok(())
+}
+
+/// (what, measured, limit, unit) rows for the targets table.
+#[expect(clippy::cast_precision_loss, reason = "counts for display")]
+pub fn targets(c: &BpfCost) -> Vec<(String, Option<f64>, f64, &'static str)> {
+    let mut out = Vec::new();
+    let find = |p: &str| c.flows.iter().find(|f| f.what.starts_with(p));
+    if let Some(f) = find("watched bulk") {
+        let runs = f.runs.get(HOOKS[0].0).map_or(0, |r| r.count);
+        out.push((
+            "program runs per GB, watched healthy bulk flow".to_owned(),
+            f.gb.map(|g| runs as f64 / g),
+            100.0,
+            "runs/GB",
+        ));
+    }
+    if let Some(f) = find("1,000 connects/s, watched") {
+        out.push((
+            "connect4, ns per run (connects from the watched cgroup)".to_owned(),
+            f.runs
+                .get(HOOKS[1].0)
+                .and_then(crate::bpfstats::Runs::ns_per_run),
+            1000.0,
+            "ns",
+        ));
+    }
+    out
+}

@@ -1,0 +1,25 @@
+//! Events the probe pushes to the agent through the `NEWS` ring buffer: the only moments a
+//! watched socket's record changes, so the agent re-reads a record only when it has news and
+//! never walks the whole map to find out what changed.
+
+/// The socket was recorded (`sock_ops` at ESTABLISHED, keepalive already armed).
+pub const ESTABLISHED: u32 = 1;
+/// A trouble episode began: the first retransmission or RTO since `snd_una` last moved.
+pub const TROUBLE: u32 = 2;
+/// The TCP state changed (other than to CLOSE).
+pub const STATE: u32 = 3;
+/// The socket closed and its record is gone.
+pub const CLOSE: u32 = 4;
+
+/// One ring-buffer record.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct News {
+    pub cookie: u64,
+    /// `ESTABLISHED`, `TROUBLE`, `STATE` or `CLOSE`.
+    pub kind: u32,
+    /// Explicit, so every byte is a field.
+    pub pad: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<News>() == 16);
