@@ -111,7 +111,21 @@ impl Proc {
             }
             Ok(None)
         });
-        res.map_err(|e| anyhow::anyhow!("{e:#}; {}'s stderr:\n{}", self.name, self.stderr_text()))
+        // Its last words on stdout too: the lab's clients report a failed connect there.
+        let tail: Vec<String> = self
+            .stdout_lines()
+            .iter()
+            .rev()
+            .take(3)
+            .map(|l| l.text.clone())
+            .collect();
+        res.map_err(|e| {
+            anyhow::anyhow!(
+                "{e:#}; {}'s stderr:\n{}\nlast stdout lines (newest first): {tail:?}",
+                self.name,
+                self.stderr_text()
+            )
+        })
     }
 
     /// Sends a signal (e.g. SIGTERM) without waiting; nothing once the child is reaped.

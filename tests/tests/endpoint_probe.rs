@@ -1,6 +1,7 @@
-//! Issue 3 (a3): a black hole without any DNS change, the name answering api1 and api2.
-//! - api1 vanishes: the peer probe confirms it dead and the socket is killed within 5 s,
-//!   long before the default stall-timeout (10 s): provably the probe's doing;
+//! A black hole without any DNS change, the name answering api1 and api2.
+//! - api1 vanishes: the peer probe (up to 11 handshakes, all timing out) confirms it dead and
+//!   the socket is killed within 7 s, well before the default stall-timeout (10 s): provably
+//!   the probe's doing;
 //! - only the client's flow is dropped (api1 still accepts new connections): the probe finds
 //!   the peer alive, so stall-timeout (4 s) decides, as without an endpoint.
 
@@ -15,7 +16,7 @@ use lifeline_tests::endpoint_scenario::{
 use lifeline_tests::{ApiLab, api, mono_ms, require_root};
 
 #[test]
-fn dead_peer_is_confirmed_by_the_probe_within_5s() -> Result<()> {
+fn dead_peer_is_confirmed_by_the_probe_within_7s() -> Result<()> {
     require_root();
     let set = [api(1, false), api(2, false)];
     let l = ApiLab::new(&set)?;
@@ -31,8 +32,8 @@ fn dead_peer_is_confirmed_by_the_probe_within_5s() -> Result<()> {
     eprintln!("killed {after} ms after the black hole: {}", kill.raw);
     check_kill(&kill, "dead-peer")?;
     ensure!(
-        after <= 5_000,
-        "killed {after} ms after the fault; want <= 5 s (stall-timeout is 10 s)"
+        after <= 7_000,
+        "killed {after} ms after the fault; want <= 7 s (stall-timeout is 10 s)"
     );
     let probes: Vec<_> = agent
         .endpoint_events_with(PEER_PROBE)

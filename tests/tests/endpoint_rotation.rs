@@ -1,4 +1,4 @@
-//! Issue 3, ELB rotation: the endpoint's name moves from api1 to api2.
+//! ELB rotation: the endpoint's name moves from api1 to api2.
 //! (a) api1 vanishes at the same moment: the heartbeat outage is at most 15 s and the client
 //!     ends up on api2 (the peer probe confirms api1 dead as soon as it leaves the answer);
 //! (a2) the same for a client that only watches: killed within the DNS TTL + 5 s;

@@ -180,6 +180,8 @@ fn action_restart_logs_the_real_verdict_of_a_silent_socket() -> Result<()> {
         "1",
         "--keepalive",
         "2s,1s,5",
+        "--silent-probes",
+        "2",
         "--silent-timeout",
         "5s",
     ];

@@ -1,4 +1,4 @@
-//! Issue "idle connections": keepalive armed by the probe finds a dead peer behind a
+//! Idle connections: keepalive armed by the probe finds a dead peer behind a
 //! connection nobody talks to, and touches nothing else.
 //! (a) an idle long-poll black-holed is killed as "silent" and the client re-dials;
 //! (b) a healthy idle connection is left alone for 3 minutes, at one probe per idle period;

@@ -1,4 +1,4 @@
-//! Issue 12: `ip netns exec` remounts /sys for the command, so no cgroup2 (nor bpffs, nor
+//! `ip netns exec` remounts /sys for the command, so no cgroup2 (nor bpffs, nor
 //! tracefs) is visible to it. `lifeline run` mounts the cgroup v2 hierarchy in a mount
 //! namespace of its own, where the host has it (so the host's absolute `--cgroup` paths stay
 //! right), says so, and watches a target cgroup created after it started from its first SYN

@@ -16,8 +16,8 @@ pub const TRY_TIMEOUT: Duration = Duration::from_secs(1);
 /// only on trouble (docs/ARCHITECTURE.md, "Idle connections").
 pub const PROBE_TRIES: u32 = 11;
 /// Tries start this far apart and stop at the first answer: a live peer costs one
-/// connection, a dead one a verdict about 2 s after the start.
-const STAGGER: Duration = Duration::from_millis(100);
+/// connection, a dead one a verdict about 1.5 s after the start.
+const STAGGER: Duration = Duration::from_millis(50);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reach {

@@ -1,4 +1,4 @@
-//! Issue 12: the `DaemonSet` in a real container runtime. `packaging/daemonset.yaml` is the
+//! The `DaemonSet` in a real container runtime. `packaging/daemonset.yaml` is the
 //! input (read, not copied: `tests/src/manifest.rs`), mapped to podman + runc as kubelet
 //! would run it (`tests/src/pod.rs` says how, setting by setting), with the image `cargo
 //! xtask image` built. The lab stands in for the node: the pod's host network is the lab's

@@ -1,4 +1,4 @@
-//! Issue 3, the long scenarios (one test binary in several
+//! The long endpoint scenarios (one test binary in several
 //! files, so they run side by side under --test-threads=4):
 //! (c) round-robin DNS answering rotating subsets for 2 minutes: nothing is killed;
 //! (d) the DNS server stopped for 60 s: nothing is killed, the last good set is kept and

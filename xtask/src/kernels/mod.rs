@@ -72,7 +72,7 @@ pub const TESTS: [(&str, &str); 11] = [
     ("idle", "application_keepalive_is_never_loosened"),
     (
         "endpoint_probe",
-        "dead_peer_is_confirmed_by_the_probe_within_5s",
+        "dead_peer_is_confirmed_by_the_probe_within_7s",
     ),
     ("preexisting", "preexisting_socket_is_killed"),
     ("blackhole", "blackhole_is_killed"),
