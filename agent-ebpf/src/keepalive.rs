@@ -93,6 +93,11 @@ fn put(sk: *mut c_void, (level, name): (i32, i32), cur: Option<u32>, new: u32) -
     Ok(new)
 }
 
+/// Sets `name` to the shorter of `cur` (unset counts as the loosest) and `want`.
+fn shorten(sk: *mut c_void, opt: (i32, i32), cur: Option<u32>, want: u32) -> Result<u32, i32> {
+    put(sk, opt, cur, shorter(cur.unwrap_or(0), want))
+}
+
 /// Arms keepalive (and `TCP_USER_TIMEOUT` when asked for) on `sk` with the agent's values;
 /// writes what is in force into `out`. Returns `KA_ARMED`, `KA_SET_UNREAD` (armed, but the
 /// kernel could not read the socket's own values), `KA_OFF` (nothing asked for) or the first
@@ -123,12 +128,7 @@ fn try_arm(
         let opt = (SOL_TCP, TCP_USER_TIMEOUT);
         let cur = read(sk, opt)?;
         *unread |= cur.is_none();
-        out.user_timeout_ms = put(
-            sk,
-            opt,
-            cur,
-            shorter(cur.unwrap_or(0), want.user_timeout_ms),
-        )?;
+        out.user_timeout_ms = shorten(sk, opt, cur, want.user_timeout_ms)?;
     }
     if want.idle_s == 0 {
         return Ok(());
@@ -143,18 +143,8 @@ fn try_arm(
     // The rules the `setsockopt` hook applies to the application's later calls
     // (`lifeline_common::sockopt`); an unreadable value counts as unset.
     let new_cnt = count(cur_cnt.unwrap_or(0), cur_intvl.unwrap_or(0), want);
-    out.idle_s = put(
-        sk,
-        idle,
-        cur_idle,
-        shorter(cur_idle.unwrap_or(0), want.idle_s),
-    )?;
-    out.intvl_s = put(
-        sk,
-        intvl,
-        cur_intvl,
-        shorter(cur_intvl.unwrap_or(0), want.intvl_s),
-    )?;
+    out.idle_s = shorten(sk, idle, cur_idle, want.idle_s)?;
+    out.intvl_s = shorten(sk, intvl, cur_intvl, want.intvl_s)?;
     out.cnt = put(sk, cnt, cur_cnt, new_cnt)?;
     // Last: turning keepalive on (re)starts its timer with the values set above. Turning it
     // on loosens nothing, so an unreadable flag is simply set.

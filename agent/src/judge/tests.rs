@@ -11,7 +11,7 @@ use crate::{endpoint::Membership, node_args::ActionMode};
 
 const S: u64 = 1_000_000_000;
 
-fn settings() -> Settings {
+pub(super) fn settings() -> Settings {
     Settings {
         stall: Duration::from_secs(10),
         silent: Some(Silence {

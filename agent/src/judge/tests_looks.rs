@@ -2,7 +2,7 @@
 //! `tcp_info` read per stall timeout, a new episode is looked at once, and a socket with
 //! nothing outstanding goes to the idle rules.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use lifeline_common::{Keepalive, SockState, keepalive::KA_ARMED};
 
@@ -11,26 +11,7 @@ use super::*;
 const S: u64 = 1_000_000_000;
 
 fn judge() -> Judge {
-    Judge::new(
-        Settings {
-            stall: Duration::from_secs(10),
-            silent: Some(Silence {
-                after: Duration::from_secs(16),
-                probes: 2,
-            }),
-            want: Keepalive {
-                idle_s: 10,
-                intvl_s: 3,
-                cnt: 3,
-                user_timeout_ms: 0,
-            },
-            migrate: true,
-            spread: Duration::from_mins(1),
-            dry_run: false,
-            max_kills_per_minute: 6,
-        },
-        None,
-    )
+    Judge::new(super::tests::settings(), None)
 }
 
 /// One retransmission at `trouble_s`, long ago; the record has not changed since (no
