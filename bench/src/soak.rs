@@ -44,8 +44,14 @@ pub struct Soak {
 pub fn run(minutes: u64) -> Result<Soak> {
     println!("soak: {minutes} min, {IDLE} idle + {BUSY} heartbeat connections + a bulk flow");
     let lab = Lab::new()?;
+    // Segments on the wire, not 64 KB GSO bundles: the loss rule must drop one segment at a
+    // time, as a lossy network does, not 40 of the bulk flow's at once.
+    for ns in [&lab.client, &lab.server] {
+        ns.ip(&["link", "set", "dev", "eth0", "gso_max_segs", "1"])?;
+    }
     let cgroup = Cgroup::new()?;
-    let server = start_server(&lab, &[])?;
+    let life = format!("{}m", minutes + 10);
+    let server = start_server(&lab, &["--lifetime", &life])?;
     let iperf_server = lab.server.command("iperf3", &["-s", "-p", "443"]);
     let _iperf_server = Proc::spawn("iperf3 server", iperf_server)?;
     let args = AgentArgs {
@@ -56,11 +62,12 @@ pub fn run(minutes: u64) -> Result<Soak> {
     };
     let mut agent = Agent::start_with(&lab, &cgroup, &args)?;
     agent.wait_ready(Duration::from_mins(1))?;
-    let life = format!("{}m", minutes + 10);
     let mut clients = Vec::new();
     for i in 0..IDLE + BUSY {
         let mut a = vec!["--peer", SERVER, "--lifetime", &life];
         if i < IDLE {
+            // A watch stream quiet for the whole soak: no read timeout of its own.
+            a.extend(["--io-timeout", "2h"]);
             a.extend(["--keepalive", "30,30,9", "--keepalive-after-connect"]);
             a.extend(["watch", "--every", "3600", "--redial"]);
         } else {
