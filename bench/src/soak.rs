@@ -67,7 +67,7 @@ pub fn run(minutes: u64) -> Result<Soak> {
         let mut a = vec!["--peer", SERVER, "--lifetime", &life];
         if i < IDLE {
             // A watch stream quiet for the whole soak: no read timeout of its own.
-            a.extend(["--io-timeout", "2h"]);
+            a.extend(["--io-timeout", "120m"]);
             a.extend(["--keepalive", "30,30,9", "--keepalive-after-connect"]);
             a.extend(["watch", "--every", "3600", "--redial"]);
         } else {
