@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--trials N] [--scenario A,B]`: lifeline against the
+//! `cargo xtask bench [--quick] [--trials N] [--scenario A,B] [--fleet [--fleet-nodes N]]`: lifeline against the
 //! alternatives in the lab, its cost and its scale (needs root). The agent is built in release mode, as it ships: its CPU and
 //! memory are what the bench reports. The bench itself is `bench/` (lab-bench).
 
@@ -20,6 +20,9 @@ pub struct Options {
     pub quick: bool,
     pub trials: Option<String>,
     pub scenario: Option<String>,
+    /// `--fleet`: only the fleet part.
+    pub fleet: bool,
+    pub fleet_nodes: Option<String>,
 }
 
 impl Options {
@@ -38,9 +41,14 @@ impl Options {
                 o.quick = true;
                 continue;
             }
+            if flag == "--fleet" && inline.is_none() && !o.fleet {
+                o.fleet = true;
+                continue;
+            }
             let slot = match flag {
                 "--trials" => &mut o.trials,
                 "--scenario" => &mut o.scenario,
+                "--fleet-nodes" => &mut o.fleet_nodes,
                 _ => return Err(format!("`bench` does not take `{arg}`")),
             };
             if slot.is_some() {
@@ -57,6 +65,14 @@ impl Options {
         {
             return Err(format!("`--trials` takes 1 to 200, got `{t}`"));
         }
+        if let Some(n) = &o.fleet_nodes
+            && !n.parse::<u16>().is_ok_and(|n| (1..=250).contains(&n))
+        {
+            return Err(format!("`--fleet-nodes` takes 1 to 250, got `{n}`"));
+        }
+        if o.fleet_nodes.is_some() && !o.fleet {
+            return Err("`--fleet-nodes` goes with `--fleet`".to_owned());
+        }
         Ok(o)
     }
 
@@ -66,7 +82,14 @@ impl Options {
         if self.quick {
             args.push("--quick".to_owned());
         }
-        for (flag, value) in [("--trials", &self.trials), ("--scenario", &self.scenario)] {
+        if self.fleet {
+            args.push("--fleet".to_owned());
+        }
+        for (flag, value) in [
+            ("--trials", &self.trials),
+            ("--scenario", &self.scenario),
+            ("--fleet-nodes", &self.fleet_nodes),
+        ] {
             if let Some(v) = value {
                 args.extend([flag.to_owned(), v.clone()]);
             }
@@ -120,8 +143,8 @@ mod tests {
         let o = Options::parse(&["--scenario", "flow-only,restarted-flow-only", "--quick"]);
         let want = Options {
             quick: true,
-            trials: None,
             scenario: Some("flow-only,restarted-flow-only".into()),
+            ..Options::default()
         };
         assert_eq!(o, Ok(want));
         let o = Options::parse(&["--trials=10", "--scenario=flow-only"]).unwrap();
@@ -130,6 +153,8 @@ mod tests {
             ["--trials", "10", "--scenario", "flow-only"]
         );
         assert_eq!(Options::parse(&[]), Ok(Options::default()));
+        let o = Options::parse(&["--fleet", "--fleet-nodes=25"]).unwrap();
+        assert_eq!(o.lab_bench_args(), ["--fleet", "--fleet-nodes", "25"]);
     }
 
     #[test]
@@ -142,6 +167,14 @@ mod tests {
             (&["--trials", "x"], "`--trials` takes 1 to 200, got `x`"),
             (&["--quick", "--quick"], "`bench` does not take `--quick`"),
             (&["--trials=3", "--trials=4"], "`--trials` given twice"),
+            (
+                &["--fleet-nodes", "30"],
+                "`--fleet-nodes` goes with `--fleet`",
+            ),
+            (
+                &["--fleet", "--fleet-nodes", "0"],
+                "`--fleet-nodes` takes 1 to 250, got `0`",
+            ),
         ] {
             assert_eq!(Options::parse(args), Err(msg.to_owned()), "{args:?}");
         }

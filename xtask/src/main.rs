@@ -48,6 +48,11 @@ commands:
     --scenario A,B only these rows, no targets, cost or scale; writes under target/bench/
                    and prints the tables. Rows: peer-gone-1s, peer-gone-10s, flow-only,
                    restarted-flow-only, idle-watch, elb-rotation
+    --fleet        only the fleet part: simulated nodes behind one rotating endpoint, four
+                   scenarios, four contenders (about 10 minutes); writes the fleet section
+                   of docs/BENCHMARKS.md and docs/bench-fleet.svg
+    --fleet-nodes N  nodes per contender (default 100; sized down to the 64 programs the
+                   kernel attaches per cgroup, see the report)
   deb          build the Debian package (installs cargo-deb when missing), with man pages
                and shell completions: target/debian/lifeline_<version>_<arch>.deb
   image        build the container image (a static musl binary, nothing else) as an OCI
