@@ -52,7 +52,9 @@ async fn main() {
                     tokio::spawn(async move {
                         let conn = http2::Builder::new(TokioExecutor::new()).serve_connection(
                             TokioIo::new(stream),
-                            service_fn(move |req| handle(req, peer)),
+                            service_fn(move |req: Request<Incoming>| {
+                                std::future::ready(Ok::<_, Infallible>(handle(&req, peer)))
+                            }),
                         );
                         if let Err(e) = conn.await {
                             eprintln!("kube-server: connection from {peer}: {e}");
@@ -74,7 +76,7 @@ fn say(fields: &str) {
     println!(r#"{{"mono_ms":{},{fields}}}"#, mono_ms());
 }
 
-async fn handle(req: Request<Incoming>, peer: SocketAddr) -> Result<Response<BoxBody>, Infallible> {
+fn handle(req: &Request<Incoming>, peer: SocketAddr) -> Response<BoxBody> {
     // One line per request, so a fleet bench counts heartbeats and re-lists per node (peer).
     say(&format!(
         r#""event":"request","path":"{}","peer":"{peer}""#,
@@ -91,10 +93,10 @@ async fn handle(req: Request<Incoming>, peer: SocketAddr) -> Result<Response<Box
         _ => {
             let mut r = Response::new(Full::new(Bytes::from_static(b"not found\n")).boxed_unsync());
             *r.status_mut() = hyper::StatusCode::NOT_FOUND;
-            return Ok(r);
+            return r;
         }
     };
-    Ok(Response::new(body))
+    Response::new(body)
 }
 
 /// A body that never ends: `event K\n` at once, then every `every`.
