@@ -11,6 +11,7 @@ mod cells;
 mod chart;
 mod cost;
 mod costcmp;
+mod fleet;
 mod hold;
 mod machine;
 mod matrix;
@@ -58,6 +59,13 @@ struct Args {
     /// or --scenario).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Only the fleet part: simulated nodes behind one rotating endpoint, four scenarios,
+    /// four contenders; writes the `fleet` section of BENCHMARKS.md and bench-fleet.svg.
+    #[arg(long)]
+    fleet: bool,
+    /// Nodes per contender in the fleet part (sized down to what the kernel can attach).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=250))]
+    fleet_nodes: u16,
     #[command(subcommand)]
     helper: Option<hold::Helper>,
 }
@@ -74,13 +82,28 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     pool::install_signal_flag();
-    match bench(&args) {
+    let result = if args.fleet {
+        fleet_only(&args)
+    } else {
+        bench(&args)
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("lab-bench: error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn fleet_only(args: &Args) -> anyhow::Result<()> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| lifeline_tests::paths::workspace().join("docs"));
+    let command =
+        std::env::var("LAB_BENCH_COMMAND").unwrap_or_else(|_| "cargo xtask bench --fleet".into());
+    fleet::run(args.fleet_nodes.into(), &out, command)
 }
 
 fn bench(args: &Args) -> anyhow::Result<()> {
