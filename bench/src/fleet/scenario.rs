@@ -89,7 +89,12 @@ pub fn first_step(
             applied.faults.push(wire.blackhole(Fleet::api1())?);
             fleet.lab.dns.set(&others)?;
         }
-        Scenario::FlowOnly => applied.faults.push(wire.blackhole_flows(flows_to_api1)?),
+        Scenario::FlowOnly => {
+            let api1 = lifeline_tests::apilab::API_V4[0];
+            applied
+                .faults
+                .push(wire.blackhole_flows(api1, flows_to_api1)?);
+        }
         Scenario::ControlPlaneDown => {
             for a in all_apis() {
                 applied.faults.push(wire.blackhole(a)?);
