@@ -10,7 +10,13 @@ const PRIVILEGES: &str = "lifeline needs root, or CAP_BPF + CAP_PERFMON + CAP_NE
 fn io_hint(e: &io::Error) -> Option<String> {
     match e.raw_os_error() {
         Some(libc::EPERM | libc::EACCES) => Some(permission_hint()),
-        Some(libc::EINVAL | libc::ENOTSUP | libc::E2BIG) => Some(
+        // E2BIG from an attach is not an old kernel: a cgroup holds at most 64 programs per
+        // attach type (BPF_CGROUP_MAX_PROGS), and other agents may have taken them; from a
+        // load, it is a program too large for an old verifier.
+        Some(libc::E2BIG) => Some(
+            "the kernel refused it as too big: the cgroup already holds the kernel's maximum of 64 programs of this attach type (other eBPF agents, or lifeline instances in other network namespaces), or the program is too large for this kernel's verifier".to_owned(),
+        ),
+        Some(libc::EINVAL | libc::ENOTSUP) => Some(
             "the kernel does not support this program type or attach point (see docs/ARCHITECTURE.md for minimum versions)".to_owned(),
         ),
         _ => None,
@@ -123,4 +129,15 @@ pub fn check_privileges() -> anyhow::Result<()> {
         "missing privileges: this process lacks {}; {PRIVILEGES}",
         missing.join(", ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_full_cgroup_is_not_called_an_old_kernel() {
+        let full = super::io_hint(&std::io::Error::from_raw_os_error(libc::E2BIG));
+        assert!(full.is_some_and(|h| h.contains("maximum of 64 programs")));
+        let old = super::io_hint(&std::io::Error::from_raw_os_error(libc::EINVAL));
+        assert!(old.is_some_and(|h| h.contains("does not support")));
+    }
 }

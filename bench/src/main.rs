@@ -13,10 +13,12 @@ mod chart;
 mod cost;
 mod costbpf;
 mod costcmp;
+mod fleet;
 mod hold;
 mod machine;
 mod matrix;
 mod measure;
+mod parts;
 mod pool;
 mod procstat;
 mod report;
@@ -47,43 +49,50 @@ use clap::Parser;
     reason = "command-line switches, each independent of the others"
 )]
 #[command(about = "lifeline benchmarks (root only; run through `cargo xtask bench`)")]
-struct Args {
+pub struct Args {
     /// 3 trials per cell, a 60 s cap and shorter cost runs (a smoke run, under 10 minutes).
     #[arg(long)]
-    quick: bool,
+    pub quick: bool,
     /// Trials per cell (default 20, 10 for restarted-flow-only; 3 with --quick).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=200))]
-    trials: Option<u16>,
+    pub trials: Option<u16>,
     /// Labs run side by side.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=16))]
-    jobs: u16,
+    pub jobs: u16,
     /// Only these rows (comma-separated): no targets, cost or scale, and the document (with
     /// only these rows) goes under target/bench/ unless --out says otherwise; its tables are
     /// also printed.
     #[arg(long, value_enum, value_delimiter = ',')]
-    scenario: Vec<cells::Scenario>,
+    pub scenario: Vec<cells::Scenario>,
     /// Skip the cost and scale parts (for development).
     #[arg(long)]
-    matrix_only: bool,
+    pub matrix_only: bool,
     /// Only the cost part (throughput, CPU, each hook's runs): replaces its own section of
     /// docs/BENCHMARKS.md (or of --out's) and nothing else.
     #[arg(long, conflicts_with_all = ["scenario", "matrix_only"])]
-    cost: bool,
+    pub cost: bool,
     /// Only the scale part, likewise.
     #[arg(long, conflicts_with_all = ["scenario", "matrix_only"])]
-    scale: bool,
+    pub scale: bool,
     /// Where to write BENCHMARKS.md and the chart (default docs/; target/bench/ with --quick
     /// or --scenario).
     #[arg(long)]
-    out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
     /// Only the loss soak (30 minutes), writing its section of docs/BENCHMARKS.md.
     #[arg(long)]
-    soak: bool,
+    pub soak: bool,
     /// The soak shortened to N minutes (phases scaled); writes under target/bench/.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=30))]
-    soak_minutes: Option<u64>,
+    pub soak_minutes: Option<u64>,
+    /// Only the fleet part: simulated nodes behind one rotating endpoint, four scenarios,
+    /// four contenders; writes the `fleet` section of BENCHMARKS.md and bench-fleet.svg.
+    #[arg(long)]
+    pub fleet: bool,
+    /// Nodes per contender in the fleet part (sized down to what the kernel can attach).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=250))]
+    pub fleet_nodes: u16,
     #[command(subcommand)]
-    helper: Option<hold::Helper>,
+    pub helper: Option<hold::Helper>,
 }
 
 fn main() -> ExitCode {
@@ -99,7 +108,9 @@ fn main() -> ExitCode {
     }
     pool::install_signal_flag();
     let result = if args.soak || args.soak_minutes.is_some() {
-        soak_part(&args)
+        parts::soak(&args)
+    } else if args.fleet {
+        parts::fleet(&args)
     } else {
         bench(&args)
     };
@@ -112,55 +123,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// The loss soak alone: its section of docs/BENCHMARKS.md (a shortened run: of
-/// target/bench/BENCHMARKS.md).
-fn soak_part(args: &Args) -> anyhow::Result<()> {
-    let minutes = args.soak_minutes.unwrap_or(30);
-    let soak = soak::run(minutes)?;
-    let ws = lifeline_tests::paths::workspace();
-    let dir = if minutes == 30 {
-        ws.join("docs")
-    } else {
-        ws.join("target/bench")
-    };
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join("BENCHMARKS.md");
-    let body = soak_report::section(&soak, &report::commit())?;
-    sections::replace(&path, "soak", &body)?;
-    print!("{body}");
-    println!("lab-bench: wrote the soak into {}", path.display());
-    Ok(())
-}
-
-/// `--cost` and/or `--scale`: those parts alone, each replacing its own section.
-fn parts_alone(args: &Args) -> anyhow::Result<()> {
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| lifeline_tests::paths::workspace().join("docs"));
-    std::fs::create_dir_all(&out)?;
-    let path = out.join("BENCHMARKS.md");
-    if args.cost {
-        let cost = cost::run(args.quick)?;
-        pool::check_interrupted()?;
-        let bpf = costbpf::run(args.quick)?;
-        let body = report::cost_section(Some(&cost), Some(&bpf))?;
-        sections::replace(&path, "cost", &body)?;
-        print!("{body}");
-    }
-    if args.scale {
-        let sc = scale::run(args.quick);
-        let body = report::scale_section(&sc)?;
-        sections::replace(&path, "scale", &body)?;
-        print!("{body}");
-    }
-    println!("lab-bench: wrote {}", path.display());
-    Ok(())
-}
-
 fn bench(args: &Args) -> anyhow::Result<()> {
     if args.cost || args.scale {
-        return parts_alone(args);
+        return parts::cost_and_scale(args);
     }
     let start = Instant::now();
     // The quick run's cap is shorter: it only has to show the shape, in under 10 minutes.

@@ -72,6 +72,18 @@ impl Agent {
         cgroups: &[&std::path::Path],
         args: &AgentArgs,
     ) -> Result<Self> {
+        Self::start_in(&lab.client, cgroups, args)
+    }
+
+    /// `start_targets` in any network namespace (a fleet bench runs one agent per node).
+    ///
+    /// # Errors
+    /// When the binary is missing or cannot start.
+    pub fn start_in(
+        ns: &crate::netns::NetNs,
+        cgroups: &[&std::path::Path],
+        args: &AgentArgs,
+    ) -> Result<Self> {
         let bin = crate::paths::lifeline()?;
         let dir = TempDir::new()?;
         let status_socket = args
@@ -79,7 +91,7 @@ impl Agent {
             .clone()
             .unwrap_or_else(|| dir.path().join("status.sock"));
         let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net={}", lab.client.path()))
+        cmd.arg(format!("--net={}", ns.path()))
             .args(["--", "unshare", "--mount", "--propagation", "private"])
             .arg(&bin)
             .args(["run", "--log", "json"]);

@@ -33,6 +33,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod netns;
 pub mod nft;
+mod nft_flows;
 pub mod paths;
 pub mod pod;
 pub mod podman;

@@ -180,7 +180,7 @@ impl Lab {
             .unwrap_or_else(|e| format!("{e:#}"))
     }
 
-    fn fault(&self, description: &str, rules: &[&[&str]]) -> Result<Fault> {
+    pub(crate) fn fault(&self, description: &str, rules: &[&[&str]]) -> Result<Fault> {
         let mut fault = Fault {
             handles: Vec::new(),
             description: description.to_owned(),

@@ -1,7 +1,8 @@
 //! `cargo xtask bench [--quick] [--trials N] [--scenario A,B] [--cost] [--scale] [--soak
-//! [--soak-minutes N]]`: lifeline against the alternatives in the lab, its cost, its scale
-//! and the loss soak (needs root). The agent is built in release mode, as it ships: its CPU
-//! and memory are what the bench reports. The bench itself is `bench/` (lab-bench).
+//! [--soak-minutes N]] [--fleet [--fleet-nodes N]]`: lifeline against the alternatives in the
+//! lab, its cost, its scale, the loss soak and the fleet (needs root). The agent is built in
+//! release mode, as it ships: its CPU and memory are what the bench reports. The bench itself
+//! is `bench/` (lab-bench).
 
 use std::path::Path;
 use std::process::Command;
@@ -31,6 +32,9 @@ pub struct Options {
     /// The loss soak alone (`--soak`), optionally shortened (`--soak-minutes N`).
     pub soak: bool,
     pub soak_minutes: Option<String>,
+    /// `--fleet`: only the fleet part.
+    pub fleet: bool,
+    pub fleet_nodes: Option<String>,
 }
 
 impl Options {
@@ -50,6 +54,7 @@ impl Options {
                 "--cost" => Some(&mut o.cost),
                 "--scale" => Some(&mut o.scale),
                 "--soak" => Some(&mut o.soak),
+                "--fleet" => Some(&mut o.fleet),
                 _ => None,
             };
             if let Some(on) = switch.filter(|on| inline.is_none() && !**on) {
@@ -60,6 +65,7 @@ impl Options {
                 "--trials" => &mut o.trials,
                 "--scenario" => &mut o.scenario,
                 "--soak-minutes" => &mut o.soak_minutes,
+                "--fleet-nodes" => &mut o.fleet_nodes,
                 _ => return Err(format!("`bench` does not take `{arg}`")),
             };
             if slot.is_some() {
@@ -81,6 +87,14 @@ impl Options {
         {
             return Err(format!("`--soak-minutes` takes 1 to 30, got `{m}`"));
         }
+        if let Some(n) = &o.fleet_nodes
+            && !n.parse::<u16>().is_ok_and(|n| (1..=250).contains(&n))
+        {
+            return Err(format!("`--fleet-nodes` takes 1 to 250, got `{n}`"));
+        }
+        if o.fleet_nodes.is_some() && !o.fleet {
+            return Err("`--fleet-nodes` goes with `--fleet`".to_owned());
+        }
         Ok(o)
     }
 
@@ -92,6 +106,7 @@ impl Options {
             (self.cost, "--cost"),
             (self.scale, "--scale"),
             (self.soak, "--soak"),
+            (self.fleet, "--fleet"),
         ] {
             if on {
                 args.push(flag.to_owned());
@@ -101,6 +116,7 @@ impl Options {
             ("--trials", &self.trials),
             ("--scenario", &self.scenario),
             ("--soak-minutes", &self.soak_minutes),
+            ("--fleet-nodes", &self.fleet_nodes),
         ] {
             if let Some(v) = value {
                 args.extend([flag.to_owned(), v.clone()]);
@@ -169,6 +185,8 @@ mod tests {
         assert_eq!(o.lab_bench_args(), ["--soak", "--soak-minutes", "3"]);
         let o = Options::parse(&["--cost", "--scale", "--quick"]).unwrap();
         assert_eq!(o.lab_bench_args(), ["--quick", "--cost", "--scale"]);
+        let o = Options::parse(&["--fleet", "--fleet-nodes=25"]).unwrap();
+        assert_eq!(o.lab_bench_args(), ["--fleet", "--fleet-nodes", "25"]);
     }
 
     #[test]
@@ -184,6 +202,14 @@ mod tests {
             (
                 &["--soak-minutes", "31"],
                 "`--soak-minutes` takes 1 to 30, got `31`",
+            ),
+            (
+                &["--fleet-nodes", "30"],
+                "`--fleet-nodes` goes with `--fleet`",
+            ),
+            (
+                &["--fleet", "--fleet-nodes", "0"],
+                "`--fleet-nodes` takes 1 to 250, got `0`",
             ),
         ] {
             assert_eq!(Options::parse(args), Err(msg.to_owned()), "{args:?}");

@@ -58,6 +58,11 @@ commands:
     --cost         only the cost part (iperf3 rounds, each hook's runs with
                    kernel.bpf_stats_enabled=1); replaces only its section of the document
     --scale        only the scale part (10,000 and 100,000 watched sockets); likewise
+    --fleet        only the fleet part: simulated nodes behind one rotating endpoint, four
+                   scenarios, four contenders (about 10 minutes); writes the fleet section
+                   of docs/BENCHMARKS.md and docs/bench-fleet.svg
+    --fleet-nodes N  nodes per contender (default 100; sized down to the 64 programs the
+                   kernel attaches per cgroup, see the report)
   deb          build the Debian package (installs cargo-deb when missing), with man pages
                and shell completions: target/debian/lifeline_<version>_<arch>.deb
   image        build the container image (a static musl binary, nothing else) as an OCI

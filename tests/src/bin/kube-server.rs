@@ -4,7 +4,8 @@
 //! - `GET /healthz`: `ok` at once (the kubelet's heartbeat / lease update);
 //! - `GET /watch?every=N`: a stream that never ends, `event K\n` every N seconds (a watch).
 //!
-//! Prints JSON lines on stdout: `listening` once, `accepted` per connection.
+//! Prints JSON lines on stdout: `listening` once, `accepted` per connection, `request` {path,
+//! peer} per request.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -49,8 +50,12 @@ async fn main() {
                     say(&format!(r#""event":"accepted","peer":"{peer}""#));
                     let _ = stream.set_nodelay(true);
                     tokio::spawn(async move {
-                        let conn = http2::Builder::new(TokioExecutor::new())
-                            .serve_connection(TokioIo::new(stream), service_fn(handle));
+                        let conn = http2::Builder::new(TokioExecutor::new()).serve_connection(
+                            TokioIo::new(stream),
+                            service_fn(move |req: Request<Incoming>| {
+                                std::future::ready(Ok::<_, Infallible>(handle(&req, peer)))
+                            }),
+                        );
                         if let Err(e) = conn.await {
                             eprintln!("kube-server: connection from {peer}: {e}");
                         }
@@ -71,7 +76,12 @@ fn say(fields: &str) {
     println!(r#"{{"mono_ms":{},{fields}}}"#, mono_ms());
 }
 
-async fn handle(req: Request<Incoming>) -> Result<Response<BoxBody>, Infallible> {
+fn handle(req: &Request<Incoming>, peer: SocketAddr) -> Response<BoxBody> {
+    // One line per request, so a fleet bench counts heartbeats and re-lists per node (peer).
+    say(&format!(
+        r#""event":"request","path":"{}","peer":"{peer}""#,
+        req.uri().path()
+    ));
     let every = req.uri().query().and_then(|q| {
         q.split('&')
             .find_map(|kv| kv.strip_prefix("every="))
@@ -83,10 +93,10 @@ async fn handle(req: Request<Incoming>) -> Result<Response<BoxBody>, Infallible>
         _ => {
             let mut r = Response::new(Full::new(Bytes::from_static(b"not found\n")).boxed_unsync());
             *r.status_mut() = hyper::StatusCode::NOT_FOUND;
-            return Ok(r);
+            return r;
         }
     };
-    Ok(Response::new(body))
+    Response::new(body)
 }
 
 /// A body that never ends: `event K\n` at once, then every `every`.

@@ -63,6 +63,7 @@ async fn heartbeats(args: &Args, mut tx: Sender, base: &str, port: u16, seq: &mu
         Ok(u) => u,
         Err(e) => return Report::new("error").text("error", &e.to_string()),
     };
+    let mut failed = 0;
     loop {
         *seq += 1;
         let t0 = Instant::now();
@@ -83,12 +84,21 @@ async fn heartbeats(args: &Args, mut tx: Sender, base: &str, port: u16, seq: &mu
             }
             Ok(Err(e)) => return failure("heartbeat", &e, port),
             Err(_) => {
-                return Report::new("error")
+                let timed_out = Report::new("error")
                     .port(port)
                     .text("op", "heartbeat")
                     .text("error", "request timed out");
+                failed += 1;
+                if failed >= args.close_after {
+                    return timed_out;
+                }
+                // Not yet the failure that closes the connection: report it and retry at
+                // once on the same connection, as kubelet's status update loop does.
+                emit(&timed_out.note("retrying on the same connection"));
+                continue;
             }
         }
+        failed = 0;
         tokio::time::sleep(args.heartbeat).await;
     }
 }

@@ -37,7 +37,10 @@ pub async fn dial_until_connected(args: &Args) -> Dialed {
 }
 
 async fn dial_once(args: &Args) -> Option<Dialed> {
-    let addrs = resolve(args).await?;
+    let mut addrs = resolve(args).await?;
+    if args.shuffle {
+        shuffle(&mut addrs);
+    }
     for ip in addrs {
         let peer = SocketAddr::new(ip, args.port);
         match tokio::time::timeout(args.connect_timeout, TcpStream::connect(peer)).await {
@@ -91,5 +94,18 @@ async fn resolve(args: &Args) -> Option<Vec<std::net::IpAddr>> {
             );
             None
         }
+    }
+}
+
+/// Fisher-Yates with the standard library's randomly keyed hasher as the source: a fresh
+/// order per dial, with no random-number crate for one shuffle.
+fn shuffle<T>(items: &mut [T]) {
+    use std::hash::{BuildHasher, Hasher};
+    let state = std::collections::hash_map::RandomState::new();
+    for i in (1..items.len()).rev() {
+        let mut h = state.build_hasher();
+        h.write_usize(i);
+        let j = usize::try_from(h.finish() % (i as u64 + 1)).unwrap_or(0);
+        items.swap(i, j);
     }
 }

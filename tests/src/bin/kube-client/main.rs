@@ -62,6 +62,14 @@ pub struct Args {
     /// Set `TCP_USER_TIMEOUT` on each connection (the application's own defence).
     #[arg(long, value_parser = parse_duration)]
     user_timeout: Option<Duration>,
+    /// Try the resolved addresses in a random order on each dial (a round-robin DNS answer, so
+    /// that a fleet spreads over the addresses) instead of sorted.
+    #[arg(long)]
+    shuffle: bool,
+    /// Close the connection only after this many heartbeats in a row failed (kubelet's own
+    /// remedy closes all connections on the second failed try); earlier failures retry at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
+    close_after: u32,
     /// Exit by itself after this long (every fixture is bounded in time).
     #[arg(long, default_value = "30m", value_parser = parse_duration)]
     lifetime: Duration,
