@@ -17,6 +17,10 @@ use crate::lab::{cargo, require_root, target_dir};
 
 /// `cargo xtask bench`'s flags, passed on to lab-bench (which checks the values).
 #[derive(Debug, Default, PartialEq, Eq)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line switches, each its own flag"
+)]
 pub struct Options {
     pub quick: bool,
     /// `--cost` / `--scale`: only that part, writing only its own section.
