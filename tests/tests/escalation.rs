@@ -179,9 +179,9 @@ fn action_restart_logs_the_real_verdict_of_a_silent_socket() -> Result<()> {
         "--max-restarts",
         "1",
         "--keepalive",
-        "2s,1s,5",
+        "2s,1s,20",
         "--silent-timeout",
-        "5s",
+        "13s",
     ];
     let a = agent(&lab, &m, &args)?;
     wait_watched(&a, port, Duration::from_secs(10))?;
