@@ -61,6 +61,13 @@ pub struct Probe {
     pub app_keepalive: AppKeepalive,
 }
 
+/// `OWNERS` has one LRU list per CPU, each with an equal share of the entries: 1,024 per
+/// possible CPU, at least 16,384 in all.
+fn owners_entries() -> u32 {
+    let cpus = aya::util::nr_cpus().map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX));
+    cpus.saturating_mul(1024).max(16_384)
+}
+
 impl Probe {
     /// Load the object, fill the configuration maps and attach every program.
     ///
@@ -76,6 +83,7 @@ impl Probe {
         let mut ebpf = loader
             .map_max_entries(maps::SOCKETS, cfg.max_sockets)
             .map_max_entries(maps::TUPLES, cfg.max_sockets)
+            .map_max_entries(maps::OWNERS, owners_entries())
             .load(OBJECT)
             .map_err(|e| crate::errors::explain_load(&e))?;
         configure(&mut ebpf, cfg)?;
