@@ -27,6 +27,7 @@ const BPF_NOEXIST: u64 = 1;
 /// coexists with Cilium or systemd's own programs.
 const ATTACH_MODE: CgroupAttachMode = CgroupAttachMode::Single;
 
+mod batch;
 mod maps_setup;
 mod records;
 mod sockopt;
@@ -154,7 +155,14 @@ impl Probe {
     /// # Errors
     /// When the map cannot be read.
     pub fn sockets(&self) -> Result<Vec<(u64, SockState)>> {
-        let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(self.map(maps::SOCKETS)?)?;
+        let found = self.map(maps::SOCKETS)?;
+        if let aya::maps::Map::HashMap(data) = found {
+            let max = data.info().map_or(0, |i| i.max_entries());
+            if let Ok(all) = batch::lookup_all(data, max) {
+                return Ok(all);
+            }
+        }
+        let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(found)?;
         // A record removed between key and value lookups is skipped, not an error.
         Ok(map.iter().filter_map(Result::ok).collect())
     }
