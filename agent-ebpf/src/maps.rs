@@ -29,9 +29,19 @@ pub static SCRATCH: PerCpuArray<SockState> = PerCpuArray::with_max_entries(1, 0)
 
 /// Owner of each socket connecting to a watched port from the agent's namespace, by cookie,
 /// with the reasons it is a target so far. LRU so that sockets that never reach
-/// ESTABLISHED cannot fill it.
+/// ESTABLISHED cannot fill it. One LRU list per CPU (`BPF_F_NO_COMMON_LRU`, 4.10): with the
+/// common list every insert from `connect4` takes the list's global lock and shares its
+/// cache lines with every other CPU's connects
+/// (<https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/bpf_lru_list.c>,
+/// `bpf_common_lru_pop_free`); per CPU, an insert touches only its own CPU's list. The
+/// entries are split among the CPUs, so the agent sizes it at load time (1,024 per possible
+/// CPU, at least 16,384): a CPU evicts only past that many connects not yet ESTABLISHED.
 #[map]
-pub static OWNERS: LruHashMap<u64, Owner> = LruHashMap::with_max_entries(16_384, 0);
+pub static OWNERS: LruHashMap<u64, Owner> =
+    LruHashMap::with_max_entries(16_384, BPF_F_NO_COMMON_LRU);
+
+/// `BPF_F_NO_COMMON_LRU` (<https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/bpf.h>).
+const BPF_F_NO_COMMON_LRU: u32 = 1 << 1;
 
 /// Watched remote ports (host byte order).
 #[map]

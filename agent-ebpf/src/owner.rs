@@ -16,7 +16,7 @@ use aya_ebpf::{
 };
 use lifeline_common::{
     Owner,
-    watch::{BY_CGROUP, BY_COMM, MAX_CGROUP_DEPTH, WATCH_CGROUPS, WATCH_COMMS},
+    watch::{BY_CGROUP, BY_COMM, MAX_CGROUP_DEPTH, WATCH_CGROUPS, WATCH_COMMS, WATCH_ENDPOINT},
 };
 
 use crate::maps::{COMMS, OWNERS, PORTS, TARGET_CGROUPS, config};
@@ -50,18 +50,20 @@ fn record_owner(ctx: &SockAddrContext) -> i32 {
         return ALLOW;
     }
     let Some(cfg) = config() else { return ALLOW };
-    // SAFETY: the helpers read the socket and namespace behind the context.
-    let (cookie, netns) = unsafe {
-        (
-            bpf_get_socket_cookie(ctx.sock_addr.cast()),
-            bpf_get_netns_cookie(ctx.sock_addr.cast()),
-        )
-    };
+    // SAFETY: the helper reads the namespace behind the context.
+    let netns = unsafe { bpf_get_netns_cookie(ctx.sock_addr.cast()) };
     // SAFETY: the one `CONFIG` slot; the agent writes it before it calibrates.
     let cfg = unsafe { &mut *cfg };
-    if cookie == cfg.calibrate_cookie {
-        cfg.netns_cookie = netns;
-        return REFUSE;
+    // The agent zeroes the namespace before it calibrates (`begin_calibration`), so only then
+    // can this be its calibration socket; otherwise the socket's cookie is generated only
+    // for a socket that is recorded below, never for the node's other connects.
+    if cfg.netns_cookie == 0 {
+        // SAFETY: the helper reads the socket behind the context.
+        if unsafe { bpf_get_socket_cookie(ctx.sock_addr.cast()) } == cfg.calibrate_cookie {
+            cfg.netns_cookie = netns;
+            return REFUSE;
+        }
+        return ALLOW;
     }
     if netns != cfg.netns_cookie {
         return ALLOW;
@@ -76,14 +78,22 @@ fn record_owner(ctx: &SockAddrContext) -> i32 {
     if cfg.flags & WATCH_COMMS != 0 && COMMS.get_ptr(comm).is_some() {
         reasons |= BY_COMM;
     }
+    // No reason, and no peer that could give one at ESTABLISHED: `sock_ops` would find the
+    // entry and drop it unread, so the insert (the dearest step here, about a microsecond)
+    // is skipped. This is every other connect of the node to a watched port.
+    if reasons == 0 && cfg.flags & WATCH_ENDPOINT == 0 {
+        return ALLOW;
+    }
     #[allow(
         clippy::cast_possible_truncation,
         reason = "upper half of pid_tgid is the tgid"
     )]
     let pid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    // Recorded even with no reason yet: its peer may make it an endpoint client at
-    // ESTABLISHED, and the record says it was born in our namespace. An LRU map evicts the
-    // oldest entry instead of failing, so this cannot fill up.
+    // Recorded even with no reason yet when endpoint clients are watched: its peer may make
+    // it one at ESTABLISHED, and the record says it was born in our namespace. An LRU map
+    // evicts the oldest entry instead of failing, so this cannot fill up.
+    // SAFETY: the helper reads the socket behind the context.
+    let cookie = unsafe { bpf_get_socket_cookie(ctx.sock_addr.cast()) };
     let _ = OWNERS.insert(cookie, Owner { pid, reasons, comm }, 0);
     ALLOW
 }

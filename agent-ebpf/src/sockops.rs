@@ -82,6 +82,12 @@ fn on_established(ctx: &SockOpsContext) {
     let Some(owner) = OWNERS.get_ptr(cookie).map(|o| unsafe { *o }) else {
         return;
     };
+    // Copied into the record from here on: the entry goes now, not at close, so `OWNERS`
+    // holds only connects in flight. Every `connect4` insert rotates the LRU lists
+    // (<https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/bpf_lru_list.c>,
+    // `__bpf_lru_list_rotate`), and with every watched socket's entry kept there it walked
+    // cold nodes: over a microsecond per connect.
+    let _ = OWNERS.remove(cookie);
     let ip = Addresses::read(ctx);
     let mut reasons = owner.reasons;
     if config_flag(WATCH_ENDPOINT) && is_endpoint_peer(ctx.family(), &ip, port) {
@@ -89,7 +95,6 @@ fn on_established(ctx: &SockOpsContext) {
     }
     if reasons == 0 {
         // Not a target: nothing is recorded or armed on it, it costs nothing from here on.
-        let _ = OWNERS.remove(cookie);
         return;
     }
     let Some(s) = SCRATCH.get_ptr_mut(0) else {
@@ -287,7 +292,6 @@ fn on_state(ctx: &SockOpsContext) {
             news(cookie, news::CLOSE);
         }
         let _ = ADOPT.remove(cookie);
-        let _ = OWNERS.remove(cookie);
     } else if let Some(s) = SOCKETS.get_ptr_mut(cookie) {
         #[allow(clippy::cast_possible_truncation, reason = "TCP states are < 16")]
         // SAFETY: map value of the right type; callbacks for one socket run under its lock.

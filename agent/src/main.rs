@@ -31,6 +31,7 @@ mod seccomp;
 mod snapshot;
 mod sockopts;
 mod status;
+mod status_server;
 mod status_socket;
 mod systemd;
 mod watch;
@@ -67,14 +68,14 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Check(args) => check::run(args),
-        cli::Command::Status(args) if args.json => status::fetch(&args.status_socket)
-            .map(|(raw, _)| println!("{raw}"))
+        cli::Command::Status(args) if args.json => status::fetch_json(&args.status_socket)
+            .map(|raw| println!("{raw}"))
             .inspect_err(|e| {
                 // Scripts asked for JSON: they get JSON, also about the failure.
                 println!("{}", serde_json::json!({ "error": format!("{e:#}") }));
             }),
         cli::Command::Status(args) => {
-            status::fetch(&args.status_socket).map(|(_, snap)| print!("{}", status::render(&snap)))
+            status::fetch(&args.status_socket).map(|snap| print!("{}", status::render(&snap)))
         }
     };
     match result {

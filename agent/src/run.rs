@@ -77,7 +77,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             &rx,
             follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints),
         )?;
-        let server = status::serve(&args.status_socket, rx)?;
+        crate::status_server::serve(&args.status_socket, rx)?;
         let settings = judge::Settings {
             stall: args.stall_timeout,
             silent: silence,
@@ -121,7 +121,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
         node.ready(&daemon.status.borrow());
         let result = sweep_until_signal(&mut daemon, args.sweep_interval, wait, &wake).await;
         node.stop();
-        server.abort();
         let _ = std::fs::remove_file(&args.status_socket);
         drop(daemon); // closes the links: every program is detached
         tracing::info!(event = "stopped", "probe detached");

@@ -5,7 +5,6 @@ use std::{io::Read as _, os::unix::net::UnixStream, path::Path};
 
 use anyhow::{Context as _, Result, anyhow};
 use serde::{Deserialize, Serialize};
-use tokio::{io::AsyncWriteExt as _, net::UnixListener, sync::watch};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -63,33 +62,21 @@ pub struct SocketStatus {
     pub watched_by: Vec<String>,
 }
 
-/// Serve the latest snapshot to every client that connects.
-///
-/// # Errors
-/// When the socket cannot be created.
-pub fn serve(path: &Path, rx: watch::Receiver<Snapshot>) -> Result<tokio::task::JoinHandle<()>> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    // A socket file left by a previous, killed agent would make bind fail; anything else
-    // there is not ours to remove.
-    crate::status_socket::clear(path)?;
-    let listener =
-        UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
-    Ok(tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            let body = serde_json::to_vec(&*rx.borrow()).unwrap_or_default();
-            let _ = conn.write_all(&body).await;
-            let _ = conn.shutdown().await;
-        }
-    }))
-}
-
 /// Read the running daemon's snapshot.
 ///
 /// # Errors
+/// When no daemon answers at `path`, or its answer is not a snapshot.
+pub fn fetch(path: &Path) -> Result<Snapshot> {
+    let body = fetch_json(path)?;
+    serde_json::from_str(&body).context("the daemon's status is not valid JSON")
+}
+
+/// The daemon's snapshot as it sent it (`lifeline status --json`): printed as is, so that
+/// 100,000 sockets' 30 MB are not parsed only to be printed again.
+///
+/// # Errors
 /// When no daemon answers at `path`.
-pub fn fetch(path: &Path) -> Result<(String, Snapshot)> {
+pub fn fetch_json(path: &Path) -> Result<String> {
     let mut conn = UnixStream::connect(path).map_err(|e| {
         anyhow!(
             "cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)",
@@ -99,8 +86,11 @@ pub fn fetch(path: &Path) -> Result<(String, Snapshot)> {
     let mut body = String::new();
     conn.read_to_string(&mut body)
         .context("reading the daemon's status")?;
-    let snap = serde_json::from_str(&body).context("the daemon's status is not valid JSON")?;
-    Ok((body, snap))
+    anyhow::ensure!(
+        body.starts_with('{') && body.ends_with('}'),
+        "the daemon's status is not a JSON object"
+    );
+    Ok(body)
 }
 
 /// The table `lifeline status` prints.

@@ -88,8 +88,8 @@ pub fn run(quick: bool) -> Result<Cost> {
     })
 }
 
-/// One iperf3 run to port 6443, from the watched cgroup (a watched socket: the agent's
-/// per-ACK callback runs for it, the worst case) or from outside it (must cost nothing).
+/// One iperf3 run to port 6443, from the watched cgroup (a watched socket, the worst case)
+/// or from outside it (must cost nothing).
 pub fn iperf(l: &SockLab, secs: u64, agent_on: bool, watched: bool) -> Result<Round> {
     let t = secs.to_string();
     let args = ["-c", IPERF, "-p", "6443", "-t", &t, "-J"];

@@ -70,15 +70,28 @@ pub fn targets(c: &BpfCost) -> Vec<(String, Option<f64>, f64, &'static str)> {
             "runs/GB",
         ));
     }
-    if let Some(f) = find("1,000 connects/s, watched") {
-        out.push((
-            "connect4, ns per run (connects from the watched cgroup)".to_owned(),
-            f.runs
-                .get(HOOKS[1].0)
-                .and_then(crate::bpfstats::Runs::ns_per_run),
-            1000.0,
-            "ns",
-        ));
+    // Both kinds of connect: the watched ones record their owner (an LRU insert); the node's
+    // other connects to a watched port, the many, stop before it.
+    for (flow, what) in [
+        (
+            "1,000 connects/s, watched",
+            "connects from the watched cgroup",
+        ),
+        (
+            "1,000 connects/s, unwatched",
+            "the node's other connects to a watched port",
+        ),
+    ] {
+        if let Some(f) = find(flow) {
+            out.push((
+                format!("connect4, ns per run ({what})"),
+                f.runs
+                    .get(HOOKS[1].0)
+                    .and_then(crate::bpfstats::Runs::ns_per_run),
+                1000.0,
+                "ns",
+            ));
+        }
     }
     out
 }

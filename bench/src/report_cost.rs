@@ -17,10 +17,12 @@ pub fn cost(s: &mut String, c: &Cost) -> Result<()> {
         s,
         "1,000 watched connections (in the watched cgroup, to port 6443) and 10,000 unwatched \
         ones (outside it) are held open. iperf3 runs {} s to port 6443 twice per round: from the \
-        watched cgroup (the bulk flow is itself a watched socket, so the agent's per-ACK callback \
-        runs for it: the worst case) and from outside it (an unwatched flow, which must cost \
-        nothing). Rounds alternate lifeline off and on. CPU is the whole machine's busy time (all \
-        cores, /proc/stat) per GB received.\n",
+        watched cgroup (the bulk flow is itself a watched socket, armed and with keepalive: the \
+        worst case, though no callback runs per ACK) and from outside it (an unwatched flow, \
+        which must cost nothing). Rounds alternate lifeline off and on. CPU is the whole \
+        machine's busy time (all cores, /proc/stat) per GB received; other work on the machine \
+        (other benchmarks, lab tests) is in it too, and in the per-hook counts below, since the \
+        programs on the cgroup root see every socket of the host.\n",
         c.iperf_secs
     )?;
     writeln!(

@@ -200,9 +200,17 @@ impl Agent {
     /// # Errors
     /// When the command fails or prints something that is not the documented JSON.
     pub fn status_json(&self) -> Result<Value> {
-        let text = self.status_cmd(&["--json"])?;
+        let text = self.status_json_text()?;
         serde_json::from_str(&text)
             .with_context(|| format!("lifeline status --json printed {text:?}"))
+    }
+
+    /// What `lifeline status --json` printed, unparsed (to time the command alone).
+    ///
+    /// # Errors
+    /// When the command fails.
+    pub fn status_json_text(&self) -> Result<String> {
+        self.status_cmd(&["--json"])
     }
 
     /// `lifeline status`: the table an operator reads.

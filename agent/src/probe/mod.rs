@@ -27,6 +27,7 @@ const BPF_NOEXIST: u64 = 1;
 /// coexists with Cilium or systemd's own programs.
 const ATTACH_MODE: CgroupAttachMode = CgroupAttachMode::Single;
 
+mod batch;
 mod maps_setup;
 mod records;
 mod sockopt;
@@ -61,6 +62,13 @@ pub struct Probe {
     pub app_keepalive: AppKeepalive,
 }
 
+/// `OWNERS` has one LRU list per CPU, each with an equal share of the entries: 1,024 per
+/// possible CPU, at least 16,384 in all.
+fn owners_entries() -> u32 {
+    let cpus = aya::util::nr_cpus().map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX));
+    cpus.saturating_mul(1024).max(16_384)
+}
+
 impl Probe {
     /// Load the object, fill the configuration maps and attach every program.
     ///
@@ -76,6 +84,7 @@ impl Probe {
         let mut ebpf = loader
             .map_max_entries(maps::SOCKETS, cfg.max_sockets)
             .map_max_entries(maps::TUPLES, cfg.max_sockets)
+            .map_max_entries(maps::OWNERS, owners_entries())
             .load(OBJECT)
             .map_err(|e| crate::errors::explain_load(&e))?;
         configure(&mut ebpf, cfg)?;
@@ -146,7 +155,14 @@ impl Probe {
     /// # Errors
     /// When the map cannot be read.
     pub fn sockets(&self) -> Result<Vec<(u64, SockState)>> {
-        let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(self.map(maps::SOCKETS)?)?;
+        let found = self.map(maps::SOCKETS)?;
+        if let aya::maps::Map::HashMap(data) = found {
+            let max = data.info().map_or(0, |i| i.max_entries());
+            if let Ok(all) = batch::lookup_all(data, max) {
+                return Ok(all);
+            }
+        }
+        let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(found)?;
         // A record removed between key and value lookups is skipped, not an error.
         Ok(map.iter().filter_map(Result::ok).collect())
     }
