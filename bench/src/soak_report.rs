@@ -42,8 +42,42 @@ pub fn section(s: &Soak, commit: &str) -> Result<String> {
             format!("ended after {secs:.0} s: {why}")
         },
     );
-    writeln!(o, "\nThe iperf3 flow {bulk}.")?;
+    writeln!(o, "\nThe iperf3 flow {bulk}.\n")?;
+    kills(&mut o, s)?;
     Ok(o)
+}
+
+/// Every kill with its evidence: when (seconds into the soak), what, and how long nothing had
+/// come back, so each one can be checked against its verdict's rule.
+fn kills(o: &mut String, s: &Soak) -> Result<()> {
+    let start = s.phases.first().map_or(0, |p| p.from_ms);
+    let kills: Vec<_> = s.decisions.iter().filter(|d| d.action == "kill").collect();
+    if kills.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        o,
+        "| s into the soak | verdict | outcome | local -> peer | nothing back for (ms) | retransmits |"
+    )?;
+    writeln!(o, "|---|---|---|---|---|---|")?;
+    for d in kills {
+        let age = d
+            .last_ack_age_ms
+            .map_or_else(|| "?".to_owned(), |a| a.to_string());
+        let re = d
+            .retransmits
+            .map_or_else(|| "?".to_owned(), |r| r.to_string());
+        writeln!(
+            o,
+            "| {} | {} | {} | {} -> {} | {age} | {re} |",
+            d.at_ms.saturating_sub(start) / 1000,
+            d.verdict,
+            d.outcome,
+            d.local,
+            d.peer
+        )?;
+    }
+    Ok(())
 }
 
 fn in_phase(p: &PhaseRun, ms: u64) -> bool {
