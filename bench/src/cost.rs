@@ -36,12 +36,7 @@ pub fn run(quick: bool) -> Result<Cost> {
     let mut l = SockLab::new()?;
     l.hold(1000, true)?;
     l.hold(10_000, false)?;
-    let iperf_args = ["-s", "-B", IPERF, "-p", "6443", "--forceflush"];
-    let mut server =
-        lifeline_tests::Proc::spawn("iperf3", l.lab.server.command("iperf3", &iperf_args))?;
-    server.wait_stdout("iperf3 to listen", Duration::from_secs(10), |t| {
-        t.contains("listening")
-    })?;
+    let _server = l.iperf_server()?;
     let (mut rounds, mut ready) = (Vec::new(), Vec::new());
     let (mut rest, mut churn, mut churn_rate, mut watched_seen) = ((0.0, 0), (0.0, 0), 0.0, 0);
     for i in 0..pairs * 2 {

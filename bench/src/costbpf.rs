@@ -11,7 +11,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::bpfstats::{self, Runs, StatsOn};
-use crate::socklab::{CHURN, IPERF, SockLab, bench_exe};
+use crate::socklab::{CHURN, SockLab, bench_exe};
 
 pub struct Flow {
     pub what: String,
@@ -30,12 +30,7 @@ pub fn run(quick: bool) -> Result<BpfCost> {
     println!("cost: each hook's runs with kernel.bpf_stats_enabled=1");
     let secs = if quick { 3 } else { 5 };
     let l = SockLab::new()?;
-    let iperf_args = ["-s", "-B", IPERF, "-p", "6443", "--forceflush"];
-    let mut server =
-        lifeline_tests::Proc::spawn("iperf3", l.lab.server.command("iperf3", &iperf_args))?;
-    server.wait_stdout("iperf3 to listen", Duration::from_secs(10), |t| {
-        t.contains("listening")
-    })?;
+    let _server = l.iperf_server()?;
     let (agent, _) = l.agent(&[])?;
     std::thread::sleep(Duration::from_secs(2));
     let hooks = bpfstats::hooks(agent.proc.pid())?;

@@ -99,6 +99,16 @@ impl SockLab {
 
     /// Starts lifeline on the watched cgroup with its defaults plus `extra`; waits for ready
     /// and returns it with the time that took.
+    /// iperf3's server on `IPERF`:6443, listening.
+    pub fn iperf_server(&self) -> Result<Proc> {
+        let args = ["-s", "-B", IPERF, "-p", "6443", "--forceflush"];
+        let mut server = Proc::spawn("iperf3", self.lab.server.command("iperf3", &args))?;
+        server.wait_stdout("iperf3 to listen", Duration::from_secs(10), |t| {
+            t.contains("listening")
+        })?;
+        Ok(server)
+    }
+
     pub fn agent(&self, extra: &[&str]) -> Result<(Agent, Duration)> {
         let args = AgentArgs {
             stall_timeout: None,
