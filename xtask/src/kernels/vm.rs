@@ -43,11 +43,33 @@ impl Drop for Guard {
     }
 }
 
-/// Boots `k` with the plan in `out` and waits for it to power off.
+/// Boots `k` with the plan in `out` and waits for it to power off. A guest whose kernel died
+/// before our init ran (no `init.log`: an oops in early boot, which qemu's TCG emulation
+/// produces now and then, e.g. an int3 while the kernel patches its own text) proved nothing
+/// about lifeline, so it is booted once more, and says so; any later failure counts.
 ///
 /// # Errors
 /// When a process cannot start, the guest overruns its deadline or writes no results.
 pub fn run(k: &Kernel, built: &Built, out: &Path) -> Result<Run> {
+    match boot(k, built, out) {
+        Err(e) if !out.join("init.log").exists() => {
+            let first = out
+                .parent()
+                .unwrap_or(out)
+                .join(format!("{}.first-boot-console.log", k.release));
+            let _ = fs::copy(out.join("console.log"), &first);
+            eprintln!(
+                "xtask: the {} kernel died before the guest's init ran ({e:#}; its console: {}); booting it once more",
+                k.release,
+                first.display()
+            );
+            boot(k, built, out)
+        }
+        r => r,
+    }
+}
+
+fn boot(k: &Kernel, built: &Built, out: &Path) -> Result<Run> {
     if out.exists() {
         fs::remove_dir_all(out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
