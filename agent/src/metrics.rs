@@ -145,10 +145,10 @@ impl Metrics {
     /// Socket gauges from a status snapshot; verdicts seen before and gone now drop to 0.
     pub fn observe(&self, s: &Snapshot, seen: &mut HashSet<String>) {
         self.watched
-            .set(i64::try_from(s.sockets.len()).unwrap_or(i64::MAX));
-        seen.extend(s.sockets.iter().map(|k| k.verdict.clone()));
+            .set(i64::try_from(s.watched).unwrap_or(i64::MAX));
+        seen.extend(s.verdicts.keys().cloned());
         for v in seen.iter() {
-            let n = s.sockets.iter().filter(|k| &k.verdict == v).count();
+            let n = s.verdicts.get(v).copied().unwrap_or(0);
             self.sockets
                 .get_or_create(&VerdictLabel { verdict: v.clone() })
                 .set(i64::try_from(n).unwrap_or(i64::MAX));

@@ -32,8 +32,9 @@ impl Inbox {
 }
 
 /// Collect the probe's news into `inbox`, and wake the sweep at once when a watched socket
-/// enters trouble (one event per episode), so a peer probe starts within milliseconds
-/// rather than at the next sweep. Other news waits for the next sweep.
+/// enters trouble (one event per episode) or its keepalive probes go unanswered, so a peer
+/// probe or a look starts within milliseconds rather than at the next sweep. Other news
+/// waits for the next sweep.
 pub fn spawn_news_reader(probe: &mut Probe, wake: &Arc<Notify>, inbox: &Inbox) -> Result<()> {
     let ring = probe.take_news()?;
     // SAFETY: the AsyncFd owns the ring buffer, which owns its fd, so the fd stays open for
@@ -48,7 +49,7 @@ pub fn spawn_news_reader(probe: &mut Probe, wake: &Arc<Notify>, inbox: &Inbox) -
             // Bounded: the kernel side holds at most 1 MiB of events.
             while let Some(item) = guard.get_inner_mut().next() {
                 let Some(n) = decode(&item) else { continue };
-                trouble |= n.kind == news::TROUBLE;
+                trouble |= matches!(n.kind, news::TROUBLE | news::UNANSWERED);
                 batch.push(n);
             }
             guard.clear_ready();

@@ -1,6 +1,6 @@
 //! `lifeline run`: check the inputs, attach the probe, then sweep until told to stop.
 
-use std::{collections::HashSet, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use anyhow::{Context as _, Result};
 use lifeline_common::Keepalive;
@@ -77,7 +77,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             &rx,
             follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints),
         )?;
-        crate::status_server::serve(&args.status_socket, rx)?;
+        let (ask_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
+        crate::status_server::serve(&args.status_socket, ask_tx)?;
         let settings = judge::Settings {
             stall: args.stall_timeout,
             silent: silence,
@@ -90,19 +91,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let escalation = restarts
             .is_some()
             .then(|| judge::Escalation::new(args.node.action, args.node.escalate_after));
-        let mut daemon = Daemon {
+        let mut daemon = Daemon::new(crate::daemon::Parts {
             probe,
             diag,
             polled,
             judge: Judge::new(settings, escalation),
             status: tx,
-            sockets_full: 0,
-            unreadable: HashSet::new(),
             restarts,
             follow,
             watching,
             news: inbox,
-        };
+        });
         tracing::info!(
             event = "ready",
             targets = ?described,
@@ -119,7 +118,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         // `lifeline status` say at once what is watched and what is waiting.
         let wait = daemon.sweep(args.sweep_interval).await?;
         node.ready(&daemon.status.borrow());
-        let result = sweep_until_signal(&mut daemon, args.sweep_interval, wait, &wake).await;
+        let result =
+            sweep_until_signal(&mut daemon, args.sweep_interval, wait, &wake, &mut asks).await;
         node.stop();
         let _ = std::fs::remove_file(&args.status_socket);
         drop(daemon); // closes the links: every program is detached
@@ -165,21 +165,31 @@ async fn sweep_until_signal(
     interval: Duration,
     first_wait: Duration,
     wake: &Notify,
+    asks: &mut tokio::sync::mpsc::UnboundedReceiver<crate::status_server::Ask>,
 ) -> Result<()> {
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-    let mut wait = first_wait;
+    let mut next = tokio::time::Instant::now() + first_wait;
     loop {
         tokio::select! {
-            () = tokio::time::sleep(wait) => {}
+            () = tokio::time::sleep_until(next) => {}
             // A DNS answer changed or a peer probe finished: act on it now.
             () = wake.notified() => {}
+            // `lifeline status`: answered between two sweeps, without moving the next one.
+            Some(reply) = asks.recv() => {
+                match daemon.full_snapshot() {
+                    Ok(s) => drop(reply.send(s)),
+                    Err(e) => tracing::warn!(error = %format!("{e:#}"), "cannot answer a status request"),
+                }
+                continue;
+            }
             _ = term.recv() => return Ok(()),
             _ = int.recv() => return Ok(()),
         }
-        wait = daemon.sweep(interval).await.unwrap_or_else(|e| {
+        let wait = daemon.sweep(interval).await.unwrap_or_else(|e| {
             tracing::error!(error = %format!("{e:#}"), "sweep failed; retrying");
             interval
         });
+        next = tokio::time::Instant::now() + wait;
     }
 }

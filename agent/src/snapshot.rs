@@ -35,10 +35,7 @@ pub fn row(
         rto_count: r.rto_count,
         bytes_acked: r.bytes_acked,
         bytes_received: r.bytes_received,
-        verdict: serde_json::to_value(verdict)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
+        verdict: verdict.label().to_owned(),
         keepalive,
         keepalive_probes: info.map(|i| i.probes),
         endpoint: None,

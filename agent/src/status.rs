@@ -1,5 +1,5 @@
-//! `lifeline status`: the daemon publishes a snapshot after every sweep on a Unix
-//! socket; the command reads it and prints a table (or the JSON).
+//! `lifeline status`: the daemon answers on a Unix socket with a snapshot built for the
+//! request; the command reads it and prints a table (or the JSON).
 
 use std::{io::Read as _, os::unix::net::UnixStream, path::Path};
 
@@ -22,6 +22,13 @@ pub struct Snapshot {
     /// Each watch target and its state (`present`, `waiting`, `active`).
     #[serde(default)]
     pub targets: Vec<crate::watch::TargetStatus>,
+    /// Watched sockets, and how many have each verdict (every verdict listed).
+    #[serde(default)]
+    pub watched: u64,
+    #[serde(default)]
+    pub verdicts: std::collections::BTreeMap<String, u64>,
+    /// A row per watched socket: filled for `lifeline status`, empty in the summary the
+    /// daemon publishes after every sweep.
     pub sockets: Vec<SocketStatus>,
 }
 

@@ -1,14 +1,18 @@
-//! The status socket's server, on a thread of its own: the sweep runs on the single-threaded
-//! runtime and holds it for as long as it takes (hundreds of ms with 100,000 sockets), so a
-//! server task there could write only one socket buffer's worth (a few hundred KiB) between
-//! two sweeps, and a 30 MB answer took half a minute. Here the answer is written with
-//! blocking writes, the sweep never waits for a client, and each published snapshot is
-//! serialised once, at the first request after it, not once per request.
+//! The status socket's server, on a thread of its own: each client's request goes to the
+//! daemon's loop, which builds the snapshot with every socket's row (`Daemon::full_snapshot`)
+//! between two sweeps; this thread serialises it and writes it with blocking writes, so a
+//! slow client never holds the sweeps, and a sweep never formats rows nobody asked for.
 
-use std::{io::Write as _, os::unix::net::UnixListener, path::Path, sync::Arc, time::Duration};
+use std::{
+    io::Write as _,
+    os::unix::net::UnixListener,
+    path::Path,
+    sync::mpsc::{SyncSender, sync_channel},
+    time::Duration,
+};
 
 use anyhow::{Context as _, Result};
-use tokio::sync::watch;
+use tokio::sync::mpsc::UnboundedSender;
 
 use crate::status::Snapshot;
 
@@ -16,12 +20,18 @@ use crate::status::Snapshot;
 /// keep the others waiting for ever.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Serve the latest snapshot to every client that connects. The thread ends with the
-/// process (it sits in `accept`).
+/// How long a client waits for the daemon's loop (busy in a sweep) before it gets no answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A request for a snapshot: the daemon's loop answers on it.
+pub type Ask = SyncSender<Snapshot>;
+
+/// Serve a fresh snapshot to every client that connects. The thread ends with the process
+/// (it sits in `accept`).
 ///
 /// # Errors
 /// When the socket cannot be created.
-pub fn serve(path: &Path, rx: watch::Receiver<Snapshot>) -> Result<()> {
+pub fn serve(path: &Path, asks: UnboundedSender<Ask>) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -32,40 +42,33 @@ pub fn serve(path: &Path, rx: watch::Receiver<Snapshot>) -> Result<()> {
         UnixListener::bind(path).with_context(|| format!("cannot listen on {}", path.display()))?;
     std::thread::Builder::new()
         .name("status".into())
-        .spawn(move || serve_forever(&listener, rx))
+        .spawn(move || serve_forever(&listener, &asks))
         .context("starting the status server thread")?;
     Ok(())
 }
 
-fn serve_forever(listener: &UnixListener, mut rx: watch::Receiver<Snapshot>) {
-    let mut body: Option<Arc<Vec<u8>>> = None;
+fn serve_forever(listener: &UnixListener, asks: &UnboundedSender<Ask>) {
+    // The last answer's size, so the buffer does not grow by doubling through 30 MB.
+    let mut hint = 0;
     for conn in listener.incoming() {
         let Ok(mut conn) = conn else { continue };
-        let body = current(&mut rx, &mut body);
+        // No answer (the loop has ended, or is stuck): the client sees an empty reply and
+        // says the daemon's status is not a JSON object.
+        let Some(snapshot) = ask(asks) else { continue };
+        let mut body = Vec::with_capacity(hint);
+        let _ = serde_json::to_writer(&mut body, &snapshot);
+        drop(snapshot);
+        hint = body.len() + body.len() / 8;
         let _ = conn.set_write_timeout(Some(WRITE_TIMEOUT));
         let _ = conn.write_all(&body);
         let _ = conn.shutdown(std::net::Shutdown::Write);
     }
 }
 
-/// The JSON of the latest snapshot, serialised again only when a newer one was published.
-/// Serialised straight from the channel, under its read lock: a copy of 100,000 rows first
-/// would stay in this thread's malloc arena (over 100 MB of RSS); the sweep's next
-/// `send_replace` waits at most one serialisation, once per snapshot that is asked for.
-fn current(rx: &mut watch::Receiver<Snapshot>, cached: &mut Option<Arc<Vec<u8>>>) -> Arc<Vec<u8>> {
-    let changed = rx.has_changed().unwrap_or(false);
-    match cached {
-        Some(body) if !changed => Arc::clone(body),
-        _ => {
-            // The last answer's size, so the buffer does not grow by doubling through 30 MB.
-            let hint = cached.as_ref().map_or(0, |b| b.len() + b.len() / 8);
-            let mut out = Vec::with_capacity(hint);
-            let _ = serde_json::to_writer(&mut out, &*rx.borrow_and_update());
-            let body = Arc::new(out);
-            *cached = Some(Arc::clone(&body));
-            body
-        }
-    }
+fn ask(asks: &UnboundedSender<Ask>) -> Option<Snapshot> {
+    let (tx, rx) = sync_channel(1);
+    asks.send(tx).ok()?;
+    rx.recv_timeout(ANSWER_TIMEOUT).ok()
 }
 
 #[cfg(test)]
@@ -73,19 +76,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_snapshot_is_serialised_once_until_the_next_one() {
-        let (tx, mut rx) = watch::channel(Snapshot::default());
-        let mut cached = None;
-        let first = current(&mut rx, &mut cached);
-        let again = current(&mut rx, &mut cached);
-        assert!(Arc::ptr_eq(&first, &again));
-        tx.send_replace(Snapshot {
-            kills: 3,
-            ..Snapshot::default()
+    fn each_client_gets_the_loop_s_answer() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Ask>();
+        let loop_side = std::thread::spawn(move || {
+            let reply = rx.blocking_recv().unwrap();
+            reply
+                .send(Snapshot {
+                    kills: 3,
+                    ..Snapshot::default()
+                })
+                .unwrap();
+            drop(rx);
         });
-        let next = current(&mut rx, &mut cached);
-        assert!(!Arc::ptr_eq(&first, &next));
-        let snap: Snapshot = serde_json::from_slice(&next).unwrap();
-        assert_eq!(snap.kills, 3);
+        assert_eq!(ask(&tx).map(|s| s.kills), Some(3));
+        loop_side.join().unwrap();
+        assert!(ask(&tx).is_none(), "the loop has ended: no answer");
     }
 }

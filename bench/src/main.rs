@@ -154,7 +154,7 @@ fn bench(args: &Args) -> anyhow::Result<()> {
         let bpf = costbpf::run(args.quick)
             .map_err(|e| failures.push(format!("cost per hook: {e:#}")))
             .ok();
-        (cost, bpf, Some(scale::run(args.quick)))
+        (cost, bpf, Some(scale::run()))
     };
     let out = args.out.clone().unwrap_or_else(|| {
         let ws = lifeline_tests::paths::workspace();

@@ -50,7 +50,7 @@ pub fn cost_and_scale(args: &Args) -> Result<()> {
         print!("{body}");
     }
     if args.scale {
-        let sc = scale::run(args.quick);
+        let sc = scale::run();
         let body = report::scale_section(&sc)?;
         sections::replace(&path, "scale", &body)?;
         print!("{body}");

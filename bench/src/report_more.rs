@@ -37,10 +37,11 @@ pub fn scale(s: &mut String, sc: &Scale) -> Result<()> {
     writeln!(
         s,
         "`--max-sockets` set to the number of watched connections held open, all idle (every \
-        one gets keepalive probes and the agent's idle looks); CPU is the agent's, at rest, \
-        measured from 20 s after the connections were open (past the keepalive time, so every \
-        idle look has begun); CPU per sweep is that per second (one sweep a second, \
-        `--sweep-interval 1s`).\n"
+        one gets keepalive probes); CPU is the agent's, at rest, over 65 s from 20 s after the \
+        connections were open (past the keepalive time and the silent timeout, so every idle \
+        socket is being probed, and including one whole read of the map, which the agent does \
+        every 60 s); CPU per sweep is that per second (one sweep a second, `--sweep-interval \
+        1s`). `lifeline status --json`: the median of three requests, the command's wall time.\n"
     )?;
     writeln!(
         s,

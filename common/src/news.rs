@@ -10,6 +10,8 @@ pub const TROUBLE: u32 = 2;
 pub const STATE: u32 = 3;
 /// The socket closed and its record is gone.
 pub const CLOSE: u32 = 4;
+/// Keepalive probes of an idle watched socket went unanswered.
+pub const UNANSWERED: u32 = 5;
 
 /// One ring-buffer record.
 #[repr(C)]

@@ -157,6 +157,12 @@ impl Escalation {
         (due, back)
     }
 
+    /// Whether a kill awaits a healthy connection to its endpoint (every socket then counts).
+    #[must_use]
+    pub fn waiting(&self) -> bool {
+        !self.watching.is_empty()
+    }
+
     /// Forget sockets that are gone.
     pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
         self.asked.retain(|c| live(*c));

@@ -142,6 +142,10 @@ impl Gate {
     pub(super) fn retain(&mut self, live: impl Fn(u64) -> bool) {
         self.backoff.retain(|c, _| live(*c));
     }
+
+    pub(super) fn backoff_cookies(&self) -> impl Iterator<Item = &u64> {
+        self.backoff.keys()
+    }
 }
 
 impl Judge {

@@ -6,7 +6,7 @@
 //! and then at the earliest moment it could have become silent. A healthy idle socket,
 //! whose probes are answered, costs one `sock_diag` request per keepalive period.
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
 use lifeline_common::{
     Keepalive, SockState,
@@ -14,15 +14,19 @@ use lifeline_common::{
     keepalive::{KA_ARMED, KA_NO_ITERATOR, KA_OFF, KA_PENDING, KA_SET_UNREAD, ka_armed},
 };
 
-use crate::{clock, diag::TcpInfo};
+use crate::{clock, diag::TcpInfo, due::DueQueue};
 
 pub struct IdleWatch {
     /// The silent rule; `None` when keepalive is off: nothing is ever silent.
     pub silent: Option<super::Silence>,
     /// What the probe was asked to arm (for `lifeline status`).
     pub want: Keepalive,
-    /// When each idle socket is next worth a look (`CLOCK_MONOTONIC` ns).
-    next: HashMap<u64, u64>,
+    /// The probe reports unanswered keepalive probes as news, so a socket is looked at only
+    /// once the kernel says its probes go unanswered; without that hook every armed idle
+    /// socket is looked at on a schedule (one `sock_diag` read per silent timeout).
+    pub notified: bool,
+    /// When each socket is next worth a look (`CLOCK_MONOTONIC` ns).
+    next: DueQueue,
 }
 
 impl IdleWatch {
@@ -31,7 +35,31 @@ impl IdleWatch {
         Self {
             silent: silent.filter(|_| want.idle_s != 0),
             want,
-            next: HashMap::new(),
+            notified: false,
+            next: DueQueue::default(),
+        }
+    }
+
+    fn watches(&self, rec: &SockState) -> bool {
+        self.silent.is_some() && ka_armed(rec.ka_result) && rec.keepalive.idle_s != 0
+    }
+
+    /// A record appeared or changed. On the schedule (no news of unanswered probes), its
+    /// first look is due once it has been idle for its keepalive time: before that the
+    /// kernel cannot have sent a single probe (the record's last ACK progress is a lower
+    /// bound of the last segment received).
+    pub fn recorded(&mut self, cookie: u64, rec: &SockState) {
+        if self.notified || !self.watches(rec) || self.next.get(cookie).is_some() {
+            return;
+        }
+        let idle = u64::from(rec.keepalive.idle_s) * 1_000_000_000;
+        self.next.set(cookie, rec.last_ack_ns.saturating_add(idle));
+    }
+
+    /// The kernel reports keepalive probes of `cookie` unanswered: look now.
+    pub fn unanswered(&mut self, cookie: u64, now_ns: u64) {
+        if self.silent.is_some() {
+            self.next.set_earlier(cookie, now_ns);
         }
     }
 
@@ -40,27 +68,38 @@ impl IdleWatch {
     /// tells).
     #[must_use]
     pub fn due(&self, cookie: u64, rec: &SockState, now_ns: u64) -> bool {
-        if self.silent.is_none() || !ka_armed(rec.ka_result) || rec.keepalive.idle_s == 0 {
+        if !self.watches(rec) {
             return false;
         }
-        // The record's last ACK progress is a lower bound of the last segment received, so
-        // before this the kernel cannot have sent a single keepalive probe.
+        if self.notified {
+            return self.next.get(cookie).is_some_and(|t| now_ns >= t);
+        }
         let idle = Duration::from_secs(u64::from(rec.keepalive.idle_s));
         if Duration::from_millis(clock::age_ms(now_ns, rec.last_ack_ns)) < idle {
             return false;
         }
-        self.next.get(&cookie).is_none_or(|t| now_ns >= *t)
+        self.next.get(cookie).is_none_or(|t| now_ns >= t)
     }
 
     /// After a look: the socket cannot turn silent before nothing has arrived from its peer
-    /// for the whole silent timeout, so the next look is due exactly then.
+    /// for the whole silent timeout, so the next look is due exactly then; when the kernel
+    /// reports unanswered probes and none are out, not before it reports them again.
     pub fn looked(&mut self, cookie: u64, info: &TcpInfo, now_ns: u64) {
         let Some(silent) = self.silent.map(|s| s.after) else {
             return;
         };
+        if self.notified && info.probes == 0 {
+            self.next.remove(cookie);
+            return;
+        }
         let quiet = Duration::from_millis(u64::from(info.last_ack_recv_ms));
         let wait = u64::try_from(silent.saturating_sub(quiet).as_nanos()).unwrap_or(u64::MAX);
-        self.next.insert(cookie, now_ns.saturating_add(wait));
+        self.next.set(cookie, now_ns.saturating_add(wait));
+    }
+
+    /// The sockets whose look is due now, for the sweep to visit.
+    pub fn due_now(&self, now_ns: u64) -> impl Iterator<Item = u64> + '_ {
+        self.next.due(now_ns)
     }
 
     /// How soon the earliest scheduled look is due, so the sweep can wake for it: a silent
@@ -68,13 +107,19 @@ impl IdleWatch {
     #[must_use]
     pub fn next_due(&self, now_ns: u64) -> Option<Duration> {
         self.next
-            .values()
-            .min()
+            .first()
             .map(|t| Duration::from_nanos(t.saturating_sub(now_ns)))
     }
 
-    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
-        self.next.retain(|c, _| live(*c));
+    /// Sockets with a look scheduled.
+    #[cfg(test)]
+    #[must_use]
+    pub fn scheduled(&self) -> usize {
+        self.next.len()
+    }
+
+    pub fn forget(&mut self, cookie: u64) {
+        self.next.remove(cookie);
     }
 }
 
@@ -175,5 +220,48 @@ mod tests {
         assert!(w.due(1, &armed(80), 112 * S));
         let off = IdleWatch::new(None, want);
         assert!(!off.due(1, &armed(0), 100 * S), "keepalive off");
+    }
+
+    #[test]
+    fn on_the_schedule_a_new_record_is_due_once_idle_for_its_keepalive_time() {
+        let rule = super::super::Silence {
+            after: Duration::from_secs(16),
+            probes: 2,
+        };
+        let mut w = IdleWatch::new(Some(rule), armed(0).keepalive);
+        w.recorded(1, &armed(95));
+        assert_eq!(w.due_now(104 * S).count(), 0);
+        assert_eq!(w.due_now(105 * S).collect::<Vec<_>>(), [1]);
+        w.looked(1, &TcpInfo::default(), 105 * S);
+        w.recorded(1, &armed(95));
+        assert_eq!(w.due_now(120 * S).count(), 0, "a look's schedule stands");
+    }
+
+    #[test]
+    fn with_news_only_unanswered_probes_schedule_a_look() {
+        let rule = super::super::Silence {
+            after: Duration::from_secs(16),
+            probes: 2,
+        };
+        let mut w = IdleWatch::new(Some(rule), armed(0).keepalive);
+        w.notified = true;
+        w.recorded(1, &armed(0));
+        assert!(!w.due(1, &armed(0), 100 * S), "idle for ever, no news");
+        assert_eq!(w.scheduled(), 0);
+        w.unanswered(1, 100 * S);
+        assert!(w.due(1, &armed(0), 100 * S));
+        let probing = TcpInfo {
+            probes: 1,
+            last_ack_recv_ms: 12_000,
+            ..Default::default()
+        };
+        w.looked(1, &probing, 100 * S);
+        assert_eq!(w.next_due(100 * S), Some(Duration::from_secs(4)));
+        w.looked(1, &TcpInfo::default(), 104 * S);
+        assert_eq!(
+            w.scheduled(),
+            0,
+            "answered: wait for the kernel's next news"
+        );
     }
 }

@@ -25,13 +25,15 @@ struct Nomination {
 impl Judge {
     fn nominate(&self, s: &Socket<'_>, now_ns: u64) -> Nomination {
         let from_record = verdict::from_record(s.rec, now_ns, self.settings.stall);
-        let held = (s.rec.trouble_ns != 0)
-            .then(|| self.stall.held(s.cookie, s.rec.trouble_ns, now_ns))
-            .flatten();
-        let between = held.unwrap_or(from_record);
+        let between = self.between(s.cookie, s.rec, now_ns);
+        let held = s.rec.trouble_ns != 0
+            && self
+                .stall
+                .held(s.cookie, s.rec.trouble_ns, now_ns)
+                .is_some();
         Nomination {
             between,
-            stall: held.is_none() && from_record == Verdict::Stalled,
+            stall: !held && from_record == Verdict::Stalled,
             idle: !s.polled
                 && matches!(between, Verdict::Idle | Verdict::Healthy)
                 && self.idle.due(s.cookie, s.rec, now_ns),

@@ -126,20 +126,55 @@ impl Judge {
         self.gate.kills
     }
 
-    /// End of a sweep: the dead set becomes the previous look; state of sockets that are
-    /// gone is forgotten. Returns whether a new dead socket awaits its confirming look.
-    pub fn end_sweep(&mut self, live: &HashSet<u64>) -> bool {
+    /// End of a sweep: the dead set becomes the previous look. Returns whether a new dead
+    /// socket awaits its confirming look.
+    pub fn end_sweep(&mut self) -> bool {
         let fresh = self.dead_now.iter().any(|c| !self.seen_dead.contains(c));
         self.seen_dead = std::mem::take(&mut self.dead_now);
-        self.gate.retain(|c| live.contains(&c));
-        self.idle.retain(|c| live.contains(&c));
-        self.stall.retain(|c| live.contains(&c));
-        self.migrations.retain(|c, _| live.contains(c));
-        self.orphans_logged.retain(|c| live.contains(c));
-        if let Some(e) = self.escalation.as_mut() {
-            e.retain(|c| live.contains(&c));
-        }
         fresh
+    }
+
+    /// Everything kept about a socket that is gone.
+    pub fn forget(&mut self, cookie: u64) {
+        self.seen_dead.remove(&cookie);
+        self.dead_now.remove(&cookie);
+        self.gate.retain(|c| c != cookie);
+        self.idle.forget(cookie);
+        self.stall.retain(|c| c != cookie);
+        self.migrations.remove(&cookie);
+        self.orphans_logged.remove(&cookie);
+        if let Some(e) = self.escalation.as_mut() {
+            e.retain(|c| c != cookie);
+        }
+    }
+
+    /// Sockets a rule has business with whatever the news: a dead verdict awaiting its
+    /// confirming look, a migration due, a kill backing off. The sweep visits them all.
+    pub fn pending(&self) -> impl Iterator<Item = u64> + '_ {
+        self.seen_dead
+            .iter()
+            .chain(self.migrations.keys())
+            .chain(self.gate.backoff_cookies())
+            .copied()
+    }
+
+    /// Whether a record with a trouble episode still needs visiting: no look has found the
+    /// episode over (nothing outstanding).
+    #[must_use]
+    pub fn in_trouble(&self, cookie: u64, rec: &SockState, now_ns: u64) -> bool {
+        rec.trouble_ns != 0
+            && self.stall.held(cookie, rec.trouble_ns, now_ns) != Some(Verdict::Idle)
+    }
+
+    /// The verdict `lifeline status` shows for a socket not visited in the last sweep: the
+    /// record's, or the last look's while it holds.
+    #[must_use]
+    pub fn between(&self, cookie: u64, rec: &SockState, now_ns: u64) -> Verdict {
+        let from_record = verdict::from_record(rec, now_ns, self.settings.stall);
+        (rec.trouble_ns != 0)
+            .then(|| self.stall.held(cookie, rec.trouble_ns, now_ns))
+            .flatten()
+            .unwrap_or(from_record)
     }
 }
 

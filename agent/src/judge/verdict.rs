@@ -34,6 +34,32 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    pub const ALL: [Self; 5] = [
+        Self::Healthy,
+        Self::Idle,
+        Self::Suspect,
+        Self::Stalled,
+        Self::Silent,
+    ];
+
+    /// The name in status, metrics and logs (as serialised).
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Healthy => "healthy",
+            Self::Idle => "idle",
+            Self::Suspect => "suspect",
+            Self::Stalled => "stalled",
+            Self::Silent => "silent",
+        }
+    }
+
+    /// Position in `ALL`.
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// The verdicts that lead to a kill (once confirmed).
     #[must_use]
     pub const fn is_dead(self) -> bool {

@@ -10,6 +10,19 @@ use lifeline_common::{SockState, maps, watch::WATCH_ENDPOINT};
 use super::Probe;
 
 impl Probe {
+    /// One record; `None` when the socket closed (its record is gone).
+    ///
+    /// # Errors
+    /// When the map cannot be read.
+    pub fn get(&self, cookie: u64) -> Result<Option<SockState>> {
+        let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(self.map(maps::SOCKETS)?)?;
+        match map.get(&cookie, 0) {
+            Ok(rec) => Ok(Some(rec)),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(e) => Err(e).context("reading a SOCKETS record"),
+        }
+    }
+
     /// Record why an adopted socket is polled, when the iterator could not even say so
     /// itself (it failed to run). Left alone when the record is gone.
     pub fn set_adopt(&mut self, cookie: u64, adopt: i32, ka_result: i32) {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use sd_notify::NotifyState;
 use tokio::sync::watch;
 
-use crate::status::Snapshot;
+use crate::{judge::Verdict, status::Snapshot};
 
 /// Whether systemd is listening: `NOTIFY_SOCKET` is set for Type=notify services.
 fn enabled() -> bool {
@@ -40,8 +40,9 @@ pub fn stopping() {
 /// The one-line STATUS= that `systemctl status` shows.
 #[must_use]
 pub fn status_line(s: &Snapshot) -> String {
-    let stalled = s.sockets.iter().filter(|k| k.verdict == "stalled").count();
-    let suspect = s.sockets.iter().filter(|k| k.verdict == "suspect").count();
+    let count = |v: Verdict| s.verdicts.get(v.label()).copied().unwrap_or(0);
+    let stalled = count(Verdict::Stalled);
+    let suspect = count(Verdict::Suspect);
     let waiting: Vec<&str> = s
         .targets
         .iter()
@@ -55,8 +56,7 @@ pub fn status_line(s: &Snapshot) -> String {
     };
     format!(
         "watching {} sockets: {stalled} stalled, {suspect} suspect; {} killed{waiting}",
-        s.sockets.len(),
-        s.kills
+        s.watched, s.kills
     )
 }
 

@@ -1,0 +1,211 @@
+//! The agent's loop: read the probe's records and the kernel's state, ask the judge, carry
+//! out its decisions, publish status. All the I/O is here; all the rules are in `judge`.
+
+use std::{
+    collections::{HashMap, HashSet},
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+use lifeline_common::SockState;
+use tokio::sync::{mpsc, watch};
+
+use crate::{
+    act, clock,
+    diag::SockDiag,
+    endpoint::Follow,
+    judge::{self, Judge, Kill, Read, RestartRequest, Seen, Socket},
+    mirror::Mirror,
+    probe::Probe,
+    status::Snapshot,
+};
+
+mod execute;
+mod publish;
+mod tally;
+mod visit;
+
+pub struct Daemon {
+    pub probe: Probe,
+    pub diag: SockDiag,
+    /// Pre-existing sockets the probe could not arm: judged from `tcp_info` alone.
+    pub polled: HashSet<u64>,
+    pub judge: Judge,
+    pub status: watch::Sender<Snapshot>,
+    pub sockets_full: u64,
+    /// Sockets whose state could not be read, already reported (reported once each).
+    pub unreadable: HashSet<u64>,
+    /// Restart requests to the restarter task; None without --restart-unit.
+    pub restarts: Option<mpsc::UnboundedSender<RestartRequest>>,
+    /// Following the API endpoint; `None` when no endpoint is configured.
+    pub follow: Option<Follow>,
+    /// Target cgroups and endpoint peers, kept current every sweep.
+    pub watching: crate::watch::Watching,
+    /// The probe's news, collected by the ring-buffer reader.
+    pub news: crate::readers::Inbox,
+    /// The probe's records, kept current by its news.
+    pub mirror: Mirror,
+    tally: tally::Tally,
+    /// The kernel's `tcp_info` of the sockets looked at in the last sweep (status rows).
+    looked: HashMap<u64, crate::diag::TcpInfo>,
+}
+
+impl Daemon {
+    #[must_use]
+    pub fn new(parts: Parts) -> Self {
+        Self {
+            probe: parts.probe,
+            diag: parts.diag,
+            polled: parts.polled,
+            judge: parts.judge,
+            status: parts.status,
+            sockets_full: 0,
+            unreadable: HashSet::new(),
+            restarts: parts.restarts,
+            follow: parts.follow,
+            watching: parts.watching,
+            news: parts.news,
+            mirror: Mirror::default(),
+            tally: tally::Tally::default(),
+            looked: HashMap::new(),
+        }
+    }
+
+    /// One sweep: bring the mirror up to date from the probe's news, visit the sockets that
+    /// have news or are due something (`visit.rs`), judge them, act, publish the counts.
+    /// Returns how soon the next sweep is due (a dead socket awaiting its confirming look, a
+    /// scheduled look, a jittered kill, a held batch's re-check), at most `interval`.
+    ///
+    /// # Errors
+    /// When the probe's maps cannot be read.
+    pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
+        let armed = self.judge.settings.want != lifeline_common::Keepalive::default();
+        let adopted =
+            self.watching
+                .sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
+        self.polled.extend(adopted.iter().copied());
+        let news = self.news.take();
+        let now = clock::now_ns();
+        let at = Instant::now();
+        let lost = self.check_capacity()?;
+        let visit = self.visits(&news, &adopted, lost, now, at)?;
+        self.looked.clear();
+        let mut seen = Vec::with_capacity(visit.len());
+        let mut kills = Vec::new();
+        let mut wake = interval;
+        for cookie in visit {
+            let Some(rec) = self.mirror.get(cookie).copied() else {
+                continue;
+            };
+            let member = self
+                .follow
+                .as_ref()
+                .and_then(|f| f.endpoints.membership(rec.peer(), f.grace));
+            let dead_since = self
+                .follow
+                .as_ref()
+                .and_then(|f| f.prober.dead_since(rec.peer()));
+            let s = Socket {
+                cookie,
+                rec: &rec,
+                polled: self.polled.contains(&cookie),
+                member: member.as_ref(),
+                dead_since,
+            };
+            let read = self
+                .judge
+                .wants_info(&s, now, at)
+                .then(|| self.read(cookie, &rec));
+            let Some((verdict, info)) = self.judge.verdict(&s, read.as_ref(), now) else {
+                self.probe.forget(cookie);
+                self.gone(cookie);
+                continue;
+            };
+            let mut reason = self
+                .judge
+                .confirmed(cookie, verdict, info.as_ref())
+                .then_some(judge::Reason::Dead(verdict));
+            if reason.is_none() && self.follow.is_some() {
+                let call = self.judge.endpoint_reason(&s, verdict, info.as_ref(), at);
+                if let (Some(why), Some(f)) = (call.probe, self.follow.as_ref()) {
+                    f.prober.request(rec.peer(), why);
+                }
+                if let Some((endpoint, absent_for)) = &call.report_orphan {
+                    act::log_orphan_report(&rec, endpoint, *absent_for);
+                }
+                wake = wake.min(call.wake.unwrap_or(interval));
+                reason = call.reason;
+            }
+            if let Some(i) = info {
+                self.looked.insert(cookie, i);
+            }
+            if let (Some(reason), Some(info)) = (reason, info) {
+                kills.push(Kill {
+                    cookie,
+                    now_ns: now,
+                    rec,
+                    info,
+                    reason,
+                });
+            }
+            self.tally
+                .set(cookie, verdict, &rec, self.judge.settings.stall);
+            seen.push(Seen {
+                peer: rec.peer(),
+                verdict,
+                established_age: Duration::from_millis(clock::age_ms(now, rec.established_ns)),
+            });
+        }
+        self.execute(&kills).await;
+        if self.judge.end_sweep() {
+            wake = wake.min(judge::CONFIRM_AFTER);
+        }
+        if let Some(due) = self.judge.idle.next_due(clock::now_ns()) {
+            wake = wake.min(due.max(Duration::from_millis(50)));
+        }
+        if let Some(t) = self.follow.as_ref().and_then(|f| f.guard.next_check()) {
+            wake = wake.min(
+                t.saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(50)),
+            );
+        }
+        self.after_sweep(&seen);
+        self.publish();
+        Ok(wake)
+    }
+
+    /// Everything kept about a socket that is gone.
+    fn gone(&mut self, cookie: u64) {
+        self.mirror.remove(cookie);
+        self.judge.forget(cookie);
+        self.tally.remove(cookie);
+        self.polled.remove(&cookie);
+        self.unreadable.remove(&cookie);
+        self.looked.remove(&cookie);
+    }
+
+    /// The kernel's `tcp_info` for one socket.
+    fn read(&mut self, cookie: u64, rec: &SockState) -> Read {
+        match self.diag.get(rec.local(), rec.peer(), cookie) {
+            Ok(None) => Read::Gone,
+            Ok(Some(d)) => d.info.map_or(Read::NoInfo, Read::Info),
+            Err(e) => {
+                self.report_unreadable(cookie, rec, &e);
+                Read::Unreadable
+            }
+        }
+    }
+}
+
+/// What a daemon is made of, from `run`.
+pub struct Parts {
+    pub probe: Probe,
+    pub diag: SockDiag,
+    pub polled: HashSet<u64>,
+    pub judge: Judge,
+    pub status: watch::Sender<Snapshot>,
+    pub restarts: Option<mpsc::UnboundedSender<RestartRequest>>,
+    pub follow: Option<Follow>,
+    pub watching: crate::watch::Watching,
+    pub news: crate::readers::Inbox,
+}

@@ -1,0 +1,81 @@
+//! Each watched socket's verdict from its last visit, and the count per verdict, kept as the
+//! sweeps go rather than recounted over every socket: metrics and systemd's STATUS= read the
+//! counts after every sweep. The one verdict that changes without news is healthy turning
+//! idle once no ACK progress has been seen for the stall timeout; that moment is known when
+//! the socket is visited, so it is queued (`settle`) and the socket visited again then.
+
+use std::{collections::HashMap, time::Duration};
+
+use lifeline_common::SockState;
+
+use crate::{due::DueQueue, judge::Verdict};
+
+#[derive(Default)]
+pub struct Tally {
+    verdicts: HashMap<u64, Verdict>,
+    counts: [u64; Verdict::ALL.len()],
+    /// Healthy sockets, due when their record turns idle.
+    pub settle: DueQueue,
+}
+
+impl Tally {
+    /// The verdict of a visit.
+    pub fn set(&mut self, cookie: u64, v: Verdict, rec: &SockState, stall: Duration) {
+        if let Some(old) = self.verdicts.insert(cookie, v) {
+            self.counts[old.index()] -= 1;
+        }
+        self.counts[v.index()] += 1;
+        if v == Verdict::Healthy && rec.trouble_ns == 0 {
+            let stall = u64::try_from(stall.as_nanos()).unwrap_or(u64::MAX);
+            self.settle
+                .set(cookie, rec.last_ack_ns.saturating_add(stall));
+        } else {
+            self.settle.remove(cookie);
+        }
+    }
+
+    pub fn remove(&mut self, cookie: u64) {
+        if let Some(old) = self.verdicts.remove(&cookie) {
+            self.counts[old.index()] -= 1;
+        }
+        self.settle.remove(cookie);
+    }
+
+    #[must_use]
+    pub fn get(&self, cookie: u64) -> Option<Verdict> {
+        self.verdicts.get(&cookie).copied()
+    }
+
+    /// Sockets per verdict, every verdict listed.
+    pub fn counts(&self) -> impl Iterator<Item = (Verdict, u64)> + '_ {
+        Verdict::ALL
+            .into_iter()
+            .map(|v| (v, self.counts[v.index()]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn counts_follow_changes_and_healthy_is_queued_to_settle() {
+        let mut t = Tally::default();
+        let rec = SockState {
+            last_ack_ns: 100 * S,
+            ..SockState::default()
+        };
+        let stall = Duration::from_secs(10);
+        t.set(1, Verdict::Healthy, &rec, stall);
+        t.set(2, Verdict::Healthy, &rec, stall);
+        assert_eq!(t.settle.due(110 * S).collect::<Vec<_>>(), [1, 2]);
+        t.set(1, Verdict::Idle, &rec, stall);
+        t.remove(2);
+        let counts: Vec<_> = t.counts().filter(|(_, n)| *n > 0).collect();
+        assert_eq!(counts, [(Verdict::Idle, 1)]);
+        assert_eq!(t.settle.len(), 0);
+        assert_eq!(t.get(1), Some(Verdict::Idle));
+    }
+}

@@ -1,0 +1,113 @@
+//! Which sockets a sweep visits: the ones with news, and the ones something is due for. A
+//! healthy socket nobody talks to costs nothing here; work grows with what is wrong.
+//!
+//! - news: recorded, a trouble episode began, a state change, keepalive probes unanswered
+//!   (each re-reads that one record; a close forgets it);
+//! - sockets a rule has pending business with (`Judge::pending`), records in a trouble
+//!   episode no look has found over, looks the idle rules scheduled, healthy sockets whose
+//!   record turns idle now (the counts), pre-existing sockets that are polled;
+//! - every socket of a peer that is in question (a failing peer probe, left or leaving the
+//!   endpoint's DNS set), and every socket while a kill awaits its endpoint's recovery;
+//! - what a whole read of the map finds new or changed, when news was lost or `RECONCILE`
+//!   passed (the first sweep reads the whole map, so it visits every socket).
+
+use std::{collections::HashSet, time::Instant};
+
+use anyhow::Result;
+use lifeline_common::news::{self, News};
+
+use super::Daemon;
+use crate::endpoint::Membership;
+
+impl Daemon {
+    pub(super) fn visits(
+        &mut self,
+        news: &[News],
+        adopted: &HashSet<u64>,
+        lost: u64,
+        now: u64,
+        at: Instant,
+    ) -> Result<Vec<u64>> {
+        let mut read: HashSet<u64> = adopted.clone();
+        let mut fresh = HashSet::new();
+        if self.mirror.whole_read_due(at, lost) {
+            let (gone, changed) = self.mirror.replace(self.probe.sockets()?, at, lost);
+            for c in gone {
+                self.gone(c);
+            }
+            for c in &changed {
+                if let Some(rec) = self.mirror.get(*c) {
+                    self.judge.idle.recorded(*c, rec);
+                }
+            }
+            fresh.extend(changed);
+        }
+        for n in news {
+            match n.kind {
+                news::CLOSE => {
+                    self.gone(n.cookie);
+                }
+                news::UNANSWERED => {
+                    self.judge.idle.unanswered(n.cookie, now);
+                    read.insert(n.cookie);
+                }
+                _ => {
+                    read.insert(n.cookie);
+                }
+            }
+        }
+        let mut visit = fresh.clone();
+        visit.extend(read.iter().copied());
+        visit.extend(self.judge.pending());
+        visit.extend(self.judge.idle.due_now(now));
+        visit.extend(self.tally.settle.due(now));
+        visit.extend(self.polled.iter().copied());
+        visit.extend(self.mirror.troubled().filter(|c| {
+            self.mirror
+                .get(*c)
+                .is_some_and(|rec| self.judge.in_trouble(*c, rec, now))
+        }));
+        let waiting = self
+            .judge
+            .escalation
+            .as_ref()
+            .is_some_and(crate::judge::Escalation::waiting);
+        if waiting {
+            visit.extend(self.mirror.cookies());
+        } else {
+            visit.extend(self.peers_in_question());
+        }
+        // Re-read what the probe may have changed without news: a trouble episode's record
+        // changes on every retransmission, and a look decides on the record as it is now.
+        read.extend(visit.difference(&fresh).copied());
+        for c in read {
+            if let Some(rec) = self.probe.get(c)? {
+                self.mirror.upsert(c, rec);
+                self.judge.idle.recorded(c, &rec);
+            } else {
+                self.gone(c);
+                visit.remove(&c);
+            }
+        }
+        Ok(visit.into_iter().collect())
+    }
+
+    /// Sockets whose peer a rule may act on now: its peer probe reports it dead, or it has
+    /// left (or is leaving) its endpoint's DNS set.
+    fn peers_in_question(&self) -> Vec<u64> {
+        let Some(f) = self.follow.as_ref() else {
+            return Vec::new();
+        };
+        self.mirror
+            .peers()
+            .filter(|(peer, _)| {
+                f.prober.dead_since(**peer).is_some()
+                    || matches!(
+                        f.endpoints.membership(**peer, f.grace),
+                        Some((_, Membership::Leaving { .. } | Membership::Orphaned { .. }))
+                    )
+            })
+            .flat_map(|(_, cookies)| cookies.iter().copied())
+            .collect()
+    }
+}

@@ -1,0 +1,159 @@
+//! The agent's copy of the probe's records, kept current by the probe's news.
+//!
+//! A record changes only in a `sock_ops` callback, and the probe pushes news for each change
+//! that matters (recorded, a trouble episode began, a state change, closed;
+//! `lifeline_common::news`), so the agent re-reads one record per news item instead of the
+//! whole map every sweep. Two exceptions, covered here: inside a trouble episode the
+//! callbacks update the record (retransmissions, RTOs) without news, so a troubled record
+//! is re-read whenever its socket is looked at; and news can be lost (a full ring buffer,
+//! counted by the probe), so a lost item, and a slow timer, trigger a whole read.
+
+use std::{
+    collections::{HashMap, HashSet},
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
+
+use lifeline_common::SockState;
+
+/// A whole read this often even without lost news: a safety net, not the mechanism.
+pub const RECONCILE: Duration = Duration::from_mins(1);
+
+#[derive(Default)]
+pub struct Mirror {
+    records: HashMap<u64, SockState>,
+    by_peer: HashMap<SocketAddr, HashSet<u64>>,
+    /// Records in a trouble episode (`trouble_ns` set).
+    troubled: HashSet<u64>,
+    read_at: Option<Instant>,
+    /// The probe's lost-news counter at the last whole read.
+    lost: u64,
+}
+
+impl Mirror {
+    /// Whether this sweep must read the whole map: never read yet, news lost since the last
+    /// whole read, or `RECONCILE` has passed.
+    #[must_use]
+    pub fn whole_read_due(&self, at: Instant, news_lost: u64) -> bool {
+        news_lost > self.lost || self.read_at.is_none_or(|t| at >= t + RECONCILE)
+    }
+
+    /// Replace everything with a whole read of the map; returns the cookies that were
+    /// mirrored and are gone, and those that are new or changed (news that was lost).
+    pub fn replace(
+        &mut self,
+        all: Vec<(u64, SockState)>,
+        at: Instant,
+        news_lost: u64,
+    ) -> (Vec<u64>, Vec<u64>) {
+        let fresh: HashSet<u64> = all.iter().map(|(c, _)| *c).collect();
+        let gone: Vec<u64> = self
+            .records
+            .keys()
+            .filter(|c| !fresh.contains(c))
+            .copied()
+            .collect();
+        for c in &gone {
+            self.remove(*c);
+        }
+        let mut changed = Vec::new();
+        for (c, rec) in all {
+            if self.records.get(&c) != Some(&rec) {
+                changed.push(c);
+                self.upsert(c, rec);
+            }
+        }
+        self.read_at = Some(at);
+        self.lost = news_lost;
+        (gone, changed)
+    }
+
+    pub fn upsert(&mut self, cookie: u64, rec: SockState) {
+        let peer = rec.peer();
+        if rec.trouble_ns == 0 {
+            self.troubled.remove(&cookie);
+        } else {
+            self.troubled.insert(cookie);
+        }
+        if let Some(old) = self.records.insert(cookie, rec)
+            && old.peer() != peer
+        {
+            self.unlink(cookie, old.peer());
+        }
+        self.by_peer.entry(peer).or_default().insert(cookie);
+    }
+
+    pub fn remove(&mut self, cookie: u64) -> Option<SockState> {
+        let rec = self.records.remove(&cookie)?;
+        self.troubled.remove(&cookie);
+        self.unlink(cookie, rec.peer());
+        Some(rec)
+    }
+
+    fn unlink(&mut self, cookie: u64, peer: SocketAddr) {
+        if let Some(set) = self.by_peer.get_mut(&peer) {
+            set.remove(&cookie);
+            if set.is_empty() {
+                self.by_peer.remove(&peer);
+            }
+        }
+    }
+
+    #[must_use]
+    pub fn get(&self, cookie: u64) -> Option<&SockState> {
+        self.records.get(&cookie)
+    }
+
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn cookies(&self) -> impl Iterator<Item = u64> + '_ {
+        self.records.keys().copied()
+    }
+
+    /// Each distinct peer and its sockets.
+    pub fn peers(&self) -> impl Iterator<Item = (&SocketAddr, &HashSet<u64>)> {
+        self.by_peer.iter()
+    }
+
+    /// Records in a trouble episode.
+    pub fn troubled(&self) -> impl Iterator<Item = u64> + '_ {
+        self.troubled.iter().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(peer_port: u16, trouble_ns: u64) -> SockState {
+        SockState {
+            family: 2,
+            peer_port,
+            trouble_ns,
+            ..SockState::default()
+        }
+    }
+
+    #[test]
+    fn indexes_follow_every_change_and_a_whole_read_replaces() {
+        let at = Instant::now();
+        let mut m = Mirror::default();
+        assert!(m.whole_read_due(at, 0), "never read");
+        m.replace(vec![(1, rec(6443, 0)), (2, rec(6443, 5))], at, 0);
+        assert!(!m.whole_read_due(at, 0));
+        assert!(m.whole_read_due(at, 1), "news lost");
+        assert!(m.whole_read_due(at + RECONCILE, 0));
+        assert_eq!(m.troubled().collect::<Vec<_>>(), [2]);
+        m.upsert(2, rec(443, 0));
+        assert_eq!(m.troubled().count(), 0);
+        assert_eq!(m.peers().count(), 2, "one socket moved to another peer");
+        let (gone, changed) = m.replace(vec![(2, rec(443, 0)), (3, rec(443, 0))], at, 0);
+        assert_eq!((gone, changed), (vec![1], vec![3]), "2 is unchanged");
+        assert_eq!(m.peers().count(), 1);
+        assert!(m.remove(2).is_some() && m.remove(3).is_some());
+        assert_eq!((m.len(), m.peers().count()), (0, 0));
+    }
+}
