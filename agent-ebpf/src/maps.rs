@@ -99,13 +99,10 @@ pub fn count(index: u32) {
     }
 }
 
-/// Tell the agent about `cookie` (`lifeline_common::news`); counted when the buffer is full.
-pub fn news(cookie: u64, kind: u32) {
-    let n = News {
-        cookie,
-        kind,
-        pad: 0,
-    };
+/// Tell the agent about `cookie` (`lifeline_common::news`), with the kind's `arg` (0 for
+/// most); counted when the buffer is full.
+pub fn news(cookie: u64, kind: u32, arg: u32) {
+    let n = News { cookie, kind, arg };
     if NEWS.output::<News>(&n, 0).is_err() {
         count(stats::NEWS_LOST);
     }
