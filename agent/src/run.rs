@@ -56,8 +56,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
             targets: &targets,
             max_sockets: args.max_sockets,
             keepalive,
+            silent_probes: args.silent_probes,
         };
         let mut probe = Probe::load(&cfg)?;
+        match probe.stats_reader() {
+            Ok(r) => crate::metrics::get().follow_probe(r),
+            Err(e) => tracing::warn!(error = %format!("{e:#}"), "the probe's counters are not in the metrics"),
+        }
         readers::spawn_probe_logger(&mut probe)?;
         let wake = Arc::new(Notify::new());
         let inbox = readers::Inbox::default();

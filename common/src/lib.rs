@@ -45,4 +45,18 @@ pub mod programs {
     pub const CGROUP_RMDIR: &str = "lifeline_cgroup_rmdir";
     pub const SETSOCKOPT: &str = "lifeline_setsockopt";
     pub const SETSOCKOPT_ANY_NETNS: &str = "lifeline_setsockopt_any_netns";
+    pub const UNANSWERED: &str = "lifeline_unanswered";
+}
+
+/// Names of the probe's load-time globals (`EbpfLoader::override_global`), all `u32`: the
+/// `tcp_write_wakeup` fentry program's kernel struct offsets, read from the running
+/// kernel's BTF (Rust eBPF has no CO-RE field relocations), and its threshold.
+pub mod globals {
+    /// Byte offset of `icsk_probes_out` (u8) in `struct inet_connection_sock`; 0: unknown,
+    /// the program does nothing.
+    pub const PROBES_OUT_OFFSET: &str = "PROBES_OUT_OFFSET";
+    /// Byte offset of `skc_cookie` (u64) in `struct sock_common`, the start of `struct sock`.
+    pub const COOKIE_OFFSET: &str = "COOKIE_OFFSET";
+    /// Unanswered probes from which a watched socket's next probe is news.
+    pub const UNANSWERED_MIN: &str = "UNANSWERED_MIN";
 }
