@@ -20,6 +20,7 @@ mod lock;
 mod logging;
 mod metrics;
 mod metrics_http;
+mod metrics_probe;
 mod mounts;
 mod node;
 mod node_args;
