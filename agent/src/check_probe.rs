@@ -129,16 +129,18 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> 
 /// Whether the kernel reports unanswered keepalive probes (`features::KEEPALIVE_NEWS`).
 fn keepalive_news_row(p: &Probe) -> Row {
     let since = lifeline_common::features::KEEPALIVE_NEWS.since;
-    match (p.unanswered_news, &p.unanswered_error) {
-        (true, _) => Row::pass(
-            "keepalive news",
-            "fentry on tcp_write_wakeup attached: the kernel reports unanswered keepalive probes of watched sockets".to_owned(),
-        ),
-        (false, why) => Row::warn(
-            "keepalive news",
+    match (p.unanswered_news, &p.unanswered_hook) {
+        (true, Ok(hook)) => Row::pass(
+            "unanswered probes",
             format!(
-                "unavailable ({}; needs Linux {}.{}, BTF and fentry): idle sockets are looked at through sock_diag on a schedule",
-                why.as_deref().unwrap_or("unknown"),
+                "{hook} attached: the kernel reports unanswered keepalive probes of watched sockets"
+            ),
+        ),
+        (_, hook) => Row::warn(
+            "unanswered probes",
+            format!(
+                "unavailable ({}; needs Linux {}.{} and BTF): idle sockets are looked at through sock_diag on a schedule",
+                hook.as_ref().err().map_or("unknown", String::as_str),
                 since.0,
                 since.1
             ),

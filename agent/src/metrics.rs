@@ -135,8 +135,13 @@ impl Metrics {
     }
 
     /// Export the probe's counters (`crate::metrics_probe`) from now on.
-    pub fn follow_probe(&self, reader: crate::probe::StatsReader) {
-        self.probe.follow(reader);
+    pub fn follow_probe(&self, probe: &crate::probe::Probe) {
+        match probe.stats_reader() {
+            Ok(r) => self.probe.follow(r),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "the probe's counters are not in the metrics");
+            }
+        }
     }
 
     /// The `OpenMetrics` text exposition.

@@ -59,10 +59,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             silent_probes: args.silent_probes,
         };
         let mut probe = Probe::load(&cfg)?;
-        match probe.stats_reader() {
-            Ok(r) => crate::metrics::get().follow_probe(r),
-            Err(e) => tracing::warn!(error = %format!("{e:#}"), "the probe's counters are not in the metrics"),
-        }
+        crate::metrics::get().follow_probe(&probe);
         readers::spawn_probe_logger(&mut probe)?;
         let wake = Arc::new(Notify::new());
         let inbox = readers::Inbox::default();

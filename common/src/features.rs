@@ -63,7 +63,7 @@ pub const KEEPALIVE_NEWS: Feature = Feature {
     id: "keepalive_news",
     gives: "the kernel reports a watched idle socket's unanswered keepalive probes as they happen: no periodic tcp_info reads of idle sockets",
     since: (5, 8),
-    without: "idle sockets are looked at through sock_diag on a schedule (the same verdicts, one tcp_info read each); one warning at start; `check` warns on `keepalive news`",
+    without: "idle sockets are looked at through sock_diag on a schedule (the same verdicts, one tcp_info read each); one warning at start; `check` warns on `unanswered probes`",
     required: false,
 };
 

@@ -69,8 +69,8 @@ pub struct Probe {
     /// `true` when the kernel reports unanswered keepalive probes of watched sockets
     /// (`news::UNANSWERED`); otherwise idle sockets must be read through `sock_diag`.
     pub unanswered_news: bool,
-    /// Why there is no keepalive news, when there is none.
-    pub unanswered_error: Option<String>,
+    /// Which program reports them (`unanswered::FENTRY` or `TIMER`), or why none does.
+    pub unanswered_hook: Result<&'static str, String>,
 }
 
 /// `OWNERS` has one LRU list per CPU, each with an equal share of the entries: 1,024 per
@@ -127,7 +127,7 @@ impl Probe {
                 .map_err(|e| crate::errors::explain_program(name, &e))?;
         }
         let app_keepalive = sockopt::load(&mut ebpf, cgroup);
-        let unanswered_error = unanswered::attach(&mut ebpf, &news_globals);
+        let unanswered_hook = unanswered::attach(&mut ebpf, &news_globals);
         let can_adopt = match load_iter(&mut ebpf) {
             Ok(()) => true,
             Err(e) => {
@@ -142,8 +142,8 @@ impl Probe {
             tracks_cgroups: tracking_error.is_none(),
             tracking_error,
             app_keepalive,
-            unanswered_news: unanswered_error.is_none(),
-            unanswered_error,
+            unanswered_news: unanswered_hook.is_ok(),
+            unanswered_hook,
         })
     }
 

@@ -4,7 +4,7 @@
 use anyhow::{Context as _, Result, bail, ensure};
 
 use super::{
-    Btf, CONST, ENUM, ENUM64, INT, RESTRICT, STRUCT, TYPE_TAG, TYPEDEF, Type, UNION, VOLATILE,
+    Btf, CONST, ENUM, ENUM64, INT, PTR, RESTRICT, STRUCT, TYPE_TAG, TYPEDEF, Type, UNION, VOLATILE,
     u32_at,
 };
 
@@ -15,7 +15,7 @@ impl Btf<'_> {
         for _ in 0..32 {
             let t = self.get(id)?;
             match t.kind {
-                TYPEDEF | VOLATILE | CONST | RESTRICT | TYPE_TAG => id = t.size_type,
+                TYPEDEF | VOLATILE | CONST | RESTRICT | TYPE_TAG => id = t.size_or_id,
                 _ => return Ok(t),
             }
         }
@@ -37,7 +37,9 @@ impl Btf<'_> {
             .find(s, member.as_bytes())?
             .with_context(|| format!("struct {strukt} has no member {member}"))?;
         let size = match self.resolve(t)? {
-            r if matches!(r.kind, INT | STRUCT | UNION | ENUM | ENUM64) => r.size_type,
+            r if matches!(r.kind, INT | STRUCT | UNION | ENUM | ENUM64) => r.size_or_id,
+            // The kernel's pointers are the agent's size: both run on this machine.
+            r if r.kind == PTR => u32::try_from(size_of::<usize>())?,
             _ => bail!("{strukt}.{member} is not a plain value"),
         };
         // A bitfield is fine only when it fills its whole type, byte-aligned.

@@ -40,7 +40,7 @@ struct Type {
     /// Struct and union members' offsets carry a bitfield size in their top byte.
     kind_flag: bool,
     /// `size` or `type`, by kind.
-    size_type: u32,
+    size_or_id: u32,
     data: usize,
 }
 
@@ -81,7 +81,7 @@ impl<'a> Btf<'a> {
                 kind: (info >> 24) & 0x1f,
                 vlen: (info & 0xffff) as usize,
                 kind_flag: info >> 31 == 1,
-                size_type: u32_at(raw, at + 8)?,
+                size_or_id: u32_at(raw, at + 8)?,
                 data: at + TYPE,
             };
             at = t.data + data_len(&t)?;

@@ -112,4 +112,5 @@ fn the_running_kernels_offsets() {
     assert_eq!(size, 8);
     assert!(cookie % 8 == 0 && cookie < 256, "{cookie}");
     assert_eq!(btf.member("sock", "__sk_common").unwrap().0, 0);
+    assert_eq!(btf.member("timer_list", "function").unwrap().1, 8);
 }
