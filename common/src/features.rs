@@ -57,7 +57,8 @@ pub const CGROUP_TRACEPOINTS: Feature = Feature {
     required: false,
 };
 
-/// fentry on `tcp_write_wakeup` with BTF (5.5, as `bpf_probe_read_kernel`), sending into the
+/// fentry on `tcp_write_wakeup`, or the `timer_expire_entry` tracepoint (`tp_btf`) where a
+/// kernel refuses fentry, with BTF (all 5.5, as `bpf_probe_read_kernel`), sending into the
 /// news ring buffer (`bpf_ringbuf_output`, 5.8).
 pub const KEEPALIVE_NEWS: Feature = Feature {
     id: "keepalive_news",
