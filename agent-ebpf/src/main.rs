@@ -9,6 +9,7 @@
 //! | `lifeline_cgroup_mkdir/rmdir` | tracepoints `cgroup:cgroup_mkdir`/`cgroup_rmdir`: a re-created target cgroup is a target before its first process runs | 5.5 (u64 ids in the record; same layout on 5.10 to 6.18) |
 //! | `lifeline_sockops` + `bpf_{get,set}sockopt` | keepalive / `TCP_USER_TIMEOUT` on watched sockets | 5.9 set; 6.1 read first, lowering only (before: set without reading) |
 //! | `lifeline_setsockopt` | `cgroup/setsockopt` on the root: an application's own keepalive calls on a watched socket (Go sets them after connect) merged with lifeline's | 5.3 (`bpf_get_netns_cookie` there 5.8) |
+//! | `lifeline_unanswered`, else `lifeline_unanswered_timer` | `fentry/tcp_write_wakeup`, else `tp_btf/timer_expire_entry` filtered to `tcp_keepalive_timer` (kernels that refuse fentry): a watched idle socket's keepalive probes unanswered past `max(1, --silent-probes - 2)` are news (offsets from the kernel's BTF) | 5.8 (fentry, `tp_btf` and `bpf_probe_read_kernel` 5.5, the news ring buffer 5.8); without it idle sockets are read through `sock_diag` on a schedule |
 //! | `lifeline_adopt` | `iter/tcp` + `bpf_setsockopt`: keepalive on sockets that predate the agent; their callbacks (`TCP_BPF_SOCK_OPS_CB_FLAGS`) | 5.15 keepalive (5.10: does not load); 6.12 callbacks (6.1: loads, EINVAL at run time; the agent polls those sockets) |
 //!
 //! No kprobes (many hardened kernels, including this project's CI, have none) and no
@@ -31,6 +32,7 @@ mod maps;
 mod owner;
 mod sockops;
 mod sockopt;
+mod unanswered;
 
 #[cfg(not(test))]
 #[panic_handler]

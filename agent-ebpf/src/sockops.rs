@@ -164,7 +164,7 @@ fn on_established(ctx: &SockOpsContext) {
         rec.ka_result = keepalive::arm(ctx.ops.cast(), &mut rec.keepalive);
     }
     count(stats::WATCHED);
-    news(cookie, news::ESTABLISHED);
+    news(cookie, news::ESTABLISHED, 0);
 }
 
 /// Every address field, read up front with one volatile load each. Context fields are
@@ -268,7 +268,7 @@ fn on_trouble(ctx: &SockOpsContext, rto: bool) {
     }
     if s.trouble_ns == 0 {
         s.trouble_ns = now;
-        news(cookie, news::TROUBLE);
+        news(cookie, news::TROUBLE, 0);
     }
     if rto {
         s.rto_count += 1;
@@ -289,7 +289,7 @@ fn on_state(ctx: &SockOpsContext) {
         }
         // Only a recorded socket is news; the others were never the agent's business.
         if SOCKETS.remove(cookie).is_ok() {
-            news(cookie, news::CLOSE);
+            news(cookie, news::CLOSE, 0);
         }
         let _ = ADOPT.remove(cookie);
     } else if let Some(s) = SOCKETS.get_ptr_mut(cookie) {
@@ -298,6 +298,6 @@ fn on_state(ctx: &SockOpsContext) {
         unsafe {
             (*s).state = new_state as u8;
         }
-        news(cookie, news::STATE);
+        news(cookie, news::STATE, 0);
     }
 }

@@ -50,8 +50,8 @@ impl Row {
     }
 }
 
-/// `sock_ops` attach, the cgroup tracepoints, `bpf_setsockopt` through the iterator,
-/// `SOCK_DESTROY`.
+/// `sock_ops` attach, the cgroup tracepoints, keepalive news, `bpf_setsockopt` through the
+/// iterator, `SOCK_DESTROY`.
 pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> {
     let mut rows = Vec::new();
     let conn = loopback_pair();
@@ -70,6 +70,7 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> 
                 targets,
                 max_sockets: args.max_sockets,
                 keepalive: crate::run::keepalive_config(args),
+                silent_probes: args.silent_probes,
             };
             match Probe::load(&cfg).and_then(|mut p| {
                 let port = args.ports.first().copied().unwrap_or(6443);
@@ -94,6 +95,7 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> 
                             ),
                         )
                     });
+                    rows.push(keepalive_news_row(&p));
                     Some(p)
                 }
                 Err(e) => {
@@ -122,6 +124,28 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> 
         Err(e) => Row::fail("SOCK_DESTROY", format!("{e:#}")),
     });
     rows
+}
+
+/// Whether the kernel reports unanswered keepalive probes (`features::KEEPALIVE_NEWS`).
+fn keepalive_news_row(p: &Probe) -> Row {
+    let since = lifeline_common::features::KEEPALIVE_NEWS.since;
+    match (p.unanswered_news, &p.unanswered_hook) {
+        (true, Ok(hook)) => Row::pass(
+            "unanswered probes",
+            format!(
+                "{hook} attached: the kernel reports unanswered keepalive probes of watched sockets"
+            ),
+        ),
+        (_, hook) => Row::warn(
+            "unanswered probes",
+            format!(
+                "unavailable ({}; needs Linux {}.{} and BTF): idle sockets are looked at through sock_diag on a schedule",
+                hook.as_ref().err().map_or("unknown", String::as_str),
+                since.0,
+                since.1
+            ),
+        ),
+    }
 }
 
 /// A connected pair on 127.0.0.1 and the client socket's cookie.

@@ -21,6 +21,7 @@ mod lock;
 mod logging;
 mod metrics;
 mod metrics_http;
+mod metrics_probe;
 mod mirror;
 mod mounts;
 mod node;

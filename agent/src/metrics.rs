@@ -3,7 +3,10 @@
 //! (so they count what the journal says, whatever the log filter lets through); the socket
 //! gauges follow the daemon's status snapshots.
 
-use std::{collections::HashSet, sync::OnceLock};
+use std::{
+    collections::HashSet,
+    sync::{Arc, OnceLock},
+};
 
 use prometheus_client::{
     encoding::EncodeLabelSet,
@@ -16,7 +19,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::status::Snapshot;
+use crate::{metrics_probe::ProbeCounters, status::Snapshot};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {
@@ -57,6 +60,7 @@ pub struct Metrics {
     holds: Family<HoldLabels, Counter>,
     dns_failures: Counter,
     latency: Histogram,
+    probe: Arc<ProbeCounters>,
 }
 
 /// The process's metrics, created on first use.
@@ -78,6 +82,7 @@ impl Metrics {
             holds: Family::default(),
             dns_failures: Counter::default(),
             latency: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+            probe: Arc::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -125,7 +130,18 @@ impl Metrics {
             "From a socket's first unanswered retransmission to the decision to act on it",
             m.latency.clone(),
         );
+        r.register_collector(Box::new(Arc::clone(&m.probe)));
         m
+    }
+
+    /// Export the probe's counters (`crate::metrics_probe`) from now on.
+    pub fn follow_probe(&self, probe: &crate::probe::Probe) {
+        match probe.stats_reader() {
+            Ok(r) => self.probe.follow(r),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "the probe's counters are not in the metrics");
+            }
+        }
     }
 
     /// The `OpenMetrics` text exposition.

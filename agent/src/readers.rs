@@ -66,11 +66,8 @@ fn decode(raw: &[u8]) -> Option<News> {
     let word = |at: usize, n: usize| raw.get(at..at + n);
     let cookie = u64::from_ne_bytes(word(0, 8)?.try_into().ok()?);
     let kind = u32::from_ne_bytes(word(8, 4)?.try_into().ok()?);
-    Some(News {
-        cookie,
-        kind,
-        pad: 0,
-    })
+    let arg = u32::from_ne_bytes(word(12, 4)?.try_into().ok()?);
+    Some(News { cookie, kind, arg })
 }
 
 /// Forward the probe's aya-log messages (map full, ...) into tracing, woken by the
@@ -97,16 +94,16 @@ mod tests {
     #[test]
     fn a_record_decodes_and_a_short_one_is_skipped() {
         let mut raw = 7u64.to_ne_bytes().to_vec();
-        raw.extend(news::CLOSE.to_ne_bytes());
-        raw.extend(0u32.to_ne_bytes());
+        raw.extend(news::UNANSWERED.to_ne_bytes());
+        raw.extend(9u32.to_ne_bytes());
         assert_eq!(
             decode(&raw),
             Some(News {
                 cookie: 7,
-                kind: news::CLOSE,
-                pad: 0
+                kind: news::UNANSWERED,
+                arg: 9
             })
         );
-        assert_eq!(decode(&raw[..10]), None);
+        assert_eq!(decode(&raw[..14]), None);
     }
 }

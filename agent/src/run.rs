@@ -56,8 +56,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
             targets: &targets,
             max_sockets: args.max_sockets,
             keepalive,
+            silent_probes: args.silent_probes,
         };
         let mut probe = Probe::load(&cfg)?;
+        crate::metrics::get().follow_probe(&probe);
         readers::spawn_probe_logger(&mut probe)?;
         let wake = Arc::new(Notify::new());
         let inbox = readers::Inbox::default();
@@ -91,11 +93,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let escalation = restarts
             .is_some()
             .then(|| judge::Escalation::new(args.node.action, args.node.escalate_after));
+        let mut judge = Judge::new(settings, escalation);
+        // With the kernel's news of unanswered keepalive probes, a healthy idle socket is
+        // never looked at; without it, on a schedule.
+        judge.idle.notified = probe.unanswered_news;
         let mut daemon = Daemon::new(crate::daemon::Parts {
             probe,
             diag,
             polled,
-            judge: Judge::new(settings, escalation),
+            judge,
             status: tx,
             restarts,
             follow,

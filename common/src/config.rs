@@ -14,7 +14,10 @@ pub mod stats {
     /// A news event did not fit in the `NEWS` ring buffer: the agent re-reads the whole
     /// `SOCKETS` map once when this grows, instead of trusting its copy.
     pub const NEWS_LOST: u32 = 3;
-    pub const LEN: u32 = 4;
+    /// `UNANSWERED` news sent: keepalive probes of a watched socket went unanswered past the
+    /// threshold (`crate::news::UNANSWERED`).
+    pub const UNANSWERED: u32 = 4;
+    pub const LEN: u32 = 5;
 }
 
 /// Who opened a socket: recorded by the cgroup `connect4`/`connect6` hook, which runs

@@ -57,6 +57,17 @@ pub const CGROUP_TRACEPOINTS: Feature = Feature {
     required: false,
 };
 
+/// fentry on `tcp_write_wakeup`, or the `timer_expire_entry` tracepoint (`tp_btf`) where a
+/// kernel refuses fentry, with BTF (all 5.5, as `bpf_probe_read_kernel`), sending into the
+/// news ring buffer (`bpf_ringbuf_output`, 5.8).
+pub const KEEPALIVE_NEWS: Feature = Feature {
+    id: "keepalive_news",
+    gives: "the kernel reports a watched idle socket's unanswered keepalive probes as they happen: no periodic tcp_info reads of idle sockets",
+    since: (5, 8),
+    without: "idle sockets are looked at through sock_diag on a schedule (the same verdicts, one tcp_info read each); one warning at start; `check` warns on `unanswered probes`",
+    required: false,
+};
+
 /// `bpf_setsockopt` of `SO_KEEPALIVE`, `TCP_KEEPIDLE`/`KEEPINTVL`/`KEEPCNT`, `TCP_USER_TIMEOUT`.
 pub const KEEPALIVE_SET: Feature = Feature {
     id: "keepalive_set",
@@ -121,12 +132,13 @@ pub const SOCK_DESTROY: Feature = Feature {
 };
 
 /// Every feature, oldest first.
-pub const ALL: [Feature; 10] = [
+pub const ALL: [Feature; 11] = [
     SOCK_DESTROY,
     SOCK_OPS,
     APP_KEEPALIVE,
     CGROUP_TRACEPOINTS,
     CONNECT_HOOKS,
+    KEEPALIVE_NEWS,
     KEEPALIVE_SET,
     ITER_KEEPALIVE,
     APP_KEEPALIVE_NETNS,

@@ -45,4 +45,25 @@ pub mod programs {
     pub const CGROUP_RMDIR: &str = "lifeline_cgroup_rmdir";
     pub const SETSOCKOPT: &str = "lifeline_setsockopt";
     pub const SETSOCKOPT_ANY_NETNS: &str = "lifeline_setsockopt_any_netns";
+    pub const UNANSWERED: &str = "lifeline_unanswered";
+    pub const UNANSWERED_TIMER: &str = "lifeline_unanswered_timer";
+}
+
+/// Names of the probe's load-time globals (`EbpfLoader::override_global`): the keepalive
+/// news programs' kernel struct offsets, read from the running kernel's BTF (Rust eBPF has
+/// no CO-RE field relocations), their threshold, and a kernel function's address.
+pub mod globals {
+    /// Byte offset of `icsk_probes_out` (u8) in `struct inet_connection_sock`; 0: unknown,
+    /// the program does nothing.
+    pub const PROBES_OUT_OFFSET: &str = "PROBES_OUT_OFFSET";
+    /// Byte offset of `skc_cookie` (u64) in `struct sock_common`, the start of `struct sock`.
+    pub const COOKIE_OFFSET: &str = "COOKIE_OFFSET";
+    /// Unanswered probes from which a watched socket's next probe is news.
+    pub const UNANSWERED_MIN: &str = "UNANSWERED_MIN";
+    /// Byte offset of `function` in `struct timer_list` (the tracepoint fallback).
+    pub const TIMER_FUNCTION_OFFSET: &str = "TIMER_FUNCTION_OFFSET";
+    /// Byte offset of `sk_timer` in `struct sock`.
+    pub const SK_TIMER_OFFSET: &str = "SK_TIMER_OFFSET";
+    /// Address of `tcp_keepalive_timer` (u64, from /proc/kallsyms); 0: unknown.
+    pub const KEEPALIVE_TIMER: &str = "KEEPALIVE_TIMER";
 }

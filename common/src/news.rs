@@ -10,7 +10,9 @@ pub const TROUBLE: u32 = 2;
 pub const STATE: u32 = 3;
 /// The socket closed and its record is gone.
 pub const CLOSE: u32 = 4;
-/// Keepalive probes of an idle watched socket went unanswered.
+/// Keepalive probes of an idle watched socket went unanswered; `arg` = how many in a row, at
+/// the moment the next one is sent. Sent for each probe from the agent's threshold on
+/// (`max(1, --silent-probes - 2)`), so a dead peer is news without any `sock_diag` read.
 pub const UNANSWERED: u32 = 5;
 
 /// One ring-buffer record.
@@ -18,10 +20,10 @@ pub const UNANSWERED: u32 = 5;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct News {
     pub cookie: u64,
-    /// `ESTABLISHED`, `TROUBLE`, `STATE` or `CLOSE`.
+    /// `ESTABLISHED`, `TROUBLE`, `STATE`, `CLOSE` or `UNANSWERED`.
     pub kind: u32,
-    /// Explicit, so every byte is a field.
-    pub pad: u32,
+    /// Kind-specific: for `UNANSWERED` the unanswered probes; 0 otherwise.
+    pub arg: u32,
 }
 
 const _: () = assert!(core::mem::size_of::<News>() == 16);

@@ -102,6 +102,7 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
         "{out}"
     );
     kernel_row(&out, "cgroup tracepoints", &features::CGROUP_TRACEPOINTS);
+    kernel_row(&out, "unanswered probes", &features::KEEPALIVE_NEWS);
     kernel_row(&out, "bpf_setsockopt", &features::ITER_CALLBACKS);
     kernel_row(&out, "keepalive", &features::KEEPALIVE_READ);
     // Go's after-connect keepalive merged by the setsockopt hook: on every kernel here,

@@ -28,10 +28,14 @@ const BPF_NOEXIST: u64 = 1;
 const ATTACH_MODE: CgroupAttachMode = CgroupAttachMode::Single;
 
 mod batch;
+mod btf;
+mod counters;
 mod maps_setup;
 mod records;
 mod sockopt;
+mod unanswered;
 mod watch_maps;
+pub use counters::StatsReader;
 use maps_setup::{configure, load_iter, raise_memlock};
 pub use sockopt::AppKeepalive;
 
@@ -45,6 +49,8 @@ pub struct ProbeConfig<'a> {
     pub max_sockets: u32,
     /// What to arm watched sockets with; `idle_s` 0: no keepalive.
     pub keepalive: Keepalive,
+    /// `--silent-probes`: keepalive news starts two probes before it (`unanswered_min`).
+    pub silent_probes: u8,
 }
 
 pub struct Probe {
@@ -60,6 +66,11 @@ pub struct Probe {
     pub tracking_error: Option<String>,
     /// Whether the application's own keepalive calls are merged with lifeline's.
     pub app_keepalive: AppKeepalive,
+    /// `true` when the kernel reports unanswered keepalive probes of watched sockets
+    /// (`news::UNANSWERED`); otherwise idle sockets must be read through `sock_diag`.
+    pub unanswered_news: bool,
+    /// Which program reports them (`unanswered::FENTRY` or `TIMER`), or why none does.
+    pub unanswered_hook: Result<&'static str, String>,
 }
 
 /// `OWNERS` has one LRU list per CPU, each with an equal share of the entries: 1,024 per
@@ -80,6 +91,10 @@ impl Probe {
         // The whole verifier log, for whoever debugs a rejection on their kernel.
         if std::env::var_os("LIFELINE_VERIFIER_LOG").is_some() {
             loader.verifier_log_level(VerifierLogLevel::VERBOSE | VerifierLogLevel::STATS);
+        }
+        let news_globals = unanswered::Globals::from_kernel(cfg.silent_probes);
+        if let Ok(g) = &news_globals {
+            g.set(&mut loader);
         }
         let mut ebpf = loader
             .map_max_entries(maps::SOCKETS, cfg.max_sockets)
@@ -112,6 +127,7 @@ impl Probe {
                 .map_err(|e| crate::errors::explain_program(name, &e))?;
         }
         let app_keepalive = sockopt::load(&mut ebpf, cgroup);
+        let unanswered_hook = unanswered::attach(&mut ebpf, &news_globals);
         let can_adopt = match load_iter(&mut ebpf) {
             Ok(()) => true,
             Err(e) => {
@@ -126,6 +142,8 @@ impl Probe {
             tracks_cgroups: tracking_error.is_none(),
             tracking_error,
             app_keepalive,
+            unanswered_news: unanswered_hook.is_ok(),
+            unanswered_hook,
         })
     }
 
@@ -173,11 +191,15 @@ impl Probe {
     /// When the map cannot be read.
     pub fn stats(&self) -> Result<[u64; stats::LEN as usize]> {
         let map: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map(maps::STATS)?)?;
-        let mut out = [0u64; stats::LEN as usize];
-        for (i, slot) in out.iter_mut().enumerate() {
-            *slot = map.get(&u32::try_from(i)?, 0)?.iter().sum();
-        }
-        Ok(out)
+        counters::sum(&map)
+    }
+
+    /// A reader of the same counters that lives apart from the probe (for the metrics).
+    ///
+    /// # Errors
+    /// When the map cannot be opened again.
+    pub fn stats_reader(&self) -> Result<StatsReader> {
+        StatsReader::open(self.map(maps::STATS)?)
     }
 
     /// Record a socket found by `sock_diag` unless the kernel side already has it; `true`

@@ -53,8 +53,12 @@ pub const SERIES: [Series; 3] = [
 /// The lab subset run in every guest: every kernel-dependent path (`lifeline_common::
 /// features`) and the watch model, longest first so two at a time finish together.
 /// (test binary, test name).
-pub const TESTS: [(&str, &str); 11] = [
+pub const TESTS: [(&str, &str); 12] = [
     ("idle", "idle_long_poll_blackholed_is_killed_as_silent"),
+    (
+        "keepalive_news",
+        "unanswered_keepalive_probes_are_news_and_answered_ones_are_not",
+    ),
     ("no_false_positive", "healthy_connections_are_left_alone"),
     (
         "unit_lifecycle",

@@ -1,0 +1,115 @@
+//! fentry on `tcp_write_wakeup()`: the kernel tells the agent when a watched idle socket's
+//! keepalive probes go unanswered, so a dead peer is news instead of something the agent
+//! finds by reading every idle socket's `tcp_info` through `sock_diag` on a schedule.
+//!
+//! `tcp_keepalive_timer()` sends each keepalive probe through `tcp_write_wakeup()` and only
+//! then counts it in `icsk_probes_out`
+//! (<https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>), which any ACK
+//! from the peer resets to 0 (`tcp_ack()` in
+//! <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>): at entry it is the
+//! number of earlier probes still unanswered. Zero-window probes take the same path
+//! (`tcp_send_probe0()` in <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_output.c>)
+//! and the same counter: unanswered, they mean the same silent peer.
+//!
+//! It runs for every keepalive probe of the host, so a probe below the threshold costs one
+//! kernel read and nothing else. The struct offsets come from the running kernel's BTF at
+//! load time (Rust eBPF has no CO-RE field relocations), in read-only globals the verifier
+//! sees as constants.
+//!
+//! Where fentry cannot load (kernels that refuse BPF trampolines: this project's CI machines
+//! answer EPERM for any function), the same check runs from the `timer:timer_expire_entry`
+//! tracepoint (`tp_btf`), for the timers whose function is `tcp_keepalive_timer`: the
+//! keepalive timer is `sk->sk_timer`, and it fires just before each probe. That tracepoint
+//! sees every timer of the host, so it is only the fallback.
+
+use aya_ebpf::{
+    Global,
+    helpers::bpf_probe_read_kernel,
+    macros::{btf_tracepoint, fentry},
+    programs::{BtfTracePointContext, FEntryContext},
+};
+use lifeline_common::{config::stats, news};
+
+use crate::maps::{SOCKETS, count, news};
+
+/// `lifeline_common::globals::PROBES_OUT_OFFSET`; 0: unknown, do nothing.
+#[unsafe(no_mangle)]
+static PROBES_OUT_OFFSET: Global<u32> = Global::new(0);
+/// `lifeline_common::globals::COOKIE_OFFSET`.
+#[unsafe(no_mangle)]
+static COOKIE_OFFSET: Global<u32> = Global::new(0);
+/// `lifeline_common::globals::UNANSWERED_MIN`.
+#[unsafe(no_mangle)]
+static UNANSWERED_MIN: Global<u32> = Global::new(u32::MAX);
+/// `lifeline_common::globals::TIMER_FUNCTION_OFFSET`.
+#[unsafe(no_mangle)]
+static TIMER_FUNCTION_OFFSET: Global<u32> = Global::new(0);
+/// `lifeline_common::globals::SK_TIMER_OFFSET`.
+#[unsafe(no_mangle)]
+static SK_TIMER_OFFSET: Global<u32> = Global::new(0);
+/// `lifeline_common::globals::KEEPALIVE_TIMER`; 0: unknown, the fallback does nothing.
+#[unsafe(no_mangle)]
+static KEEPALIVE_TIMER: Global<u64> = Global::new(0);
+
+#[fentry(function = "tcp_write_wakeup")]
+pub fn lifeline_unanswered(ctx: FEntryContext) -> u32 {
+    let _ = report(ctx.arg(0));
+    0
+}
+
+/// `timer_expire_entry(struct timer_list *timer, unsigned long baseclk)`
+/// (<https://github.com/torvalds/linux/blob/v6.18/include/trace/events/timer.h>), run by
+/// `expire_timers()` right before `timer->function(timer)`.
+#[btf_tracepoint(function = "timer_expire_entry")]
+pub fn lifeline_unanswered_timer(ctx: BtfTracePointContext) -> u32 {
+    let _ = try_timer(&ctx);
+    0
+}
+
+fn try_timer(ctx: &BtfTracePointContext) -> Option<()> {
+    let timer: *const u8 = ctx.arg(0);
+    let want = KEEPALIVE_TIMER.load();
+    if timer.is_null() || want == 0 {
+        return None;
+    }
+    let function: u64 = read(timer, TIMER_FUNCTION_OFFSET.load())?;
+    if function != want {
+        return None;
+    }
+    // `tcp_keepalive_timer()` only ever runs on `sk->sk_timer`.
+    report(timer.wrapping_sub(SK_TIMER_OFFSET.load() as usize))
+}
+
+fn report(sk: *const u8) -> Option<()> {
+    let at = PROBES_OUT_OFFSET.load();
+    if sk.is_null() || at == 0 {
+        return None;
+    }
+    let probes_out: u8 = read(sk, at)?;
+    if u32::from(probes_out) < UNANSWERED_MIN.load() {
+        return None;
+    }
+    // `sk->__sk_common.skc_cookie`: 0 while no one asked for it, so never a watched socket
+    // (`sock_ops` takes the cookie of every socket it records).
+    let cookie: u64 = read(sk, COOKIE_OFFSET.load())?;
+    if cookie == 0 {
+        return None;
+    }
+    SOCKETS.get_ptr(cookie)?;
+    news(cookie, news::UNANSWERED, u32::from(probes_out));
+    count(stats::UNANSWERED);
+    Some(())
+}
+
+/// The `T` at byte `at` of the kernel object at `base` (a socket or timer the kernel passed,
+/// at an offset its own BTF gives).
+fn read<T>(base: *const u8, at: u32) -> Option<T> {
+    #[allow(
+        clippy::cast_ptr_alignment,
+        reason = "bpf_probe_read_kernel copies bytes: no aligned load"
+    )]
+    let src = base.wrapping_add(at as usize).cast::<T>();
+    // SAFETY: the helper copies through the kernel's fault-safe path and fails instead of
+    // faulting.
+    unsafe { bpf_probe_read_kernel(src) }.ok()
+}
