@@ -81,22 +81,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         )?;
         let (ask_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
         crate::status_server::serve(&args.status_socket, ask_tx)?;
-        let settings = judge::Settings {
-            stall: args.stall_timeout,
-            silent: silence,
-            want: keepalive,
-            migrate: args.on_orphan == crate::cli::OnOrphan::Migrate,
-            spread: args.migrate_spread,
-            dry_run: args.dry_run,
-            max_kills_per_minute: args.max_kills_per_minute,
-        };
-        let escalation = restarts
-            .is_some()
-            .then(|| judge::Escalation::new(args.node.action, args.node.escalate_after));
-        let mut judge = Judge::new(settings, escalation);
-        // With the kernel's news of unanswered keepalive probes, a healthy idle socket is
-        // never looked at; without it, on a schedule.
-        judge.idle.notified = probe.unanswered_news;
+        let judge = new_judge(args, silence, keepalive, restarts.is_some(), &probe);
         let mut daemon = Daemon::new(crate::daemon::Parts {
             probe,
             diag,
@@ -132,6 +117,32 @@ pub fn run(args: &RunArgs) -> Result<()> {
         tracing::info!(event = "stopped", "probe detached");
         result
     })
+}
+
+/// The judge, from the flags; `restarts`: a restarter runs (`--restart-unit`).
+fn new_judge(
+    args: &RunArgs,
+    silence: Option<judge::Silence>,
+    keepalive: Keepalive,
+    restarts: bool,
+    probe: &Probe,
+) -> Judge {
+    let settings = judge::Settings {
+        stall: args.stall_timeout,
+        silent: silence,
+        want: keepalive,
+        migrate: args.on_orphan == crate::cli::OnOrphan::Migrate,
+        spread: args.migrate_spread,
+        dry_run: args.dry_run,
+        max_kills_per_minute: args.max_kills_per_minute,
+    };
+    let escalation =
+        restarts.then(|| judge::Escalation::new(args.node.action, args.node.escalate_after));
+    let mut judge = Judge::new(settings, escalation);
+    // With the kernel's news of unanswered keepalive probes, a healthy idle socket is never
+    // looked at; without it, on a schedule.
+    judge.idle.notified = probe.unanswered_news;
+    judge
 }
 
 /// `--ports`, plus the endpoints' ports when their clients are targets (the hooks select
@@ -183,7 +194,7 @@ async fn sweep_until_signal(
             () = wake.notified() => {}
             // `lifeline status`: answered between two sweeps, without moving the next one.
             Some(reply) = asks.recv() => {
-                match daemon.full_snapshot() {
+                match daemon.status_body() {
                     Ok(s) => drop(reply.send(s)),
                     Err(e) => tracing::warn!(error = %format!("{e:#}"), "cannot answer a status request"),
                 }

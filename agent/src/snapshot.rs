@@ -1,4 +1,9 @@
-//! One row of `lifeline status`: a socket as the probe recorded it and the kernel reports it.
+//! One row of `lifeline status`: a socket as the probe recorded it and the kernel reports it,
+//! serialised straight from the record. Field for field what `status::SocketStatus` reads
+//! back; nothing is allocated per row (addresses are written through `Display`, the texts
+//! are shared), because 100,000 rows are built whenever `lifeline status` asks.
+
+use std::{fmt::Display, net::SocketAddr};
 
 use lifeline_common::{
     SockState,
@@ -6,23 +11,57 @@ use lifeline_common::{
     sock::{ADOPT_NO_ITERATOR, ADOPT_PENDING, SOURCE_ADOPTED, adopt_armed},
     watch::{BY_CGROUP, BY_COMM, BY_ENDPOINT},
 };
+use serde::{Serialize, Serializer, ser::SerializeSeq};
 
-use crate::{clock, diag::TcpInfo, judge::Verdict, status::SocketStatus};
+use crate::{clock, diag::TcpInfo, judge::Verdict};
 
-pub fn row(
+#[derive(Serialize)]
+pub struct Row<'a> {
     cookie: u64,
-    r: &SockState,
-    info: Option<&TcpInfo>,
-    verdict: Verdict,
-    keepalive: String,
-    now: u64,
-) -> SocketStatus {
-    SocketStatus {
+    #[serde(serialize_with = "display")]
+    local: SocketAddr,
+    #[serde(serialize_with = "display")]
+    peer: SocketAddr,
+    owner_pid: Option<u32>,
+    owner_comm: Option<&'a str>,
+    established_age_ms: u64,
+    last_ack_age_ms: u64,
+    trouble_age_ms: Option<u64>,
+    unacked_segs: u32,
+    unacked_bytes: u32,
+    retransmits: u32,
+    rto_count: u32,
+    bytes_acked: u64,
+    bytes_received: u64,
+    verdict: &'static str,
+    keepalive: &'a str,
+    keepalive_probes: Option<u8>,
+    endpoint: Option<&'a str>,
+    endpoint_member: Option<&'static str>,
+    source: &'static str,
+    polled: Option<String>,
+    #[serde(serialize_with = "watched_by")]
+    watched_by: u32,
+}
+
+/// What a row says beyond the record: the judge's verdict, the kernel's `tcp_info` when it
+/// was read in the last sweep, the keepalive column, the endpoint and its membership.
+pub struct Extra<'a> {
+    pub verdict: Verdict,
+    pub info: Option<&'a TcpInfo>,
+    pub keepalive: &'a str,
+    pub endpoint: Option<(&'a str, &'static str)>,
+}
+
+#[must_use]
+pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a> {
+    let info = x.info;
+    Row {
         cookie,
-        local: r.local().to_string(),
-        peer: r.peer().to_string(),
+        local: r.local(),
+        peer: r.peer(),
         owner_pid: (r.owner_pid != 0).then_some(r.owner_pid),
-        owner_comm: r.comm().map(str::to_owned),
+        owner_comm: r.comm(),
         established_age_ms: clock::age_ms(now, r.established_ns),
         last_ack_age_ms: info.map_or_else(
             || clock::age_ms(now, r.last_ack_ns),
@@ -35,28 +74,42 @@ pub fn row(
         rto_count: r.rto_count,
         bytes_acked: r.bytes_acked,
         bytes_received: r.bytes_received,
-        verdict: verdict.label().to_owned(),
-        keepalive,
+        verdict: x.verdict.label(),
+        keepalive: x.keepalive,
         keepalive_probes: info.map(|i| i.probes),
-        endpoint: None,
-        endpoint_member: None,
+        endpoint: x.endpoint.map(|e| e.0),
+        endpoint_member: x.endpoint.map(|e| e.1),
         source: if r.source == SOURCE_ADOPTED {
             "adopted"
         } else {
             "sock_ops"
-        }
-        .to_owned(),
+        },
         polled: (r.source == SOURCE_ADOPTED && !adopt_armed(r.adopt)).then(|| polled_why(r.adopt)),
-        watched_by: [
-            (BY_CGROUP, "cgroup"),
-            (BY_COMM, "comm"),
-            (BY_ENDPOINT, "endpoint"),
-        ]
-        .into_iter()
-        .filter(|(bit, _)| r.reasons & bit != 0)
-        .map(|(_, name)| name.to_owned())
-        .collect(),
+        watched_by: r.reasons,
     }
+}
+
+fn display<S: Serializer>(v: &impl Display, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+/// Why it is watched: "cgroup", "comm", "endpoint" (what `--cgroup`, `--comm` and
+/// `--endpoint-clients` select).
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's serialize_with passes the field by reference"
+)]
+fn watched_by<S: Serializer>(reasons: &u32, s: S) -> Result<S::Ok, S::Error> {
+    let names = [
+        (BY_CGROUP, "cgroup"),
+        (BY_COMM, "comm"),
+        (BY_ENDPOINT, "endpoint"),
+    ];
+    let mut seq = s.serialize_seq(None)?;
+    for (_, name) in names.iter().filter(|(bit, _)| reasons & bit != 0) {
+        seq.serialize_element(name)?;
+    }
+    seq.end()
 }
 
 /// Why an adopted socket is polled through `sock_diag` rather than followed by callbacks.
@@ -70,5 +123,52 @@ fn polled_why(adopt: i32) -> String {
             "the TCP iterator cannot set callback flags on this kernel (errno {}); {needs}",
             -errno
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::SocketStatus;
+
+    #[test]
+    fn a_row_reads_back_as_the_status_client_expects() {
+        let mut rec = SockState {
+            family: 2,
+            local_port: 40_000,
+            peer_port: 6443,
+            owner_pid: 812,
+            reasons: BY_CGROUP | BY_ENDPOINT,
+            established_ns: 1_000_000_000,
+            last_ack_ns: 3_000_000_000,
+            ..SockState::default()
+        };
+        rec.local_addr[..4].copy_from_slice(&[198, 51, 100, 2]);
+        rec.peer_addr[..4].copy_from_slice(&[203, 0, 113, 7]);
+        rec.owner_comm[..7].copy_from_slice(b"kubelet");
+        let x = Extra {
+            verdict: Verdict::Idle,
+            info: None,
+            keepalive: "2s,1s,20",
+            endpoint: Some(("api:6443", "in-set")),
+        };
+        let json = serde_json::to_string(&row(7, &rec, &x, 5_000_000_000)).unwrap();
+        let back: SocketStatus = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (back.local.as_str(), back.peer.as_str()),
+            ("198.51.100.2:40000", "203.0.113.7:6443")
+        );
+        assert_eq!(back.owner_comm.as_deref(), Some("kubelet"));
+        assert_eq!(
+            (back.established_age_ms, back.last_ack_age_ms),
+            (4_000, 2_000)
+        );
+        assert_eq!(
+            (back.verdict.as_str(), back.keepalive.as_str()),
+            ("idle", "2s,1s,20")
+        );
+        assert_eq!(back.endpoint_member.as_deref(), Some("in-set"));
+        assert_eq!(back.watched_by, ["cgroup", "endpoint"]);
+        assert_eq!((back.source.as_str(), back.polled), ("sock_ops", None));
     }
 }

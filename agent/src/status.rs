@@ -29,6 +29,7 @@ pub struct Snapshot {
     pub verdicts: std::collections::BTreeMap<String, u64>,
     /// A row per watched socket: filled for `lifeline status`, empty in the summary the
     /// daemon publishes after every sweep.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sockets: Vec<SocketStatus>,
 }
 

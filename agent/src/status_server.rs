@@ -1,7 +1,7 @@
 //! The status socket's server, on a thread of its own: each client's request goes to the
-//! daemon's loop, which builds the snapshot with every socket's row (`Daemon::full_snapshot`)
-//! between two sweeps; this thread serialises it and writes it with blocking writes, so a
-//! slow client never holds the sweeps, and a sweep never formats rows nobody asked for.
+//! daemon's loop, which builds the answer with every socket's row between two sweeps
+//! (`daemon/table.rs`); this thread writes it with blocking writes, so a slow client never
+//! holds the sweeps, and a sweep never formats rows nobody asked for.
 
 use std::{
     io::Write as _,
@@ -14,8 +14,6 @@ use std::{
 use anyhow::{Context as _, Result};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::status::Snapshot;
-
 /// A client that reads slower than this per write is dropped, so one stuck client cannot
 /// keep the others waiting for ever.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -23,10 +21,10 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client waits for the daemon's loop (busy in a sweep) before it gets no answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A request for a snapshot: the daemon's loop answers on it.
-pub type Ask = SyncSender<Snapshot>;
+/// A request for the status: the daemon's loop answers on it with the JSON.
+pub type Ask = SyncSender<Vec<u8>>;
 
-/// Serve a fresh snapshot to every client that connects. The thread ends with the process
+/// Serve a fresh answer to every client that connects. The thread ends with the process
 /// (it sits in `accept`).
 ///
 /// # Errors
@@ -48,24 +46,18 @@ pub fn serve(path: &Path, asks: UnboundedSender<Ask>) -> Result<()> {
 }
 
 fn serve_forever(listener: &UnixListener, asks: &UnboundedSender<Ask>) {
-    // The last answer's size, so the buffer does not grow by doubling through 30 MB.
-    let mut hint = 0;
     for conn in listener.incoming() {
         let Ok(mut conn) = conn else { continue };
         // No answer (the loop has ended, or is stuck): the client sees an empty reply and
         // says the daemon's status is not a JSON object.
-        let Some(snapshot) = ask(asks) else { continue };
-        let mut body = Vec::with_capacity(hint);
-        let _ = serde_json::to_writer(&mut body, &snapshot);
-        drop(snapshot);
-        hint = body.len() + body.len() / 8;
+        let Some(body) = ask(asks) else { continue };
         let _ = conn.set_write_timeout(Some(WRITE_TIMEOUT));
         let _ = conn.write_all(&body);
         let _ = conn.shutdown(std::net::Shutdown::Write);
     }
 }
 
-fn ask(asks: &UnboundedSender<Ask>) -> Option<Snapshot> {
+fn ask(asks: &UnboundedSender<Ask>) -> Option<Vec<u8>> {
     let (tx, rx) = sync_channel(1);
     asks.send(tx).ok()?;
     rx.recv_timeout(ANSWER_TIMEOUT).ok()
@@ -80,15 +72,10 @@ mod tests {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Ask>();
         let loop_side = std::thread::spawn(move || {
             let reply = rx.blocking_recv().unwrap();
-            reply
-                .send(Snapshot {
-                    kills: 3,
-                    ..Snapshot::default()
-                })
-                .unwrap();
+            reply.send(b"{}".to_vec()).unwrap();
             drop(rx);
         });
-        assert_eq!(ask(&tx).map(|s| s.kills), Some(3));
+        assert_eq!(ask(&tx).as_deref(), Some(&b"{}"[..]));
         loop_side.join().unwrap();
         assert!(ask(&tx).is_none(), "the loop has ended: no answer");
     }

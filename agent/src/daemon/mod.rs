@@ -22,6 +22,7 @@ use crate::{
 
 mod execute;
 mod publish;
+mod table;
 mod tally;
 mod visit;
 

@@ -1,13 +1,12 @@
-//! What the daemon tells others: the counts after every sweep (metrics, systemd's STATUS=),
-//! and the whole table of sockets when `lifeline status` asks for it (built then, from a
-//! whole read of the map, so a sweep never formats 100,000 rows nobody reads).
+//! What the daemon tells others after every sweep: the counts (metrics, systemd's STATUS=).
+//! The table of sockets is built only when `lifeline status` asks (`table.rs`).
 
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use lifeline_common::{SockState, config::stats};
 
-use crate::{clock, judge, snapshot, status::Snapshot};
+use crate::status::Snapshot;
 
 use super::Daemon;
 
@@ -21,7 +20,7 @@ impl Daemon {
         self.status.send_replace(summary);
     }
 
-    fn summary(&self) -> Snapshot {
+    pub(super) fn summary(&self) -> Snapshot {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         Snapshot {
             stall_timeout_ms: ms(self.judge.settings.stall),
@@ -44,41 +43,6 @@ impl Daemon {
                 .collect(),
             sockets: Vec::new(),
         }
-    }
-
-    /// The summary with a row per watched socket, read from the map now: each with its
-    /// verdict from its last visit and, when it was looked at in the last sweep, the
-    /// kernel's `tcp_info`.
-    ///
-    /// # Errors
-    /// When the probe's map cannot be read.
-    pub fn full_snapshot(&self) -> Result<Snapshot> {
-        let records = self.probe.sockets()?;
-        let now = clock::now_ns();
-        let mut out = self.summary();
-        out.sockets = records
-            .iter()
-            .map(|(cookie, rec)| {
-                let verdict = self
-                    .tally
-                    .get(*cookie)
-                    .unwrap_or_else(|| self.judge.between(*cookie, rec, now));
-                let info = self.looked.get(cookie);
-                let keepalive =
-                    judge::idle::describe(rec, &self.judge.idle.want, self.probe.can_adopt);
-                let mut row = snapshot::row(*cookie, rec, info, verdict, keepalive, now);
-                if let Some((endpoint, member)) = self
-                    .follow
-                    .as_ref()
-                    .and_then(|f| f.endpoints.membership(rec.peer(), f.grace))
-                {
-                    row.endpoint = Some(endpoint);
-                    row.endpoint_member = Some(member.label().to_owned());
-                }
-                row
-            })
-            .collect();
-        Ok(out)
     }
 
     pub(crate) fn report_unreadable(
