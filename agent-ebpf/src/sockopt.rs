@@ -20,10 +20,11 @@ use lifeline_common::{
     keepalive::{
         SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, ka_armed,
     },
+    news,
     sockopt::{SockKey, count, shorter},
 };
 
-use crate::maps::{CONFIG, KEEPALIVE, SOCKETS, TUPLES};
+use crate::maps::{CONFIG, KEEPALIVE, SOCKETS, TUPLES, news};
 
 const AF_INET: u32 = 2;
 const AF_INET6: u32 = 10;
@@ -125,6 +126,10 @@ fn try_setsockopt<const NETNS: bool>(ctx: &SockoptContext) -> Option<()> {
     unsafe {
         val.write_volatile(new as i32);
     };
+    if o.level == SOL_TCP {
+        // The record changed: the agent's copy follows the news.
+        news(app.cookie, news::KEEPALIVE, 0);
+    }
     Some(())
 }
 

@@ -113,6 +113,10 @@ impl Mirror {
         self.records.keys().copied()
     }
 
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &SockState)> {
+        self.records.iter().map(|(c, r)| (*c, r))
+    }
+
     /// Each distinct peer and its sockets.
     pub fn peers(&self) -> impl Iterator<Item = (&SocketAddr, &HashSet<u64>)> {
         self.by_peer.iter()

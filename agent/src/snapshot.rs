@@ -1,6 +1,6 @@
 //! One row of `lifeline status`: a socket as the probe recorded it and the kernel reports it,
 //! serialised straight from the record. Field for field what `status::SocketStatus` reads
-//! back; nothing is allocated per row (addresses are written through `Display`, the texts
+//! back (an absent field is `None` there, so none is written as `null`); nothing is allocated per row (addresses are written through `Display`, the texts
 //! are shared), because 100,000 rows are built whenever `lifeline status` asks.
 
 use std::{fmt::Display, net::SocketAddr};
@@ -22,10 +22,13 @@ pub struct Row<'a> {
     local: SocketAddr,
     #[serde(serialize_with = "display")]
     peer: SocketAddr,
+    #[serde(skip_serializing_if = "Option::is_none")]
     owner_pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     owner_comm: Option<&'a str>,
     established_age_ms: u64,
     last_ack_age_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     trouble_age_ms: Option<u64>,
     unacked_segs: u32,
     unacked_bytes: u32,
@@ -35,10 +38,14 @@ pub struct Row<'a> {
     bytes_received: u64,
     verdict: &'static str,
     keepalive: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     keepalive_probes: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     endpoint: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     endpoint_member: Option<&'static str>,
     source: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     polled: Option<String>,
     #[serde(serialize_with = "watched_by")]
     watched_by: u32,

@@ -48,8 +48,9 @@ impl Runs {
 }
 
 /// The agent's programs on the cgroup root, by attach type (`cgroup_sock_ops`,
-/// `cgroup_inet4_connect`, ...), with their ids.
-pub fn hooks(pid: u32) -> Result<BTreeMap<String, u32>> {
+/// `cgroup_inet4_connect`, ...), and its unanswered-probe hook (`UNANSWERED`: the fentry
+/// program and its tracepoint fallback, whichever is attached), with their ids.
+pub fn hooks(pid: u32) -> Result<BTreeMap<String, Vec<u32>>> {
     let root = lifeline_tests::cgroup::cgroup2_mount()?;
     let out = lifeline_tests::cmd::output(
         std::process::Command::new("bpftool")
@@ -58,16 +59,43 @@ pub fn hooks(pid: u32) -> Result<BTreeMap<String, u32>> {
     )?;
     let attached: Value = serde_json::from_slice(&out.stdout).context("bpftool cgroup show")?;
     let ours = prog_ids(pid);
-    Ok(attached
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| {
-            let id = u32::try_from(p["id"].as_u64()?).ok()?;
-            let kind = p["attach_type"].as_str()?.to_owned();
-            ours.contains(&id).then_some((kind, id))
-        })
-        .collect())
+    let mut out: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for p in attached.as_array().into_iter().flatten() {
+        let (Some(id), Some(kind)) = (
+            p["id"].as_u64().and_then(|i| u32::try_from(i).ok()),
+            p["attach_type"].as_str(),
+        ) else {
+            continue;
+        };
+        if ours.contains(&id) {
+            out.entry(kind.to_owned()).or_default().push(id);
+        }
+    }
+    for id in ours {
+        // The kernel keeps the first 15 bytes of a program's name.
+        if name(id)?.starts_with("lifeline_unans") {
+            out.entry(UNANSWERED.to_owned()).or_default().push(id);
+        }
+    }
+    Ok(out)
+}
+
+/// The key of the unanswered-probe hook in `hooks`.
+pub const UNANSWERED: &str = "unanswered";
+
+fn name(id: u32) -> Result<String> {
+    Ok(show(id)?["name"].as_str().unwrap_or_default().to_owned())
+}
+
+fn show(id: u32) -> Result<Value> {
+    let out = lifeline_tests::cmd::output(std::process::Command::new("bpftool").args([
+        "prog",
+        "show",
+        "id",
+        &id.to_string(),
+        "-j",
+    ]))?;
+    serde_json::from_slice(&out.stdout).context("bpftool prog show")
 }
 
 /// Ids of the programs `pid` holds open (`prog_id:` in each fd's fdinfo).
@@ -85,35 +113,30 @@ fn prog_ids(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Runs so far of program `id`.
-fn read(id: u32) -> Result<Runs> {
-    let out = lifeline_tests::cmd::output(std::process::Command::new("bpftool").args([
-        "prog",
-        "show",
-        "id",
-        &id.to_string(),
-        "-j",
-    ]))?;
-    let v: Value = serde_json::from_slice(&out.stdout).context("bpftool prog show")?;
-    Ok(Runs {
-        count: v["run_cnt"].as_u64().unwrap_or(0),
-        ns: v["run_time_ns"].as_u64().unwrap_or(0),
-    })
+/// Runs so far of programs `ids`, summed.
+fn read(ids: &[u32]) -> Result<Runs> {
+    let mut r = Runs::default();
+    for id in ids {
+        let v = show(*id)?;
+        r.count += v["run_cnt"].as_u64().unwrap_or(0);
+        r.ns += v["run_time_ns"].as_u64().unwrap_or(0);
+    }
+    Ok(r)
 }
 
 /// Each hook's runs while `work` runs (stats must be on).
 pub fn during<T>(
-    hooks: &BTreeMap<String, u32>,
+    hooks: &BTreeMap<String, Vec<u32>>,
     work: impl FnOnce() -> Result<T>,
 ) -> Result<(BTreeMap<String, Runs>, T)> {
     let before: BTreeMap<&String, Runs> = hooks
         .iter()
-        .map(|(k, id)| Ok((k, read(*id)?)))
+        .map(|(k, ids)| Ok((k, read(ids)?)))
         .collect::<Result<_>>()?;
     let out = work()?;
     let mut runs = BTreeMap::new();
-    for (k, id) in hooks {
-        let (a, b) = (read(*id)?, &before[k]);
+    for (k, ids) in hooks {
+        let (a, b) = (read(ids)?, &before[k]);
         runs.insert(
             k.clone(),
             Runs {

@@ -29,7 +29,7 @@ pub struct BpfCost {
 pub fn run(quick: bool) -> Result<BpfCost> {
     println!("cost: each hook's runs with kernel.bpf_stats_enabled=1");
     let secs = if quick { 3 } else { 5 };
-    let l = SockLab::new()?;
+    let mut l = SockLab::new()?;
     let _server = l.iperf_server()?;
     let (agent, _) = l.agent(&[])?;
     std::thread::sleep(Duration::from_secs(2));
@@ -64,11 +64,29 @@ pub fn run(quick: bool) -> Result<BpfCost> {
             runs,
         });
     }
+    // Idle watched connections: the unanswered-probe hook runs for each keepalive probe (the
+    // tracepoint fallback, for each timer of the host), one kernel read below its threshold.
+    l.hold(IDLE, true)?;
+    // Past the keepalive idle time (2 s): every one is being probed.
+    std::thread::sleep(Duration::from_secs(4));
+    let idle_secs = secs * 2;
+    let (runs, ()) = bpfstats::during(&hooks, || {
+        std::thread::sleep(Duration::from_secs(idle_secs));
+        Ok(())
+    })?;
+    flows.push(Flow {
+        what: format!("{IDLE} idle watched connections ({idle_secs} s)"),
+        gb: None,
+        connects: None,
+        runs,
+    });
     for f in &flows {
         println!("cost: {}: {:?}", f.what, f.runs);
     }
     Ok(BpfCost { flows, secs })
 }
+
+const IDLE: usize = 1_000;
 
 fn kind(watched: bool) -> &'static str {
     if watched { "watched" } else { "unwatched" }

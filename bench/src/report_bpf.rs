@@ -21,24 +21,29 @@ pub fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
     writeln!(
         s,
         "One agent at its defaults; each flow runs {} s (iperf3 to port 6443, a watched port, \
-        from the watched cgroup or from outside it; churn: connect and close at 1,000/s). Runs \
-        and time are the kernel's own counters for this agent's programs only; the sysctl is \
-        put back afterwards.\n",
+        from the watched cgroup or from outside it; churn: connect and close at 1,000/s; idle: \
+        1,000 watched connections nobody talks to, each probed every 2 s). Runs and time are \
+        the kernel's own counters for this agent's programs only; the sysctl is put back \
+        afterwards. The unanswered-probe hook is fentry on `tcp_write_wakeup` where the kernel \
+        allows BPF trampolines, else the `timer:timer_expire_entry` tracepoint, which runs for \
+        every timer of the host (`lifeline check`'s row `unanswered probes` names the one in \
+        use; this project's CI machines refuse trampolines).\n",
         c.secs
     )?;
     writeln!(
         s,
-        "| flow | GB / connects | sock_ops runs | per GB | ns per run | connect4 runs | ns per run | connect6 runs |"
+        "| flow | GB / connects | sock_ops runs | per GB | ns per run | connect4 runs | ns per run | connect6 runs | unanswered-probe hook runs | ns per run |"
     )?;
-    writeln!(s, "|---|---|---|---|---|---|---|---|")?;
+    writeln!(s, "|---|---|---|---|---|---|---|---|---|---|")?;
     for f in &c.flows {
         let get = |k: &str| f.runs.get(k).cloned().unwrap_or_default();
         let (ops, c4, c6) = (get(HOOKS[0].0), get(HOOKS[1].0), get(HOOKS[2].0));
+        let ua = get(crate::bpfstats::UNANSWERED);
         let ns =
             |r: &crate::bpfstats::Runs| r.ns_per_run().map_or("-".into(), |n| format!("{n:.0}"));
         writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             f.what,
             f.gb.map_or_else(
                 || f.connects.map_or("-".into(), |n| n.to_string()),
@@ -49,7 +54,9 @@ pub fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
             ns(&ops),
             c4.count,
             ns(&c4),
-            c6.count
+            c6.count,
+            ua.count,
+            ns(&ua)
         )?;
     }
     writeln!(s)?;

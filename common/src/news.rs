@@ -14,6 +14,9 @@ pub const CLOSE: u32 = 4;
 /// the moment the next one is sent. Sent for each probe from the agent's threshold on
 /// (`max(1, --silent-probes - 2)`), so a dead peer is news without any `sock_diag` read.
 pub const UNANSWERED: u32 = 5;
+/// The application set keepalive on a watched socket: the record holds the values now in
+/// force (`cgroup/setsockopt`).
+pub const KEEPALIVE: u32 = 6;
 
 /// One ring-buffer record.
 #[repr(C)]

@@ -1,8 +1,9 @@
-//! The answer to `lifeline status`: the summary and a row per watched socket, read from the
-//! map at the request (a sweep never formats a row) and serialised straight from the records
-//! into the bytes the status thread writes: at 100,000 sockets that is 30 MB, so nothing is
-//! copied or allocated per row. The keepalive texts and endpoint memberships are the same
-//! for many sockets and are worked out once each.
+//! The answer to `lifeline status`: the summary and a row per watched socket, built at the
+//! request (a sweep never formats a row) from the agent's mirror of the probe's records (kept
+//! current by the probe's news, so no read of the whole map either) and serialised straight
+//! from the records into the bytes the status thread writes: at 100,000 sockets that is
+//! tens of MB, so nothing is copied or allocated per row. The keepalive texts and endpoint
+//! memberships are the same for many sockets and are worked out once each.
 
 use std::{collections::HashMap, net::SocketAddr};
 
@@ -25,7 +26,7 @@ struct Answer<'a> {
 }
 
 struct Table<'a> {
-    records: &'a [(u64, SockState)],
+    records: Vec<(u64, &'a SockState)>,
     extras: Vec<Extra<'a>>,
     now: u64,
 }
@@ -47,13 +48,14 @@ impl Daemon {
     /// The JSON answer to `lifeline status`.
     ///
     /// # Errors
-    /// When the probe's map cannot be read.
+    /// When the answer cannot be serialised.
     pub fn status_body(&self) -> Result<Vec<u8>> {
-        let records = self.probe.sockets()?;
+        let records: Vec<(u64, &SockState)> = self.mirror.iter().collect();
         let now = clock::now_ns();
         let mut keepalive: HashMap<KaKey, String> = HashMap::new();
         let mut members: HashMap<SocketAddr, Option<(String, &'static str)>> = HashMap::new();
         for (_, rec) in &records {
+            let rec = *rec;
             let k = &rec.keepalive;
             keepalive
                 .entry((rec.ka_result, k.idle_s, k.intvl_s, k.cnt))
@@ -69,6 +71,7 @@ impl Daemon {
         let extras = records
             .iter()
             .map(|(cookie, rec)| {
+                let rec = *rec;
                 let k = &rec.keepalive;
                 Extra {
                     verdict: self
@@ -87,16 +90,17 @@ impl Daemon {
             })
             .collect();
         let summary = self.summary();
+        let rows = records.len();
         let answer = Answer {
             summary: &summary,
             sockets: Table {
-                records: &records,
+                records,
                 extras,
                 now,
             },
         };
         // About 300 bytes a row.
-        let mut out = Vec::with_capacity(4096 + records.len() * 320);
+        let mut out = Vec::with_capacity(4096 + rows * 320);
         serde_json::to_writer(&mut out, &answer)?;
         Ok(out)
     }
