@@ -71,10 +71,10 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Check(args) => check::run(args),
-        cli::Command::Status(args) if args.json => status::fetch_json(&args.status_socket)
-            .map(|raw| println!("{raw}"))
+        cli::Command::Status(args) if args.json => status::print_json(&args.status_socket)
             .inspect_err(|e| {
-                // Scripts asked for JSON: they get JSON, also about the failure.
+                // Scripts asked for JSON: they get JSON, also about the failure (nothing was
+                // printed unless the answer began as a JSON object).
                 println!("{}", serde_json::json!({ "error": format!("{e:#}") }));
             }),
         cli::Command::Status(args) => {

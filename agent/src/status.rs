@@ -1,7 +1,11 @@
 //! `lifeline status`: the daemon answers on a Unix socket with a snapshot built for the
 //! request; the command reads it and prints a table (or the JSON).
 
-use std::{io::Read as _, os::unix::net::UnixStream, path::Path};
+use std::{
+    io::{Read as _, Write},
+    os::unix::net::UnixStream,
+    path::Path,
+};
 
 use anyhow::{Context as _, Result, anyhow};
 use serde::{Deserialize, Serialize};
@@ -75,30 +79,54 @@ pub struct SocketStatus {
 /// # Errors
 /// When no daemon answers at `path`, or its answer is not a snapshot.
 pub fn fetch(path: &Path) -> Result<Snapshot> {
-    let body = fetch_json(path)?;
-    serde_json::from_str(&body).context("the daemon's status is not valid JSON")
+    let mut body = Vec::new();
+    copy_json(path, &mut body)?;
+    serde_json::from_slice(&body).context("the daemon's status is not valid JSON")
 }
 
-/// The daemon's snapshot as it sent it (`lifeline status --json`): printed as is, so that
-/// 100,000 sockets' 30 MB are not parsed only to be printed again.
+/// `lifeline status --json`: the daemon's answer copied to `out` as it arrives, so 100,000
+/// sockets' 35 MB are neither parsed nor held only to be printed again. Nothing is written
+/// unless the answer starts as a JSON object.
 ///
 /// # Errors
-/// When no daemon answers at `path`.
-pub fn fetch_json(path: &Path) -> Result<String> {
+/// When no daemon answers at `path`, or its answer is not a JSON object.
+pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
     let mut conn = UnixStream::connect(path).map_err(|e| {
         anyhow!(
             "cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)",
             path.display()
         )
     })?;
-    let mut body = String::new();
-    conn.read_to_string(&mut body)
-        .context("reading the daemon's status")?;
-    anyhow::ensure!(
-        body.starts_with('{') && body.ends_with('}'),
-        "the daemon's status is not a JSON object"
-    );
-    Ok(body)
+    let mut buf = vec![0u8; 1 << 16];
+    let mut first = true;
+    let mut last = 0u8;
+    loop {
+        let n = match conn.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("reading the daemon's status"),
+        };
+        anyhow::ensure!(
+            !first || buf[0] == b'{',
+            "the daemon's status is not a JSON object"
+        );
+        first = false;
+        last = buf[n - 1];
+        out.write_all(&buf[..n]).context("writing the status")?;
+    }
+    anyhow::ensure!(!first && last == b'}', "the daemon's status is not a JSON object");
+    Ok(())
+}
+
+/// `lifeline status --json`: the answer on stdout, then a newline.
+///
+/// # Errors
+/// As `copy_json`.
+pub fn print_json(path: &Path) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    copy_json(path, &mut out)?;
+    writeln!(out).context("writing the status")
 }
 
 /// The table `lifeline status` prints.

@@ -50,10 +50,14 @@ fn serve_forever(listener: &UnixListener, asks: &UnboundedSender<Ask>) {
         let Ok(mut conn) = conn else { continue };
         // No answer (the loop has ended, or is stuck): the client sees an empty reply and
         // says the daemon's status is not a JSON object.
+        let t0 = std::time::Instant::now();
         let Some(body) = ask(asks) else { continue };
+        let built = t0.elapsed();
         let _ = conn.set_write_timeout(Some(WRITE_TIMEOUT));
         let _ = conn.write_all(&body);
         let _ = conn.shutdown(std::net::Shutdown::Write);
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        tracing::debug!(bytes = body.len(), answer_ms = ms(built), written_ms = ms(t0.elapsed()), "status answered");
     }
 }
 

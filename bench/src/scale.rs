@@ -91,6 +91,12 @@ fn point(n: usize, keepalive: &'static str, window: Duration) -> Result<Point> {
     }
     times.sort_unstable();
     let status_ms = times[1];
+    // The agent's own share, when it logs it (`LIFELINE_LOG=info,lifeline::status_server=debug`).
+    for l in agent.proc.stderr_text().lines() {
+        if l.contains("status answered") {
+            println!("scale: {n}: agent: {l}");
+        }
+    }
     let v: serde_json::Value = serde_json::from_str(&text)?;
     let watched_seen = v["sockets"].as_array().map_or(0, Vec::len);
     let pid = agent.proc.pid();
