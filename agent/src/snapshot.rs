@@ -96,8 +96,21 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
     }
 }
 
+/// An address as text, formatted on the stack: `collect_str` pushes it through a
+/// character-by-character escaping adapter (100,000 rows took 140 ms that way, 90-130 ms so).
 fn display<S: Serializer>(v: &impl Display, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(v)
+    use std::io::Write as _;
+    // "[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255%4294967295]:65535" fits.
+    let mut buf = [0u8; 72];
+    let mut cur = std::io::Cursor::new(&mut buf[..]);
+    if write!(cur, "{v}").is_err() {
+        return s.collect_str(v);
+    }
+    let n = usize::try_from(cur.position()).unwrap_or(0);
+    match std::str::from_utf8(&buf[..n]) {
+        Ok(text) => s.serialize_str(text),
+        Err(_) => s.collect_str(v),
+    }
 }
 
 /// Why it is watched: "cgroup", "comm", "endpoint" (what `--cgroup`, `--comm` and

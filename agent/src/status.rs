@@ -115,7 +115,10 @@ pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
         last = buf[n - 1];
         out.write_all(&buf[..n]).context("writing the status")?;
     }
-    anyhow::ensure!(!first && last == b'}', "the daemon's status is not a JSON object");
+    anyhow::ensure!(
+        !first && last == b'}',
+        "the daemon's status is not a JSON object"
+    );
     Ok(())
 }
 

@@ -57,7 +57,12 @@ fn serve_forever(listener: &UnixListener, asks: &UnboundedSender<Ask>) {
         let _ = conn.write_all(&body);
         let _ = conn.shutdown(std::net::Shutdown::Write);
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        tracing::debug!(bytes = body.len(), answer_ms = ms(built), written_ms = ms(t0.elapsed()), "status answered");
+        tracing::debug!(
+            bytes = body.len(),
+            answer_ms = ms(built),
+            written_ms = ms(t0.elapsed()),
+            "status answered"
+        );
     }
 }
 
