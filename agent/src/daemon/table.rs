@@ -9,21 +9,12 @@ use std::{collections::HashMap, net::SocketAddr};
 
 use anyhow::Result;
 use lifeline_common::SockState;
-use serde::{Serialize, Serializer, ser::SerializeSeq};
 
 use super::Daemon;
 use crate::{
     clock, judge,
     snapshot::{self, Extra},
-    status::Snapshot,
 };
-
-#[derive(Serialize)]
-struct Answer<'a> {
-    #[serde(flatten)]
-    summary: &'a Snapshot,
-    sockets: Table<'a>,
-}
 
 struct Table<'a> {
     records: Vec<(u64, &'a SockState)>,
@@ -31,13 +22,17 @@ struct Table<'a> {
     now: u64,
 }
 
-impl Serialize for Table<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.records.len()))?;
-        for ((cookie, rec), x) in self.records.iter().zip(&self.extras) {
-            seq.serialize_element(&snapshot::row(*cookie, rec, x, self.now))?;
+impl Table<'_> {
+    /// `,"sockets":[...]` with a row each (`Row::write_json`).
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b",\"sockets\":[");
+        for (i, ((cookie, rec), x)) in self.records.iter().zip(&self.extras).enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            snapshot::row(*cookie, rec, x, self.now).write_json(out);
         }
-        seq.end()
+        out.push(b']');
     }
 }
 
@@ -91,17 +86,22 @@ impl Daemon {
             .collect();
         let summary = self.summary();
         let rows = records.len();
-        let answer = Answer {
-            summary: &summary,
-            sockets: Table {
-                records,
-                extras,
-                now,
-            },
+        let table = Table {
+            records,
+            extras,
+            now,
         };
         // About 350 bytes a row: one allocation, no copy as it grows.
         let mut out = Vec::with_capacity(4096 + rows * 384);
-        serde_json::to_writer(&mut out, &answer)?;
+        // The summary's object (its own `sockets` is empty, so left out), reopened for the
+        // table.
+        serde_json::to_writer(&mut out, &summary)?;
+        anyhow::ensure!(
+            out.pop() == Some(b'}'),
+            "the status summary is not a JSON object"
+        );
+        table.write_json(&mut out);
+        out.push(b'}');
         Ok(out)
     }
 }
