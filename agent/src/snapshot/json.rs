@@ -6,8 +6,6 @@
 
 use std::io::Write as _;
 
-use lifeline_common::watch::{BY_CGROUP, BY_COMM, BY_ENDPOINT};
-
 use super::Row;
 
 impl Row<'_> {
@@ -63,17 +61,10 @@ impl Row<'_> {
             text(out, p);
         }
         out.extend_from_slice(b",\"watched_by\":[");
-        let names = [
-            (BY_CGROUP, "cgroup"),
-            (BY_COMM, "comm"),
-            (BY_ENDPOINT, "endpoint"),
-        ];
-        let mut first = true;
-        for (_, name) in names.iter().filter(|(bit, _)| self.watched_by & bit != 0) {
-            if !first {
+        for (i, name) in super::reasons(self.watched_by).enumerate() {
+            if i > 0 {
                 out.push(b',');
             }
-            first = false;
             let _ = write!(out, "\"{name}\"");
         }
         out.extend_from_slice(b"]}");
@@ -104,19 +95,12 @@ mod tests {
 
     #[test]
     fn hand_written_rows_are_what_serde_writes() {
-        let mut v4 = SockState {
-            family: 2,
-            local_port: 40_000,
-            peer_port: 6443,
-            owner_pid: 812,
-            reasons: lifeline_common::watch::BY_CGROUP | lifeline_common::watch::BY_COMM,
+        let reasons = lifeline_common::watch::BY_CGROUP | lifeline_common::watch::BY_COMM;
+        let v4 = SockState {
             established_ns: 1,
             trouble_ns: 2_000_000_000,
-            ..SockState::default()
+            ..super::super::tests::v4_record(b"ku\"be\\let", reasons)
         };
-        v4.local_addr[..4].copy_from_slice(&[198, 51, 100, 2]);
-        v4.peer_addr[..4].copy_from_slice(&[203, 0, 113, 7]);
-        v4.owner_comm[..9].copy_from_slice(b"ku\"be\\let");
         let info = TcpInfo {
             probes: 3,
             last_ack_recv_ms: 1_500,

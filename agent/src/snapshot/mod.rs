@@ -104,19 +104,25 @@ fn display<S: Serializer>(v: &impl Display, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// Why it is watched: "cgroup", "comm", "endpoint" (what `--cgroup`, `--comm` and
-/// `--endpoint-clients` select).
+/// `--endpoint-clients` select), by the record's reason bits.
+fn reasons(bits: u32) -> impl Iterator<Item = &'static str> {
+    [
+        (BY_CGROUP, "cgroup"),
+        (BY_COMM, "comm"),
+        (BY_ENDPOINT, "endpoint"),
+    ]
+    .into_iter()
+    .filter(move |(bit, _)| bits & bit != 0)
+    .map(|(_, name)| name)
+}
+
 #[allow(
     clippy::trivially_copy_pass_by_ref,
     reason = "serde's serialize_with passes the field by reference"
 )]
-fn watched_by<S: Serializer>(reasons: &u32, s: S) -> Result<S::Ok, S::Error> {
-    let names = [
-        (BY_CGROUP, "cgroup"),
-        (BY_COMM, "comm"),
-        (BY_ENDPOINT, "endpoint"),
-    ];
+fn watched_by<S: Serializer>(bits: &u32, s: S) -> Result<S::Ok, S::Error> {
     let mut seq = s.serialize_seq(None)?;
-    for (_, name) in names.iter().filter(|(bit, _)| reasons & bit != 0) {
+    for name in reasons(*bits) {
         seq.serialize_element(name)?;
     }
     seq.end()
@@ -141,29 +147,38 @@ mod tests {
     use super::*;
     use crate::status::SocketStatus;
 
-    #[test]
-    fn a_row_reads_back_as_the_status_client_expects() {
+    /// 198.51.100.2:40000 -> 203.0.113.7:6443, owned by pid 812 named `comm`.
+    pub(super) fn v4_record(comm: &[u8], reasons: u32) -> SockState {
         let mut rec = SockState {
             family: 2,
             local_port: 40_000,
             peer_port: 6443,
             owner_pid: 812,
-            reasons: BY_CGROUP | BY_ENDPOINT,
-            established_ns: 1_000_000_000,
-            last_ack_ns: 3_000_000_000,
+            reasons,
             ..SockState::default()
         };
         rec.local_addr[..4].copy_from_slice(&[198, 51, 100, 2]);
         rec.peer_addr[..4].copy_from_slice(&[203, 0, 113, 7]);
-        rec.owner_comm[..7].copy_from_slice(b"kubelet");
+        rec.owner_comm[..comm.len()].copy_from_slice(comm);
+        rec
+    }
+
+    #[test]
+    fn a_row_reads_back_as_the_status_client_expects() {
+        let rec = SockState {
+            established_ns: 1_000_000_000,
+            last_ack_ns: 3_000_000_000,
+            ..v4_record(b"kubelet", BY_CGROUP | BY_ENDPOINT)
+        };
         let x = Extra {
             verdict: Verdict::Idle,
             info: None,
             keepalive: "2s,1s,20",
             endpoint: Some(("api:6443", "in-set")),
         };
-        let json = serde_json::to_string(&row(7, &rec, &x, 5_000_000_000)).unwrap();
-        let back: SocketStatus = serde_json::from_str(&json).unwrap();
+        let mut json = Vec::new();
+        row(7, &rec, &x, 5_000_000_000).write_json(&mut json);
+        let back: SocketStatus = serde_json::from_slice(&json).unwrap();
         assert_eq!(
             (back.local.as_str(), back.peer.as_str()),
             ("198.51.100.2:40000", "203.0.113.7:6443")
