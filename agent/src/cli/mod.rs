@@ -112,6 +112,12 @@ pub struct RunArgs {
     #[arg(long = "dns-server", value_name = "ADDR", value_parser = parse_dns_server)]
     pub dns_servers: Vec<std::net::SocketAddr>,
 
+    /// The hosts file, looked up before DNS as glibc and Go do (the order of the `hosts:`
+    /// line of /etc/nsswitch.conf, else files then dns) and re-read every 5 s. In a
+    /// container: the node's file where it is mounted.
+    #[arg(long, value_name = "PATH", default_value = "/etc/hosts")]
+    pub hosts_file: PathBuf,
+
     /// Re-resolve no sooner than this after an answer, whatever its TTL.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub min_refresh: Duration,

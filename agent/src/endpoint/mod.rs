@@ -4,8 +4,10 @@
 pub mod connect;
 pub mod discover;
 pub mod guard;
+mod hosts;
 pub mod kubeconfig;
 mod kubelet;
+mod nsswitch;
 mod peers;
 mod refresh;
 mod resolve;

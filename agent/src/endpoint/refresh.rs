@@ -49,10 +49,10 @@ pub fn spawn_refreshers(
                             answer.addrs.iter().map(ToString::to_string).collect();
                         let ttl_ms = u64::try_from(answer.ttl.as_millis()).unwrap_or(u64::MAX);
                         if changed {
-                            tracing::info!(target: "lifeline::endpoint", endpoint = %name, addrs = %addrs.join(","), ttl_ms, changed, "endpoint resolved");
+                            tracing::info!(target: "lifeline::endpoint", endpoint = %name, addrs = %addrs.join(","), ttl_ms, changed, from = answer.from.label(), "endpoint resolved");
                             wake.notify_one();
                         } else {
-                            tracing::debug!(target: "lifeline::endpoint", endpoint = %name, addrs = %addrs.join(","), ttl_ms, changed, "endpoint resolved");
+                            tracing::debug!(target: "lifeline::endpoint", endpoint = %name, addrs = %addrs.join(","), ttl_ms, changed, from = answer.from.label(), "endpoint resolved");
                         }
                         retry = refresh.min;
                         answer.ttl.clamp(refresh.min, refresh.max)

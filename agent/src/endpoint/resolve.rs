@@ -1,14 +1,26 @@
-//! A small wrapper around hickory-resolver: one name in, a sorted address set and its TTL
-//! out, or one typed error per way DNS can fail. Every failure is uncertain evidence, so
-//! callers keep their last good set and never orphan anything on an error.
+//! One name in, a sorted address set and its TTL out, or one typed error per way a lookup
+//! can fail. The name is looked up as the node's clients look it up: in the hosts file and
+//! DNS (hickory-resolver, with resolv.conf's search domains and `ndots`), in the order of
+//! nsswitch.conf's `hosts:` line. Every failure is uncertain evidence, so callers keep
+//! their last good set and never orphan anything on an error.
 
-use std::{collections::BTreeSet, net::IpAddr, time::Duration};
+use std::{
+    collections::BTreeSet,
+    net::IpAddr,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use hickory_resolver::{
     ResolveError, ResolveErrorKind, TokioResolver,
     config::{LookupIpStrategy, NameServerConfigGroup, ResolveHosts, ResolverConfig, ResolverOpts},
     name_server::TokioConnectionProvider,
     proto::{ProtoErrorKind, op::ResponseCode},
+};
+
+use super::{
+    hosts,
+    nsswitch::{self, Source},
 };
 
 /// Why a resolution gave no usable answer.
@@ -26,6 +38,12 @@ pub enum DnsError {
     Unreachable(String),
     #[error("DNS error: {0}")]
     Other(String),
+    /// The hosts file exists but cannot be read: the name may be pinned there.
+    #[error(transparent)]
+    Hosts(#[from] super::hosts::HostsError),
+    /// Not in the hosts file, and nsswitch.conf names no `dns` source.
+    #[error("not in the hosts file {0}, and the hosts: line of nsswitch.conf names no dns")]
+    NotInHosts(String),
 }
 
 impl DnsError {
@@ -52,23 +70,70 @@ impl DnsError {
     }
 }
 
-/// One good answer: every A and AAAA address at the end of the CNAME chain.
+/// Which source answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Hosts,
+    Dns,
+}
+
+impl Origin {
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Hosts => "hosts file",
+            Self::Dns => "DNS",
+        }
+    }
+}
+
+/// One good answer: every address the hosts file names, or every A and AAAA address at the
+/// end of the CNAME chain; `ttl` is `hosts::HOSTS_REFRESH` for a hosts answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
     pub addrs: BTreeSet<IpAddr>,
     pub ttl: Duration,
+    pub from: Origin,
 }
 
 pub struct Resolver {
     inner: TokioResolver,
+    hosts: PathBuf,
+    order: Vec<Source>,
 }
 
 impl Resolver {
-    /// `servers` empty: the system's resolver configuration (/etc/resolv.conf).
+    /// `servers` empty: the system's resolver configuration (/etc/resolv.conf: its servers,
+    /// search domains and `ndots`). `hosts`: the hosts file (`--hosts-file`); the order of
+    /// it and DNS is nsswitch.conf's, logged once here.
     ///
     /// # Errors
     /// When /etc/resolv.conf cannot be read or parsed.
-    pub fn new(servers: &[std::net::SocketAddr]) -> anyhow::Result<Self> {
+    pub fn new(servers: &[std::net::SocketAddr], hosts: &Path) -> anyhow::Result<Self> {
+        let order = nsswitch::read(Path::new(nsswitch::NSSWITCH));
+        let names: Vec<&str> = order
+            .sources
+            .iter()
+            .map(|s| match s {
+                Source::Files => "files",
+                Source::Dns => "dns",
+            })
+            .collect();
+        tracing::info!(target: "lifeline::endpoint", order = %names.join(" "), hosts_file = %hosts.display(),
+            from = %order.from, "names are looked up in {} ({})", names.join(" then "), order.from);
+        if !order.ignored.is_empty() {
+            tracing::info!(target: "lifeline::endpoint", ignored = %order.ignored.join(" "),
+                "nsswitch.conf hosts: sources {} are not lifeline's (it implements files and dns): skipped",
+                order.ignored.join(", "));
+        }
+        Ok(Self {
+            inner: Self::dns(servers)?,
+            hosts: hosts.to_owned(),
+            order: order.sources,
+        })
+    }
+
+    fn dns(servers: &[std::net::SocketAddr]) -> anyhow::Result<TokioResolver> {
         let (config, mut opts) = if servers.is_empty() {
             hickory_resolver::system_conf::read_system_conf().map_err(|e| {
                 anyhow::anyhow!("cannot read the DNS configuration in /etc/resolv.conf: {e}")
@@ -91,20 +156,50 @@ impl Resolver {
         // (and a round-robin server's other subsets) until its own expiry.
         opts.cache_size = 0;
         opts.ip_strategy = LookupIpStrategy::Ipv4AndIpv6;
+        // The hosts file is read by `resolve` itself, on every lookup and from `--hosts-file`:
+        // hickory reads /etc/hosts once, at build time.
         opts.use_hosts_file = ResolveHosts::Never;
         opts.timeout = Duration::from_secs(2);
         opts.attempts = 2;
-        let inner = TokioResolver::builder_with_config(config, TokioConnectionProvider::default())
-            .with_options(opts)
-            .build();
-        Ok(Self { inner })
+        Ok(
+            TokioResolver::builder_with_config(config, TokioConnectionProvider::default())
+                .with_options(opts)
+                .build(),
+        )
     }
 
-    /// Resolve `name` (following CNAMEs) to its A and AAAA addresses.
+    /// `name`'s addresses from the first source, in nsswitch order, that knows it. A hosts
+    /// file that cannot be read ends the lookup with an error (the name may be pinned
+    /// there); a DNS failure goes on to the next source, as glibc's default actions do.
     ///
     /// # Errors
-    /// One `DnsError` per way the lookup failed; an answer without addresses is `Empty`.
+    /// The hosts file's error, else the last DNS error, else `NotInHosts`.
     pub async fn resolve(&self, name: &str) -> Result<Answer, DnsError> {
+        let mut last = None;
+        for source in &self.order {
+            match source {
+                Source::Files => {
+                    let addrs = hosts::lookup(&hosts::read(&self.hosts)?, name);
+                    if !addrs.is_empty() {
+                        return Ok(Answer {
+                            addrs,
+                            ttl: hosts::HOSTS_REFRESH,
+                            from: Origin::Hosts,
+                        });
+                    }
+                }
+                Source::Dns => match self.resolve_dns(name).await {
+                    Ok(a) => return Ok(a),
+                    Err(e) => last = Some(e),
+                },
+            }
+        }
+        Err(last.unwrap_or_else(|| DnsError::NotInHosts(self.hosts.display().to_string())))
+    }
+
+    /// Resolve `name` in DNS (search domains and `ndots` as resolv.conf says, CNAMEs
+    /// followed) to its A and AAAA addresses.
+    async fn resolve_dns(&self, name: &str) -> Result<Answer, DnsError> {
         let lookup = self
             .inner
             .lookup_ip(name)
@@ -117,6 +212,10 @@ impl Resolver {
         let ttl = lookup
             .valid_until()
             .saturating_duration_since(std::time::Instant::now());
-        Ok(Answer { addrs, ttl })
+        Ok(Answer {
+            addrs,
+            ttl,
+            from: Origin::Dns,
+        })
     }
 }

@@ -122,7 +122,7 @@ pub fn start(args: &RunArgs, found: &Configured, wake: &Arc<Notify>) -> Result<O
         .iter()
         .any(|s| !s.lock().is_ok_and(|s| s.fixed))
     {
-        let resolver = Resolver::new(&args.dns_servers)?;
+        let resolver = Resolver::new(&args.dns_servers, &args.hosts_file)?;
         spawn_refreshers(
             &endpoints,
             resolver,
