@@ -23,6 +23,9 @@ pub struct AgentArgs {
     pub extra: Vec<String>,
     /// `--status-socket`; None: a fresh path in the agent's own temporary directory.
     pub status_socket: Option<PathBuf>,
+    /// `(file, over)`: bind-mounted in the agent's private mount namespace before it starts
+    /// (a test-owned /etc/hosts or /etc/resolv.conf; the host's files are never touched).
+    pub binds: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Default for AgentArgs {
@@ -32,6 +35,7 @@ impl Default for AgentArgs {
             ports: "6443".into(),
             extra: Vec::new(),
             status_socket: None,
+            binds: Vec::new(),
         }
     }
 }
@@ -92,8 +96,17 @@ impl Agent {
             .unwrap_or_else(|| dir.path().join("status.sock"));
         let mut cmd = Command::new("nsenter");
         cmd.arg(format!("--net={}", ns.path()))
-            .args(["--", "unshare", "--mount", "--propagation", "private"])
-            .arg(&bin)
+            .args(["--", "unshare", "--mount", "--propagation", "private"]);
+        if !args.binds.is_empty() {
+            // Pairs up to `--`, then the agent's command line; exec keeps the pid.
+            let script = r#"while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 1; shift 2; done; shift; exec "$@""#;
+            cmd.args(["sh", "-c", script, "sh"]);
+            for (file, over) in &args.binds {
+                cmd.arg(file).arg(over);
+            }
+            cmd.arg("--");
+        }
+        cmd.arg(&bin)
             .args(["run", "--log", "json"]);
         for cg in cgroups {
             cmd.arg("--cgroup").arg(cg);

@@ -1,5 +1,7 @@
 //! A stand-in for kubelet as the agent's discovery sees it: a process whose comm is
-//! `kubelet`, with `--kubeconfig FILE` on its command line, in a network namespace.
+//! `kubelet`, with `--kubeconfig FILE` on its command line, in a network namespace. The
+//! agent trusts it only as root in kubelet's cgroup (one of its `--cgroup` targets): `start`
+//! makes such a one, `start_as` any other.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -7,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 
+use crate::cgroup::Cgroup;
 use crate::netns::NetNs;
 use crate::proc::Proc;
 use crate::util::{TempDir, wait_until};
@@ -21,12 +24,27 @@ pub struct FakeKubelet {
 }
 
 impl FakeKubelet {
-    /// Starts it in `ns` with a kubeconfig holding `kubeconfig`, and waits until its comm is
-    /// `kubelet` (nsenter has exec'd it).
+    /// Starts a trusted one: root, in `cgroup` (the agent's target), in `ns`, with a
+    /// kubeconfig holding `kubeconfig`; waits until its comm is `kubelet`.
     ///
     /// # Errors
     /// When the files cannot be made or the process does not start.
-    pub fn start(ns: &NetNs, kubeconfig: &str) -> Result<Self> {
+    pub fn start(ns: &NetNs, cgroup: &Cgroup, kubeconfig: &str) -> Result<Self> {
+        Self::start_as(ns, Some(cgroup), None, kubeconfig)
+    }
+
+    /// Starts one in `ns`, in `cgroup` (None: the test's own), as `uid` (None: root; else
+    /// through `setpriv`, group the same number, no supplementary groups).
+    ///
+    /// # Errors
+    /// When the files cannot be made or the process does not start.
+    pub fn start_as(
+        ns: &NetNs,
+        cgroup: Option<&Cgroup>,
+        uid: Option<u32>,
+        kubeconfig: &str,
+    ) -> Result<Self> {
+        use std::os::unix::fs::PermissionsExt as _;
         let dir = TempDir::new()?;
         let bin = dir.path().join("kubelet");
         std::fs::copy("/bin/bash", &bin).context("copy /bin/bash")?;
@@ -37,8 +55,27 @@ impl FakeKubelet {
         let s = |p: &Path| p.to_str().map(str::to_owned).context("utf-8 path");
         let (bin_s, fifo_s, file_s) = (s(&bin)?, s(&fifo)?, s(&file)?);
         let script = r#"read -t 120 _ <> "$1""#;
-        let argv = ["-c", script, "kubelet", &fifo_s, "--kubeconfig", &file_s];
-        let mut proc = Proc::spawn("fake kubelet", ns.command(&bin_s, &argv))?;
+        let mut argv: Vec<String> = Vec::new();
+        if let Some(uid) = uid {
+            // Another user opens the FIFO and runs the copy of bash.
+            std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o666))?;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+            argv.extend([
+                format!("--reuid={uid}"),
+                format!("--regid={uid}"),
+                "--clear-groups".into(),
+                "--".into(),
+                bin_s.clone(),
+            ]);
+        }
+        argv.extend(["-c", script, "kubelet", &fifo_s, "--kubeconfig", &file_s].map(String::from));
+        let prog = if uid.is_some() { "setpriv" } else { bin_s.as_str() };
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let cmd = match cgroup {
+            Some(cg) => cg.command_in_netns(ns.name(), prog, &argv),
+            None => ns.command(prog, &argv),
+        };
+        let mut proc = Proc::spawn("fake kubelet", cmd)?;
         let comm = format!("/proc/{}/comm", proc.pid());
         wait_until(
             "the fake kubelet's exec",

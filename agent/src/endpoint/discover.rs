@@ -5,9 +5,13 @@
 use std::{
     fmt,
     path::{Path, PathBuf},
+    sync::{Arc, Mutex, PoisonError},
 };
 
-use super::kubelet;
+use super::{
+    kubelet,
+    trust::{Ignored, Trust},
+};
 
 /// A distribution's kubelet kubeconfig.
 #[derive(Debug, PartialEq, Eq)]
@@ -45,6 +49,8 @@ pub enum Source {
     /// The running kubelet's `--kubeconfig`.
     Kubelet {
         pid: u32,
+        /// Its start time (`/proc/PID/stat` field 22): a restart is another (pid, start).
+        start: u64,
         /// As written on kubelet's command line.
         arg: PathBuf,
         /// The path read (through `/proc/PID/...` when kubelet's view differs from ours).
@@ -72,7 +78,9 @@ impl fmt::Display for Source {
         match self {
             Self::EndpointFlag => f.write_str("--endpoint"),
             Self::KubeconfigFlag(p) => write!(f, "--kubeconfig {}", p.display()),
-            Self::Kubelet { pid, arg, file, of } => {
+            Self::Kubelet {
+                pid, arg, file, of, ..
+            } => {
                 write!(f, "kubelet pid {pid} --kubeconfig {}", arg.display())?;
                 if file != arg {
                     write!(f, " (read as {})", file.display())?;
@@ -87,19 +95,66 @@ impl fmt::Display for Source {
     }
 }
 
-/// The kubeconfig to read: the running kubelet's, else the first well-known path that
-/// exists. None when there is neither (a node without kubelet yet).
+/// The source followed now, shared with re-discovery (which replaces it when kubelet
+/// restarts); shown as the source it holds.
+#[derive(Clone, Debug)]
+pub struct Followed(Arc<Mutex<Source>>);
+
+impl Followed {
+    #[must_use]
+    pub fn new(source: Source) -> Self {
+        Self(Arc::new(Mutex::new(source)))
+    }
+
+    #[must_use]
+    pub fn get(&self) -> Source {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub fn set(&self, source: Source) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = source;
+    }
+}
+
+impl fmt::Display for Followed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+/// The kubeconfig to read: the running kubelet's (one `trust` accepts), else the first
+/// well-known path that exists. None when there is neither (a node without kubelet yet).
 #[must_use]
-pub fn find() -> Option<Source> {
-    let exists = |p: &Path| p.exists();
-    kubelet::oldest(kubelet::running())
-        .map(|(k, of)| Source::Kubelet {
-            pid: k.pid,
-            file: kubelet::read_path(k.pid, &k.arg, exists),
-            arg: k.arg,
-            of,
+pub fn find(trust: &Trust) -> Option<Source> {
+    kubelet_source(trust)
+        .0
+        .or_else(|| well_known(|p: &Path| p.exists()).map(Source::WellKnown))
+}
+
+/// The oldest running kubelet `trust` accepts, and every process named `kubelet` with a
+/// `--kubeconfig` it does not.
+#[must_use]
+pub fn kubelet_source(trust: &Trust) -> (Option<Source>, Vec<Ignored>) {
+    let mut ignored = Vec::new();
+    let trusted: Vec<kubelet::Kubelet> = kubelet::running()
+        .into_iter()
+        .filter(|k| match trust.judge(k.pid, k.start) {
+            Some(Ok(())) => true,
+            Some(Err(i)) => {
+                ignored.push(i);
+                false
+            }
+            None => false,
         })
-        .or_else(|| well_known(exists).map(Source::WellKnown))
+        .collect();
+    let source = kubelet::oldest(trusted).map(|(k, of)| Source::Kubelet {
+        pid: k.pid,
+        start: k.start,
+        file: kubelet::read_path(k.pid, &k.arg, |p: &Path| p.exists()),
+        arg: k.arg,
+        of,
+    });
+    (source, ignored)
 }
 
 /// The first entry of `WELL_KNOWN` that exists.
@@ -146,6 +201,7 @@ mod tests {
     fn sources_name_the_file() {
         let k = Source::Kubelet {
             pid: 812,
+            start: 1,
             arg: "kc".into(),
             file: "/proc/812/cwd/kc".into(),
             of: 2,
@@ -157,6 +213,7 @@ mod tests {
         assert_eq!(k.file(), Some(Path::new("/proc/812/cwd/kc")));
         let k = Source::Kubelet {
             pid: 9,
+            start: 1,
             arg: "/a".into(),
             file: "/a".into(),
             of: 1,

@@ -12,7 +12,9 @@ mod peers;
 mod refresh;
 mod resolve;
 mod set;
+mod rediscover;
 pub mod setup;
+mod trust;
 
 use std::{
     net::SocketAddr,
@@ -42,6 +44,8 @@ pub struct EndpointStatus {
 #[derive(Clone, Default)]
 pub struct Endpoints {
     sets: Vec<Arc<Mutex<EndpointSet>>>,
+    /// Woken when `retarget` changed a set (its refresher then resolves the new name).
+    retargeted: Arc<tokio::sync::Notify>,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -56,7 +60,33 @@ impl Endpoints {
                 .iter()
                 .map(|(h, p)| Arc::new(Mutex::new(EndpointSet::new(h, *p))))
                 .collect(),
+            retargeted: Arc::default(),
         }
+    }
+
+    /// Follow `list` from now on (re-discovery: kubelet restarted with another kubeconfig),
+    /// set by set in order: a set whose endpoint changed starts afresh, as at start. Every
+    /// clone (the refreshers, the restarter, the daemon) sees the change. Returns whether a
+    /// set changed.
+    pub fn retarget(&self, list: &[(String, u16)]) -> bool {
+        let mut changed = false;
+        for (set, (host, port)) in self.sets.iter().zip(list) {
+            let mut s = set.lock().unwrap_or_else(PoisonError::into_inner);
+            if s.host != *host || s.port != *port {
+                *s = EndpointSet::new(host, *port);
+                changed = true;
+            }
+        }
+        if changed {
+            self.retargeted.notify_waiters();
+        }
+        changed
+    }
+
+    /// Woken by `retarget`.
+    #[must_use]
+    pub fn retargeted(&self) -> &Arc<tokio::sync::Notify> {
+        &self.retargeted
     }
 
     #[must_use]
@@ -140,8 +170,8 @@ impl Endpoints {
 
 /// Everything the daemon needs to follow the endpoints.
 pub struct Follow {
-    /// Where the endpoints came from (`lifeline status` names it).
-    pub source: discover::Source,
+    /// Where the endpoints came from (`lifeline status` names it); re-discovery changes it.
+    pub source: discover::Followed,
     pub endpoints: Endpoints,
     pub prober: Prober,
     pub guard: Guard,

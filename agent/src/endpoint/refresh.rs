@@ -17,28 +17,44 @@ pub struct Refresh {
     pub max: Duration,
 }
 
-/// Spawns the refresh tasks; they end with the runtime.
+/// Spawns the refresh tasks; they end with the runtime. A fixed set (an IP literal) needs
+/// none, unless re-discovery may point it at a name (`retargetable`): its task then waits
+/// for `Endpoints::retarget`.
 pub fn spawn_refreshers(
     endpoints: &Endpoints,
     resolver: Resolver,
     refresh: Refresh,
     wake: &Arc<Notify>,
+    retargetable: bool,
 ) {
     let resolver = Arc::new(resolver);
     for set in endpoints.sets() {
-        let (host, name) = {
-            let s = set.lock().unwrap_or_else(PoisonError::into_inner);
-            if s.fixed {
-                continue;
-            }
-            (s.host.clone(), s.name.clone())
-        };
+        if !retargetable && set.lock().unwrap_or_else(PoisonError::into_inner).fixed {
+            continue;
+        }
         let (set, resolver, wake) = (Arc::clone(set), Arc::clone(&resolver), Arc::clone(wake));
+        let retargeted = Arc::clone(endpoints.retargeted());
         tokio::spawn(async move {
             let mut retry = refresh.min;
             loop {
+                // Registered before the set is read: a retarget from here on ends the wait.
+                let notified = retargeted.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                let (host, name, fixed) = {
+                    let s = set.lock().unwrap_or_else(PoisonError::into_inner);
+                    (s.host.clone(), s.name.clone(), s.fixed)
+                };
+                if fixed {
+                    notified.await;
+                    continue;
+                }
                 let result = resolver.resolve(&host).await;
                 let now = Instant::now();
+                if set.lock().unwrap_or_else(PoisonError::into_inner).host != host {
+                    retry = refresh.min;
+                    continue; // retargeted meanwhile: this answer is the old name's
+                }
                 let wait = match result {
                     Ok(answer) => {
                         let changed = set
@@ -71,7 +87,10 @@ pub fn spawn_refreshers(
                         wait
                     }
                 };
-                tokio::time::sleep(wait).await;
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = &mut notified => retry = refresh.min,
+                }
             }
         });
     }

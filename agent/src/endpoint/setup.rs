@@ -7,8 +7,11 @@ use tokio::sync::Notify;
 
 use super::{
     Endpoints, Follow, Guard, Prober, Refresh, Resolver,
-    discover::{self, Source},
-    kubeconfig, spawn_refreshers,
+    discover::{self, Followed, Source},
+    kubeconfig,
+    rediscover::{self, Rediscover},
+    spawn_refreshers,
+    trust::Trust,
 };
 use crate::cli::RunArgs;
 
@@ -46,8 +49,8 @@ pub fn names(list: &[(String, u16)]) -> String {
 }
 
 /// The endpoints to follow: `--endpoint`s, else the `server:` of `--kubeconfig`, else of the
-/// kubeconfig discovery finds (`discover::find`). A bad explicit kubeconfig is an error; a bad
-/// discovered one is `Unusable`.
+/// kubeconfig discovery finds (`discover::find`: only a root kubelet in kubelet's cgroup
+/// counts). A bad explicit kubeconfig is an error; a bad discovered one is `Unusable`.
 ///
 /// # Errors
 /// When an explicit kubeconfig cannot be read or has no server URL.
@@ -64,7 +67,7 @@ pub fn configured(args: &RunArgs) -> Result<Configured> {
             source: Source::KubeconfigFlag(path.clone()),
         });
     }
-    let Some(source) = discover::find() else {
+    let Some(source) = discover::find(&Trust::new(&args.cgroups)) else {
         return Ok(Configured::Nothing);
     };
     Ok(match source.file().map(kubeconfig::server) {
@@ -105,39 +108,71 @@ pub fn start(args: &RunArgs, found: &Configured, wake: &Arc<Notify>) -> Result<O
     let (list, source) = match found {
         Configured::Endpoints { list, source } => (list, source),
         Configured::Nothing => {
+            log_ignored(args);
             tracing::info!(
                 "no API endpoint: no --endpoint or --kubeconfig, no kubelet with --kubeconfig running in this network namespace, no well-known kubeconfig; {OFF}"
             );
             return Ok(None);
         }
         Configured::Unusable { source, problem } => {
+            log_ignored(args);
             tracing::warn!(source = %source, "{problem} (found as {source}); no API endpoint: {OFF}");
             return Ok(None);
         }
     };
     tracing::info!(source = %source, "API endpoint {} from {source}", names(list));
     let endpoints = Endpoints::new(list);
-    if endpoints
+    // A discovered endpoint moves when kubelet restarts with another kubeconfig.
+    let discovered = matches!(source, Source::Kubelet { .. } | Source::WellKnown(_));
+    let followed = Followed::new(source.clone());
+    let fixed = endpoints
         .sets()
         .iter()
-        .any(|s| !s.lock().is_ok_and(|s| s.fixed))
-    {
-        let resolver = Resolver::new(&args.dns_servers, &args.hosts_file)?;
-        spawn_refreshers(
-            &endpoints,
-            resolver,
-            Refresh {
-                min: args.min_refresh,
-                max: args.max_refresh,
-            },
-            wake,
+        .all(|s| s.lock().is_ok_and(|s| s.fixed));
+    let refresh = Refresh {
+        min: args.min_refresh,
+        max: args.max_refresh,
+    };
+    if !fixed || discovered {
+        match Resolver::new(&args.dns_servers, &args.hosts_file) {
+            Ok(resolver) => spawn_refreshers(&endpoints, resolver, refresh, wake, discovered),
+            // A discovered IP literal needs no resolver until kubelet names a host.
+            Err(e) if fixed => tracing::warn!(
+                "{e:#}: a name a restarted kubelet's kubeconfig may name will not be resolved"
+            ),
+            Err(e) => return Err(e),
+        }
+    }
+    if discovered {
+        let mut r = Rediscover::new(
+            Trust::new(&args.cgroups),
+            followed.clone(),
+            endpoints.clone(),
+            list.clone(),
         );
+        r.ports = watched(args, list);
+        r.wake = Arc::clone(wake);
+        r.spawn();
     }
     Ok(Some(Follow {
-        source: source.clone(),
+        source: followed,
         endpoints,
         prober: Prober::new(Arc::clone(wake)),
         guard: Guard::default(),
         grace: args.orphan_grace,
     }))
+}
+
+/// Logs, once, each process named kubelet that discovery did not trust.
+fn log_ignored(args: &RunArgs) {
+    for i in discover::kubelet_source(&Trust::new(&args.cgroups)).1 {
+        rediscover::log_ignored(&i);
+    }
+}
+
+/// The ports `run` watches: `--ports` and the endpoints' (see `run::watched_ports`).
+fn watched(args: &RunArgs, list: &[(String, u16)]) -> Vec<u16> {
+    let mut ports = args.ports.clone();
+    ports.extend(list.iter().map(|(_, p)| *p));
+    ports
 }

@@ -16,4 +16,4 @@ pub mod tracefs;
 pub use cgroups::{CgroupWatch, TargetStatus};
 pub use peers::PeerSync;
 pub use state::Watching;
-pub use targets::Targets;
+pub use targets::{DEFAULT_CGROUP, Targets};

@@ -67,6 +67,11 @@ async fn dial_once(args: &Args) -> Option<Dialed> {
 /// here would hide exactly the DNS changes the lab makes. Addresses are tried in sorted
 /// order (IPv4 first, then lowest), so a test knows where a client with several lands.
 async fn resolve(args: &Args) -> Option<Vec<std::net::IpAddr>> {
+    if let Some(addrs) = args.hosts_file.as_deref().and_then(|f| from_hosts(f, &args.server)) {
+        let list: Vec<String> = addrs.iter().map(ToString::to_string).collect();
+        emit(&Report::new("resolved").text("addrs", &list.join(",")).text("from", "hosts"));
+        return Some(addrs);
+    }
     let servers = NameServerConfigGroup::from_ips_clear(&[args.dns_server], 53, true);
     let config = ResolverConfig::from_parts(None, vec![], servers);
     let mut opts = ResolverOpts::default();
@@ -95,6 +100,23 @@ async fn resolve(args: &Args) -> Option<Vec<std::net::IpAddr>> {
             None
         }
     }
+}
+
+/// `name`'s addresses in the hosts file `path`, sorted; None when it lists none.
+fn from_hosts(path: &std::path::Path, name: &str) -> Option<Vec<std::net::IpAddr>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut addrs: Vec<std::net::IpAddr> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default())
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let ip = f.next()?.parse().ok()?;
+            f.any(|n| n.eq_ignore_ascii_case(name)).then_some(ip)
+        })
+        .collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    Some(addrs).filter(|a| !a.is_empty())
 }
 
 /// Fisher-Yates with the standard library's randomly keyed hasher as the source: a fresh

@@ -37,6 +37,10 @@ pub struct Args {
     /// The DNS server to ask (UDP port 53).
     #[arg(long)]
     dns_server: IpAddr,
+    /// A hosts file looked in first, on every dial, as glibc's `files dns` (a name it lists
+    /// is never asked of DNS).
+    #[arg(long)]
+    hosts_file: Option<std::path::PathBuf>,
     /// Heartbeat interval.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     heartbeat: Duration,

@@ -1,0 +1,116 @@
+//! Re-discovery: kubelet restarted with another `--kubeconfig` moves the followed endpoint
+//! at run time. Every few seconds the trusted kubelet is looked for again (a scan of /proc:
+//! a few hundred small reads); another process than the one followed (a new pid or start
+//! time) has its kubeconfig read, and a new server is followed from then on. While no
+//! trusted kubelet runs (between a stop and a start) the endpoint stays as it is.
+
+use std::{collections::HashSet, sync::Arc, time::Duration};
+
+use tokio::sync::Notify;
+
+use super::{
+    Endpoints,
+    discover::{self, Followed, Source},
+    kubeconfig, setup,
+    trust::{Ignored, Trust},
+};
+
+/// How often kubelet is looked for: a restart moves the endpoint within this.
+pub const EVERY: Duration = Duration::from_secs(3);
+
+pub struct Rediscover {
+    pub trust: Trust,
+    pub followed: Followed,
+    pub endpoints: Endpoints,
+    /// The endpoints followed now.
+    pub list: Vec<(String, u16)>,
+    /// The ports the probe watches: a new endpoint's port outside them is not seen.
+    pub ports: Vec<u16>,
+    pub wake: Arc<Notify>,
+    /// Processes already logged as ignored, or whose kubeconfig was unusable: once each.
+    logged: HashSet<(u32, u64)>,
+}
+
+/// `(pid, start)` of a kubelet source.
+fn process(s: &Source) -> Option<(u32, u64)> {
+    match s {
+        Source::Kubelet { pid, start, .. } => Some((*pid, *start)),
+        _ => None,
+    }
+}
+
+impl Rediscover {
+    #[must_use]
+    pub fn new(trust: Trust, followed: Followed, endpoints: Endpoints, list: Vec<(String, u16)>) -> Self {
+        Self {
+            trust,
+            followed,
+            endpoints,
+            list,
+            ports: Vec::new(),
+            wake: Arc::default(),
+            logged: HashSet::new(),
+        }
+    }
+
+    /// Looks now, then every `EVERY`, until the runtime ends.
+    pub fn spawn(mut self) {
+        tokio::spawn(async move {
+            loop {
+                self.look();
+                tokio::time::sleep(EVERY).await;
+            }
+        });
+    }
+
+    /// One look: log untrusted kubelets once, follow a new trusted one's server.
+    pub fn look(&mut self) {
+        let (found, ignored) = discover::kubelet_source(&self.trust);
+        for i in ignored {
+            if self.logged.insert((i.pid, i.start)) {
+                log_ignored(&i);
+            }
+        }
+        let Some(found) = found else { return };
+        let now = self.followed.get();
+        let Some(pid_start) = process(&found) else { return };
+        if process(&now) == Some(pid_start) {
+            return;
+        }
+        let Some(file) = found.file() else { return };
+        match kubeconfig::server(file) {
+            Ok(server) if self.list == [server.clone()] => {
+                tracing::info!(target: "lifeline::endpoint", source = %found,
+                    "kubelet is now {found} (was {now}); the API endpoint {} is the same", setup::names(&self.list));
+                self.followed.set(found);
+            }
+            Ok(server) => {
+                let was = setup::names(&self.list);
+                self.list = vec![server];
+                self.endpoints.retarget(&self.list);
+                let names = setup::names(&self.list);
+                tracing::info!(target: "lifeline::endpoint", source = %found, endpoint = %names, previous = %was,
+                    "API endpoint {names} from {found}: kubelet restarted with another kubeconfig (was {was} from {now})");
+                if let Some(p) = self.list.iter().map(|(_, p)| *p).find(|p| !self.ports.contains(p)) {
+                    tracing::warn!(target: "lifeline::endpoint", port = p,
+                        "the new API endpoint's port {p} is not among the watched ports ({:?}): its sockets are not watched until lifeline restarts with it in --ports", self.ports);
+                }
+                self.followed.set(found);
+                self.wake.notify_one();
+            }
+            Err(e) => {
+                if self.logged.insert(pid_start) {
+                    tracing::warn!(target: "lifeline::endpoint", source = %found,
+                        "{e:#} (found as {found}); still following {} from {now}", setup::names(&self.list));
+                }
+            }
+        }
+    }
+}
+
+/// One line naming the process and why it may not choose the endpoint.
+pub fn log_ignored(i: &Ignored) {
+    tracing::warn!(target: "lifeline::endpoint", pid = i.pid, uid = %i.uid, cgroup = %i.cgroup, why = %i.why,
+        "ignoring process {} named kubelet (uid {}, cgroup {:?}): {}; only a root kubelet in kubelet's cgroup chooses the API endpoint",
+        i.pid, i.uid, i.cgroup, i.why);
+}
