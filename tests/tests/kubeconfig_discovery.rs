@@ -2,7 +2,9 @@
 //! `server:` of the kubeconfig the running kubelet was given, and says which file that is
 //! (log, `lifeline status`, `lifeline check`). Kubelets in other network namespaces are not
 //! this node's; with several, the oldest wins. A broken kubeconfig found this way is one
-//! warning, not a crash: the agent runs without an endpoint.
+//! warning, not a crash: the agent runs without an endpoint. Only a root process in
+//! kubelet's cgroup counts: anything else named kubelet is ignored and logged once. A
+//! kubelet restarted with another kubeconfig moves the endpoint.
 
 use std::time::Duration;
 
@@ -24,7 +26,11 @@ fn follows_the_running_kubelets_kubeconfig_and_names_it() -> Result<()> {
     let lab = Lab::new()?;
     let cgroup = Cgroup::new()?;
     let server = format!("{SERVER_V4}:{SERVER_PORT}");
-    let kubelet = FakeKubelet::start(&lab.client, &kubeconfig(&format!("https://{server}")))?;
+    let kubelet = FakeKubelet::start(
+        &lab.client,
+        &cgroup,
+        &kubeconfig(&format!("https://{server}")),
+    )?;
     let mut agent = Agent::start(&lab, &cgroup)?;
     agent.wait_ready(READY)?;
 
@@ -67,11 +73,11 @@ fn only_this_netns_counts_and_the_oldest_kubelet_wins() -> Result<()> {
     let lab = Lab::new()?;
     let cgroup = Cgroup::new()?;
     // Oldest of all, but in another network namespace: some other node's kubelet.
-    let _elsewhere = FakeKubelet::start(&lab.server, &kubeconfig("https://203.0.113.9:6443"))?;
+    let _elsewhere = FakeKubelet::start(&lab.server, &cgroup, &kubeconfig("https://203.0.113.9:6443"))?;
     std::thread::sleep(Duration::from_millis(50)); // start times count in 10 ms ticks
-    let oldest = FakeKubelet::start(&lab.client, &kubeconfig("https://198.51.100.2:6443"))?;
+    let oldest = FakeKubelet::start(&lab.client, &cgroup, &kubeconfig("https://198.51.100.2:6443"))?;
     std::thread::sleep(Duration::from_millis(50));
-    let _newer = FakeKubelet::start(&lab.client, &kubeconfig("https://203.0.113.7:6443"))?;
+    let _newer = FakeKubelet::start(&lab.client, &cgroup, &kubeconfig("https://203.0.113.7:6443"))?;
     let mut agent = Agent::start(&lab, &cgroup)?;
     agent.wait_ready(READY)?;
 
@@ -93,7 +99,7 @@ fn a_broken_discovered_kubeconfig_is_one_warning_and_no_endpoint() -> Result<()>
     require_root();
     let lab = Lab::new()?;
     let cgroup = Cgroup::new()?;
-    let kubelet = FakeKubelet::start(&lab.client, "apiVersion: v1\nkind: Config\nclusters: []\n")?;
+    let kubelet = FakeKubelet::start(&lab.client, &cgroup, "apiVersion: v1\nkind: Config\nclusters: []\n")?;
     let mut agent = Agent::start(&lab, &cgroup)?;
     agent.wait_ready(READY)?;
 
