@@ -95,8 +95,13 @@ impl Agent {
             .clone()
             .unwrap_or_else(|| dir.path().join("status.sock"));
         let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net={}", ns.path()))
-            .args(["--", "unshare", "--mount", "--propagation", "private"]);
+        cmd.arg(format!("--net={}", ns.path())).args([
+            "--",
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+        ]);
         if !args.binds.is_empty() {
             // Pairs up to `--`, then the agent's command line; exec keeps the pid.
             let script = r#"while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 1; shift 2; done; shift; exec "$@""#;
@@ -106,8 +111,7 @@ impl Agent {
             }
             cmd.arg("--");
         }
-        cmd.arg(&bin)
-            .args(["run", "--log", "json"]);
+        cmd.arg(&bin).args(["run", "--log", "json"]);
         for cg in cgroups {
             cmd.arg("--cgroup").arg(cg);
         }

@@ -69,11 +69,15 @@ impl FakeKubelet {
             ]);
         }
         argv.extend(["-c", script, "kubelet", &fifo_s, "--kubeconfig", &file_s].map(String::from));
-        let prog = if uid.is_some() { "setpriv" } else { bin_s.as_str() };
+        let program = if uid.is_some() {
+            "setpriv"
+        } else {
+            bin_s.as_str()
+        };
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let cmd = match cgroup {
-            Some(cg) => cg.command_in_netns(ns.name(), prog, &argv),
-            None => ns.command(prog, &argv),
+            Some(cg) => cg.command_in_netns(ns.name(), program, &argv),
+            None => ns.command(program, &argv),
         };
         let mut proc = Proc::spawn("fake kubelet", cmd)?;
         let comm = format!("/proc/{}/comm", proc.pid());

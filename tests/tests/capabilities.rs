@@ -51,7 +51,11 @@ fn three_capabilities_suffice() -> Result<()> {
     // A kubelet with every capability: its /proc/PID/ns/net is out of reach without
     // CAP_SYS_PTRACE, yet it is found in this network namespace (`check` runs discovery as
     // `run` does).
-    let kubelet = FakeKubelet::start(&s.lab.client, &s.cgroup, &kubeconfig("https://198.51.100.2:6443"))?;
+    let kubelet = FakeKubelet::start(
+        &s.lab.client,
+        &s.cgroup,
+        &kubeconfig("https://198.51.100.2:6443"),
+    )?;
     let cgroup = s.cgroup.path().to_str().context("utf-8")?;
     let wrapper = wrapper.to_str().context("utf-8")?;
     let mut check = s

@@ -9,7 +9,9 @@ use anyhow::{Context, Result, ensure};
 use lifeline_tests::apilab::DNS_V4;
 use lifeline_tests::endpoint_scenario::watched_on;
 use lifeline_tests::fake_kubelet::kubeconfig;
-use lifeline_tests::{Agent, AgentArgs, ApiLab, FakeKubelet, Status, api, require_root, wait_until};
+use lifeline_tests::{
+    Agent, AgentArgs, ApiLab, FakeKubelet, Status, api, require_root, wait_until,
+};
 
 const READY: Duration = Duration::from_mins(1);
 
@@ -37,7 +39,12 @@ fn only_a_root_kubelet_in_kubelets_cgroup_chooses_the_endpoint() -> Result<()> {
     require_root();
     let l = ApiLab::new(&[api(1, false)])?;
     let ns = &l.lab.client;
-    let nobody = FakeKubelet::start_as(ns, Some(&l.cgroup), Some(65534), &kubeconfig("https://203.0.113.66:6443"))?;
+    let nobody = FakeKubelet::start_as(
+        ns,
+        Some(&l.cgroup),
+        Some(65534),
+        &kubeconfig("https://203.0.113.66:6443"),
+    )?;
     std::thread::sleep(Duration::from_millis(50)); // start times count in 10 ms ticks
     let outside = FakeKubelet::start_as(ns, None, None, &kubeconfig("https://203.0.113.67:6443"))?;
     std::thread::sleep(Duration::from_millis(50));
@@ -50,8 +57,14 @@ fn only_a_root_kubelet_in_kubelets_cgroup_chooses_the_endpoint() -> Result<()> {
     eprintln!("status: {:?} from {:?}", st.endpoints, st.endpoint_source);
     assert_eq!(endpoints(&st), ["198.51.100.2:6443"]);
     assert_eq!(st.endpoint_source, Some(real.source()));
-    let member = st.socket_for_port(conn.local_port).and_then(|s| s.endpoint_member.clone());
-    assert_eq!(member.as_deref(), Some("in-set"), "the client's connection is the endpoint's");
+    let member = st
+        .socket_for_port(conn.local_port)
+        .and_then(|s| s.endpoint_member.clone());
+    assert_eq!(
+        member.as_deref(),
+        Some("in-set"),
+        "the client's connection is the endpoint's"
+    );
 
     // Re-discovery looks every 3 s: two more rounds must not log them again.
     std::thread::sleep(Duration::from_secs(7));
@@ -63,12 +76,22 @@ fn only_a_root_kubelet_in_kubelets_cgroup_chooses_the_endpoint() -> Result<()> {
         let head = format!("ignoring process {} named kubelet (uid ", fake.proc.pid());
         let lines: Vec<&String> = warns.iter().filter(|m| m.starts_with(&head)).collect();
         eprintln!("{lines:#?}");
-        ensure!(lines.len() == 1, "want one line for pid {}: {warns:#?}", fake.proc.pid());
+        ensure!(
+            lines.len() == 1,
+            "want one line for pid {}: {warns:#?}",
+            fake.proc.pid()
+        );
         ensure!(lines[0].contains(why), "{}", lines[0]);
     }
-    ensure!(warns.iter().any(|m| m.contains("(uid 65534/65534, cgroup")), "{warns:#?}");
     ensure!(
-        agent.endpoint_events().iter().all(|e| !e.addrs.iter().any(|a| a.starts_with("203.0.113.6"))),
+        warns.iter().any(|m| m.contains("(uid 65534/65534, cgroup")),
+        "{warns:#?}"
+    );
+    ensure!(
+        agent
+            .endpoint_events()
+            .iter()
+            .all(|e| !e.addrs.iter().any(|a| a.starts_with("203.0.113.6"))),
         "an impostor's endpoint was followed"
     );
     Ok(())
@@ -81,7 +104,11 @@ fn only_a_root_kubelet_in_kubelets_cgroup_chooses_the_endpoint() -> Result<()> {
 fn a_kubelet_restarted_with_another_kubeconfig_moves_the_endpoint() -> Result<()> {
     require_root();
     let l = ApiLab::new(&[api(1, false), api(3, false)])?;
-    let first = FakeKubelet::start(&l.lab.client, &l.cgroup, &kubeconfig("https://198.51.100.2:6443"))?;
+    let first = FakeKubelet::start(
+        &l.lab.client,
+        &l.cgroup,
+        &kubeconfig("https://198.51.100.2:6443"),
+    )?;
     let first_source = first.source();
     let agent = agent(&l)?;
     let c = l.kube_client(&[])?;
@@ -91,19 +118,34 @@ fn a_kubelet_restarted_with_another_kubeconfig_moves_the_endpoint() -> Result<()
     assert_eq!(st.endpoint_source.as_deref(), Some(first_source.as_str()));
 
     drop(first); // killed: the unit stops ...
-    let second = FakeKubelet::start(&l.lab.client, &l.cgroup, &kubeconfig("https://api.lab.test:6443"))?;
+    let second = FakeKubelet::start(
+        &l.lab.client,
+        &l.cgroup,
+        &kubeconfig("https://api.lab.test:6443"),
+    )?;
     let restart_ms = lifeline_tests::mono_ms();
     let want_addrs = [api(1, false).to_string(), api(3, false).to_string()];
-    let st = wait_until("the new endpoint in status", Duration::from_secs(15), Duration::from_millis(200), || {
-        let st = agent.status()?;
-        let moved = endpoints(&st) == ["api.lab.test:6443"]
-            && st.endpoints[0].addrs == want_addrs
-            && st.endpoint_source.as_deref() == Some(second.source().as_str());
-        Ok(moved.then_some(st))
-    })
+    let st = wait_until(
+        "the new endpoint in status",
+        Duration::from_secs(15),
+        Duration::from_millis(200),
+        || {
+            let st = agent.status()?;
+            let moved = endpoints(&st) == ["api.lab.test:6443"]
+                && st.endpoints[0].addrs == want_addrs
+                && st.endpoint_source.as_deref() == Some(second.source().as_str());
+            Ok(moved.then_some(st))
+        },
+    )
     .with_context(|| agent.proc.stderr_text())?;
-    eprintln!("moved {} ms after the restart: {:?}", lifeline_tests::mono_ms() - restart_ms, st.endpoints);
-    let member = st.socket_for_port(conn.local_port).and_then(|s| s.endpoint_member.clone());
+    eprintln!(
+        "moved {} ms after the restart: {:?}",
+        lifeline_tests::mono_ms() - restart_ms,
+        st.endpoints
+    );
+    let member = st
+        .socket_for_port(conn.local_port)
+        .and_then(|s| s.endpoint_member.clone());
     assert_eq!(member.as_deref(), Some("in-set"));
     let line = format!(
         "API endpoint api.lab.test:6443 from {}: kubelet restarted with another kubeconfig (was 198.51.100.2:6443 from {first_source})",

@@ -33,12 +33,21 @@ fn args(endpoint: &str, extra: &[&str], binds: &[(&Path, &str)]) -> AgentArgs {
 fn wait_set(agent: &Agent, want: &[IpAddr], timeout: Duration) -> Result<()> {
     let mut want: Vec<String> = want.iter().map(ToString::to_string).collect();
     want.sort_unstable();
-    wait_until("the set in lifeline status", timeout, Duration::from_millis(200), || {
-        let st = agent.status()?;
-        let mut got = st.endpoints.first().map(|e| e.addrs.clone()).unwrap_or_default();
-        got.sort_unstable();
-        Ok((got == want).then_some(()))
-    })
+    wait_until(
+        "the set in lifeline status",
+        timeout,
+        Duration::from_millis(200),
+        || {
+            let st = agent.status()?;
+            let mut got = st
+                .endpoints
+                .first()
+                .map(|e| e.addrs.clone())
+                .unwrap_or_default();
+            got.sort_unstable();
+            Ok((got == want).then_some(()))
+        },
+    )
     .with_context(|| agent.proc.stderr_text())
 }
 
@@ -48,7 +57,9 @@ fn answered_from(agent: &Agent) -> Option<String> {
         .log()
         .into_iter()
         .rev()
-        .find(|(_, v)| v.pointer("/fields/message").and_then(|m| m.as_str()) == Some("endpoint resolved"))
+        .find(|(_, v)| {
+            v.pointer("/fields/message").and_then(|m| m.as_str()) == Some("endpoint resolved")
+        })
         .and_then(|(_, v)| Some(v.pointer("/fields/from")?.as_str()?.to_owned()))
 }
 
@@ -70,30 +81,76 @@ fn a_name_only_in_the_hosts_file_is_followed_and_an_edit_migrates() -> Result<()
     let hosts = dir.path().join("hosts");
     std::fs::write(&hosts, hosts_text(api(1, false), api(1, true)))?;
     let dns = DNS_V4.to_string();
-    let flags = ["--dns-server", &dns, "--orphan-grace", "10s", "--migrate-spread", "5s"];
-    let mut agent = Agent::start_with(&l.lab, &l.cgroup, &args(PINNED, &flags, &[(&hosts, "/etc/hosts")]))?;
+    let flags = [
+        "--dns-server",
+        &dns,
+        "--orphan-grace",
+        "10s",
+        "--migrate-spread",
+        "5s",
+    ];
+    let mut agent = Agent::start_with(
+        &l.lab,
+        &l.cgroup,
+        &args(PINNED, &flags, &[(&hosts, "/etc/hosts")]),
+    )?;
     agent.wait_ready(Duration::from_mins(1))?;
-    wait_set(&agent, &[api(1, false), api(1, true)], Duration::from_secs(20))?;
-    ensure!(answered_from(&agent).as_deref() == Some("hosts file"), "{}", agent.proc.stderr_text());
+    wait_set(
+        &agent,
+        &[api(1, false), api(1, true)],
+        Duration::from_secs(20),
+    )?;
+    ensure!(
+        answered_from(&agent).as_deref() == Some("hosts file"),
+        "{}",
+        agent.proc.stderr_text()
+    );
 
     let hosts_s = hosts.to_str().context("utf-8")?;
-    let cargs = ["--server", PINNED, "--dns-server", &dns, "--hosts-file", hosts_s];
+    let cargs = [
+        "--server",
+        PINNED,
+        "--dns-server",
+        &dns,
+        "--hosts-file",
+        hosts_s,
+    ];
     let c = Client::start_bin("kube-client", &l.lab, Some(&l.cgroup), &cargs)?;
     let old = watched_on(&agent, &c, api(1, false), "ok")?;
-    let member = agent.status()?.socket_for_port(old.local_port).and_then(|s| s.endpoint_member.clone());
-    ensure!(member.as_deref() == Some("in-set"), "the connection is not the endpoint's: {member:?}");
+    let member = agent
+        .status()?
+        .socket_for_port(old.local_port)
+        .and_then(|s| s.endpoint_member.clone());
+    ensure!(
+        member.as_deref() == Some("in-set"),
+        "the connection is not the endpoint's: {member:?}"
+    );
 
     // Rewritten in place (the bind mount holds the inode), as `echo > /etc/hosts` does.
     let change_ms = lifeline_tests::mono_ms();
     std::fs::write(&hosts, hosts_text(api(2, false), api(2, true)))?;
-    wait_set(&agent, &[api(2, false), api(2, true)], Duration::from_secs(15))?;
-    eprintln!("new set in status {} ms after the edit", lifeline_tests::mono_ms() - change_ms);
+    wait_set(
+        &agent,
+        &[api(2, false), api(2, true)],
+        Duration::from_secs(15),
+    )?;
+    eprintln!(
+        "new set in status {} ms after the edit",
+        lifeline_tests::mono_ms() - change_ms
+    );
     let kill = wait_kill(&agent, old.local_port, Duration::from_secs(40))?;
     let after = kill.at_ms - change_ms;
     eprintln!("migrated {after} ms after the edit: {}", kill.raw);
-    ensure!(kill.verdict == "orphaned" && kill.outcome == "killed", "{}", kill.raw);
+    ensure!(
+        kill.verdict == "orphaned" && kill.outcome == "killed",
+        "{}",
+        kill.raw
+    );
     ensure!(kill.endpoint == format!("{PINNED}:6443"), "{}", kill.raw);
-    ensure!(after >= GRACE_MS, "killed {after} ms after the edit, before the grace");
+    ensure!(
+        after >= GRACE_MS,
+        "killed {after} ms after the edit, before the grace"
+    );
     let now = back_on(&c, &old, api(2, false), "ok", Duration::from_secs(15))?;
     eprintln!("re-dialed to {:?}", now.peer);
     Ok(())
@@ -108,11 +165,19 @@ fn the_hosts_file_comes_before_dns() -> Result<()> {
     let hosts = dir.path().join("hosts");
     std::fs::write(&hosts, format!("{} api.lab.test\n", api(3, false)))?;
     let dns = DNS_V4.to_string();
-    let a = args("api.lab.test", &["--dns-server", &dns], &[(&hosts, "/etc/hosts")]);
+    let a = args(
+        "api.lab.test",
+        &["--dns-server", &dns],
+        &[(&hosts, "/etc/hosts")],
+    );
     let mut agent = Agent::start_with(&l.lab, &l.cgroup, &a)?;
     agent.wait_ready(Duration::from_mins(1))?;
     wait_set(&agent, &[api(3, false)], Duration::from_secs(20))?;
-    ensure!(answered_from(&agent).as_deref() == Some("hosts file"), "{}", agent.proc.stderr_text());
+    ensure!(
+        answered_from(&agent).as_deref() == Some("hosts file"),
+        "{}",
+        agent.proc.stderr_text()
+    );
     Ok(())
 }
 
@@ -124,11 +189,26 @@ fn a_short_name_goes_through_the_search_domains() -> Result<()> {
     let dir = TempDir::new()?;
     let (hosts, resolv) = (dir.path().join("hosts"), dir.path().join("resolv.conf"));
     std::fs::write(&hosts, "127.0.0.1 localhost\n")?;
-    std::fs::write(&resolv, format!("nameserver {DNS_V4}\nsearch lab.test\noptions ndots:1 timeout:1\n"))?;
-    let a = args("api", &[], &[(&hosts, "/etc/hosts"), (&resolv, "/etc/resolv.conf")]);
+    std::fs::write(
+        &resolv,
+        format!("nameserver {DNS_V4}\nsearch lab.test\noptions ndots:1 timeout:1\n"),
+    )?;
+    let a = args(
+        "api",
+        &[],
+        &[(&hosts, "/etc/hosts"), (&resolv, "/etc/resolv.conf")],
+    );
     let mut agent = Agent::start_with(&l.lab, &l.cgroup, &a)?;
     agent.wait_ready(Duration::from_mins(1))?;
-    wait_set(&agent, &[api(1, false), api(1, true)], Duration::from_secs(20))?;
-    ensure!(answered_from(&agent).as_deref() == Some("DNS"), "{}", agent.proc.stderr_text());
+    wait_set(
+        &agent,
+        &[api(1, false), api(1, true)],
+        Duration::from_secs(20),
+    )?;
+    ensure!(
+        answered_from(&agent).as_deref() == Some("DNS"),
+        "{}",
+        agent.proc.stderr_text()
+    );
     Ok(())
 }

@@ -73,11 +73,23 @@ fn only_this_netns_counts_and_the_oldest_kubelet_wins() -> Result<()> {
     let lab = Lab::new()?;
     let cgroup = Cgroup::new()?;
     // Oldest of all, but in another network namespace: some other node's kubelet.
-    let _elsewhere = FakeKubelet::start(&lab.server, &cgroup, &kubeconfig("https://203.0.113.9:6443"))?;
+    let _elsewhere = FakeKubelet::start(
+        &lab.server,
+        &cgroup,
+        &kubeconfig("https://203.0.113.9:6443"),
+    )?;
     std::thread::sleep(Duration::from_millis(50)); // start times count in 10 ms ticks
-    let oldest = FakeKubelet::start(&lab.client, &cgroup, &kubeconfig("https://198.51.100.2:6443"))?;
+    let oldest = FakeKubelet::start(
+        &lab.client,
+        &cgroup,
+        &kubeconfig("https://198.51.100.2:6443"),
+    )?;
     std::thread::sleep(Duration::from_millis(50));
-    let _newer = FakeKubelet::start(&lab.client, &cgroup, &kubeconfig("https://203.0.113.7:6443"))?;
+    let _newer = FakeKubelet::start(
+        &lab.client,
+        &cgroup,
+        &kubeconfig("https://203.0.113.7:6443"),
+    )?;
     let mut agent = Agent::start(&lab, &cgroup)?;
     agent.wait_ready(READY)?;
 
@@ -99,7 +111,11 @@ fn a_broken_discovered_kubeconfig_is_one_warning_and_no_endpoint() -> Result<()>
     require_root();
     let lab = Lab::new()?;
     let cgroup = Cgroup::new()?;
-    let kubelet = FakeKubelet::start(&lab.client, &cgroup, "apiVersion: v1\nkind: Config\nclusters: []\n")?;
+    let kubelet = FakeKubelet::start(
+        &lab.client,
+        &cgroup,
+        "apiVersion: v1\nkind: Config\nclusters: []\n",
+    )?;
     let mut agent = Agent::start(&lab, &cgroup)?;
     agent.wait_ready(READY)?;
 

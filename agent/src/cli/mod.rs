@@ -108,7 +108,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
 
-    /// DNS server to ask, as IP or IP:PORT (repeatable). Default: /etc/resolv.conf.
+    /// DNS server to ask, as IP or IP:PORT (repeatable); the name is then asked as given.
+    /// Default: /etc/resolv.conf (its servers, search domains and ndots).
     #[arg(long = "dns-server", value_name = "ADDR", value_parser = parse_dns_server)]
     pub dns_servers: Vec<std::net::SocketAddr>,
 

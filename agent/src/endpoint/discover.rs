@@ -108,7 +108,10 @@ impl Followed {
 
     #[must_use]
     pub fn get(&self) -> Source {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub fn set(&self, source: Source) {

@@ -9,10 +9,10 @@ pub mod kubeconfig;
 mod kubelet;
 mod nsswitch;
 mod peers;
+mod rediscover;
 mod refresh;
 mod resolve;
 mod set;
-mod rediscover;
 pub mod setup;
 mod trust;
 

@@ -40,11 +40,14 @@ impl Order {
 pub fn read(path: &Path) -> Order {
     match std::fs::read_to_string(path) {
         Ok(text) => parse(&text, path),
-        Err(e) => Order::default_because(format!("{}: {e}; as Go and glibc, files dns", path.display())),
+        Err(e) => Order::default_because(format!(
+            "{}: {e}; as Go and glibc, files dns",
+            path.display()
+        )),
     }
 }
 
-/// The last `hosts:` line wins, as in glibc. `[...]` actions are skipped: every failure of
+/// The last `hosts:` line wins, as in Go's net/nss.go. `[...]` actions are skipped: every failure of
 /// one source goes on to the next here (glibc's default action), and a source that knows
 /// the name ends the lookup.
 #[must_use]
@@ -53,7 +56,7 @@ pub fn parse(text: &str, path: &Path) -> Order {
         .lines()
         .map(|l| l.split_once('#').map_or(l, |(l, _)| l).trim())
         .filter_map(|l| l.strip_prefix("hosts:"))
-        .last();
+        .next_back();
     let Some(line) = line else {
         return Order::default_because(format!("no hosts: line in {}; files dns", path.display()));
     };
@@ -102,10 +105,14 @@ mod tests {
 
     #[test]
     fn the_hosts_line_gives_the_order() {
-        let debian = "passwd: files\nhosts:          files mdns4_minimal [NOTFOUND=return] dns myhostname\n";
+        let debian =
+            "passwd: files\nhosts:          files mdns4_minimal [NOTFOUND=return] dns myhostname\n";
         assert_eq!(
             order(debian),
-            (vec![Files, Dns], vec!["mdns4_minimal".into(), "myhostname".into()])
+            (
+                vec![Files, Dns],
+                vec!["mdns4_minimal".into(), "myhostname".into()]
+            )
         );
         assert_eq!(order("hosts: dns files\n"), (vec![Dns, Files], vec![]));
         assert_eq!(
@@ -118,13 +125,23 @@ mod tests {
 
     #[test]
     fn no_line_or_no_known_source_is_files_dns() {
-        assert_eq!(order("passwd: files\n# hosts: dns\n"), (vec![Files, Dns], vec![]));
+        assert_eq!(
+            order("passwd: files\n# hosts: dns\n"),
+            (vec![Files, Dns], vec![])
+        );
         assert_eq!(
             order("hosts: resolve myhostname\n"),
-            (vec![Files, Dns], vec!["resolve".into(), "myhostname".into()])
+            (
+                vec![Files, Dns],
+                vec!["resolve".into(), "myhostname".into()]
+            )
         );
         let missing = read(Path::new("/nonexistent/nsswitch.conf"));
         assert_eq!(missing.sources, [Files, Dns]);
-        assert!(missing.from.contains("/nonexistent/nsswitch.conf"), "{}", missing.from);
+        assert!(
+            missing.from.contains("/nonexistent/nsswitch.conf"),
+            "{}",
+            missing.from
+        );
     }
 }

@@ -41,7 +41,12 @@ fn process(s: &Source) -> Option<(u32, u64)> {
 
 impl Rediscover {
     #[must_use]
-    pub fn new(trust: Trust, followed: Followed, endpoints: Endpoints, list: Vec<(String, u16)>) -> Self {
+    pub fn new(
+        trust: Trust,
+        followed: Followed,
+        endpoints: Endpoints,
+        list: Vec<(String, u16)>,
+    ) -> Self {
         Self {
             trust,
             followed,
@@ -73,7 +78,9 @@ impl Rediscover {
         }
         let Some(found) = found else { return };
         let now = self.followed.get();
-        let Some(pid_start) = process(&found) else { return };
+        let Some(pid_start) = process(&found) else {
+            return;
+        };
         if process(&now) == Some(pid_start) {
             return;
         }
@@ -91,7 +98,12 @@ impl Rediscover {
                 let names = setup::names(&self.list);
                 tracing::info!(target: "lifeline::endpoint", source = %found, endpoint = %names, previous = %was,
                     "API endpoint {names} from {found}: kubelet restarted with another kubeconfig (was {was} from {now})");
-                if let Some(p) = self.list.iter().map(|(_, p)| *p).find(|p| !self.ports.contains(p)) {
+                if let Some(p) = self
+                    .list
+                    .iter()
+                    .map(|(_, p)| *p)
+                    .find(|p| !self.ports.contains(p))
+                {
                     tracing::warn!(target: "lifeline::endpoint", port = p,
                         "the new API endpoint's port {p} is not among the watched ports ({:?}): its sockets are not watched until lifeline restarts with it in --ports", self.ports);
                 }

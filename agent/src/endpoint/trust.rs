@@ -37,7 +37,9 @@ impl Trust {
         let mount = crate::mounts::mount_point_of(&info, "cgroup2")
             .unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup"));
         let mut cgroups: Vec<(String, PathBuf)> = Vec::new();
-        for t in std::iter::once(Path::new(DEFAULT_CGROUP)).chain(targets.iter().map(PathBuf::as_path)) {
+        for t in
+            std::iter::once(Path::new(DEFAULT_CGROUP)).chain(targets.iter().map(PathBuf::as_path))
+        {
             let rel = t.strip_prefix(&mount).unwrap_or(t);
             let rel = rel.strip_prefix("/").unwrap_or(rel);
             let key = format!("/{}", rel.display());
@@ -58,11 +60,16 @@ impl Trust {
         let path = v2_path(&cgroup).unwrap_or_default().to_owned();
         let mut why = Vec::new();
         if (real, effective) != (0, 0) {
-            why.push(format!("runs as uid {real} (effective {effective}), not root"));
+            why.push(format!(
+                "runs as uid {real} (effective {effective}), not root"
+            ));
         }
         if !self.holds(&path, pid) {
             let keys: Vec<&str> = self.cgroups.iter().map(|(k, _)| k.as_str()).collect();
-            why.push(format!("its cgroup {path:?} is not kubelet's ({})", keys.join(", ")));
+            why.push(format!(
+                "its cgroup {path:?} is not kubelet's ({})",
+                keys.join(", ")
+            ));
         }
         Some(if why.is_empty() {
             Ok(())
@@ -144,7 +151,10 @@ mod tests {
         assert!(keys.contains(&"/system.slice/kubelet.service"), "{keys:?}");
         assert!(t.holds("/system.slice/kubelet.service", 1));
         assert!(t.holds("/system.slice/kubelet.service/sub", 1));
-        assert!(!t.holds("/system.slice/kubelet.service2", 1), "a prefix is no parent");
+        assert!(
+            !t.holds("/system.slice/kubelet.service2", 1),
+            "a prefix is no parent"
+        );
         assert!(!t.holds("/user.slice/user-1000.slice", 1));
         assert!(!t.holds("", 1));
     }

@@ -28,7 +28,11 @@ impl LabNode {
     pub fn new(pod: &Pod, s: &Setup, m: &UserManager) -> Result<Self> {
         let tracefs = LabTracefs::new()?;
         let dir = TempDir::new()?;
+        // The node's hosts file: the lab's own, never the machine's.
+        let hosts = dir.path().join("hosts");
+        std::fs::write(&hosts, "127.0.0.1 localhost\n")?;
         let host_paths = BTreeMap::from([
+            ("/etc/hosts".to_owned(), hosts),
             ("/sys/fs/cgroup".to_owned(), PathBuf::from("/sys/fs/cgroup")),
             ("/sys/kernel/tracing".to_owned(), tracefs.path().to_owned()),
             ("/run/dbus".to_owned(), m.dir().to_owned()),

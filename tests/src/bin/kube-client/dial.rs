@@ -67,9 +67,17 @@ async fn dial_once(args: &Args) -> Option<Dialed> {
 /// here would hide exactly the DNS changes the lab makes. Addresses are tried in sorted
 /// order (IPv4 first, then lowest), so a test knows where a client with several lands.
 async fn resolve(args: &Args) -> Option<Vec<std::net::IpAddr>> {
-    if let Some(addrs) = args.hosts_file.as_deref().and_then(|f| from_hosts(f, &args.server)) {
+    if let Some(addrs) = args
+        .hosts_file
+        .as_deref()
+        .and_then(|f| from_hosts(f, &args.server))
+    {
         let list: Vec<String> = addrs.iter().map(ToString::to_string).collect();
-        emit(&Report::new("resolved").text("addrs", &list.join(",")).text("from", "hosts"));
+        emit(
+            &Report::new("resolved")
+                .text("addrs", &list.join(","))
+                .text("from", "hosts"),
+        );
         return Some(addrs);
     }
     let servers = NameServerConfigGroup::from_ips_clear(&[args.dns_server], 53, true);
