@@ -107,6 +107,19 @@ fn impossible_cgroup_path() {
     assert_clear_error(&out, &["longer than 255 bytes"]);
 }
 
+/// A hosts file that exists but cannot be read (here a directory) would hide a name pinned
+/// there: bad input at start. A missing one is an empty one.
+#[test]
+fn unreadable_hosts_file() {
+    let mut args = base(&root_cgroup(), "6443");
+    args.extend(["--hosts-file", "/"].map(String::from));
+    let out = run(&[], &strs(&args));
+    assert_clear_error(
+        &out,
+        &["invalid --hosts-file: cannot read the hosts file /: "],
+    );
+}
+
 /// A bad port is a usage error: clap's exit code 2 with its usual text, or our one line.
 fn assert_bad_port(value: &str) {
     let (code, stderr) = run(&[], &strs(&base(&root_cgroup(), value)));

@@ -84,11 +84,15 @@ pub fn configured(args: &RunArgs) -> Result<Configured> {
     })
 }
 
-/// Validates the refresh bounds before anything is attached.
+/// Validates the refresh bounds and the hosts file before anything is attached.
 ///
 /// # Errors
-/// When --min-refresh exceeds --max-refresh.
+/// When --min-refresh exceeds --max-refresh, or the hosts file exists but cannot be read
+/// (a missing one is an empty one, as for glibc and Go).
 pub fn check(args: &RunArgs) -> Result<()> {
+    if let Err(e) = super::hosts::read(&args.hosts_file) {
+        bail!("invalid --hosts-file: {e}");
+    }
     if args.min_refresh > args.max_refresh {
         bail!(
             "invalid --min-refresh {:?}: it is longer than --max-refresh {:?}",
