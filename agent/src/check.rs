@@ -49,6 +49,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
         rows.push(check_probe::dbus_row(&args.node.systemd_bus, unit));
     }
     rows.push(resolver());
+    rows.push(match crate::endpoint::lookup_order(&args.hosts_file) {
+        Ok(order) => Row::pass("name lookup", order),
+        Err(e) => Row::fail("name lookup", e),
+    });
     print!("{}", render(&rows));
     let failed: Vec<&str> = rows
         .iter()

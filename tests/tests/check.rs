@@ -90,6 +90,7 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
         "SOCK_DESTROY",
         "systemd unit",
         "resolver",
+        "name lookup",
     ] {
         assert_eq!(row(&out, name), Some("pass"), "row {name}:\n{out}");
     }

@@ -25,6 +25,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 pub use guard::Guard;
+pub use nsswitch::lookup_order;
 pub use peers::Prober;
 pub use refresh::{Refresh, spawn_refreshers};
 pub use resolve::Resolver;

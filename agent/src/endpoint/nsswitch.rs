@@ -35,6 +35,37 @@ impl Order {
     }
 }
 
+impl Order {
+    /// `files (HOSTS) then dns (FROM); not lifeline's, skipped: ...`, for the log and
+    /// `lifeline check`.
+    #[must_use]
+    pub fn describe(&self, hosts_file: &Path) -> String {
+        let names: Vec<String> = self
+            .sources
+            .iter()
+            .map(|s| match s {
+                Source::Files => format!("files ({})", hosts_file.display()),
+                Source::Dns => "dns".to_owned(),
+            })
+            .collect();
+        let skipped = if self.ignored.is_empty() {
+            String::new()
+        } else {
+            format!("; not lifeline's, skipped: {}", self.ignored.join(" "))
+        };
+        format!("{} ({}){skipped}", names.join(" then "), self.from)
+    }
+}
+
+/// How a name is looked up here (`lifeline check`).
+///
+/// # Errors
+/// When the hosts file exists but cannot be read.
+pub fn lookup_order(hosts_file: &Path) -> Result<String, String> {
+    super::hosts::read(hosts_file).map_err(|e| e.to_string())?;
+    Ok(read(Path::new(NSSWITCH)).describe(hosts_file))
+}
+
 /// The order in `path` (normally `NSSWITCH`).
 #[must_use]
 pub fn read(path: &Path) -> Order {
@@ -135,6 +166,14 @@ mod tests {
                 vec![Files, Dns],
                 vec!["resolve".into(), "myhostname".into()]
             )
+        );
+        let o = parse(
+            "hosts: files myhostname dns\n",
+            Path::new("/etc/nsswitch.conf"),
+        );
+        assert_eq!(
+            o.describe(Path::new("/etc/hosts")),
+            "files (/etc/hosts) then dns (hosts: line of /etc/nsswitch.conf); not lifeline's, skipped: myhostname"
         );
         let missing = read(Path::new("/nonexistent/nsswitch.conf"));
         assert_eq!(missing.sources, [Files, Dns]);

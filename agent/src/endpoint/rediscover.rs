@@ -19,14 +19,14 @@ use super::{
 pub const EVERY: Duration = Duration::from_secs(3);
 
 pub struct Rediscover {
-    pub trust: Trust,
-    pub followed: Followed,
-    pub endpoints: Endpoints,
+    trust: Trust,
+    followed: Followed,
+    endpoints: Endpoints,
     /// The endpoints followed now.
-    pub list: Vec<(String, u16)>,
+    list: Vec<(String, u16)>,
     /// The ports the probe watches: a new endpoint's port outside them is not seen.
-    pub ports: Vec<u16>,
-    pub wake: Arc<Notify>,
+    ports: Vec<u16>,
+    wake: Arc<Notify>,
     /// Processes already logged as ignored, or whose kubeconfig was unusable: once each.
     logged: HashSet<(u32, u64)>,
 }
@@ -40,20 +40,22 @@ fn process(s: &Source) -> Option<(u32, u64)> {
 }
 
 impl Rediscover {
+    /// Follows `list` (from `followed`) into `endpoints`; `wake` is the daemon's.
     #[must_use]
     pub fn new(
         trust: Trust,
-        followed: Followed,
+        (followed, list): (Followed, Vec<(String, u16)>),
         endpoints: Endpoints,
-        list: Vec<(String, u16)>,
+        ports: Vec<u16>,
+        wake: Arc<Notify>,
     ) -> Self {
         Self {
             trust,
             followed,
             endpoints,
             list,
-            ports: Vec::new(),
-            wake: Arc::default(),
+            ports,
+            wake,
             logged: HashSet::new(),
         }
     }

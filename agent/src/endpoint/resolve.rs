@@ -111,21 +111,8 @@ impl Resolver {
     /// When /etc/resolv.conf cannot be read or parsed.
     pub fn new(servers: &[std::net::SocketAddr], hosts: &Path) -> anyhow::Result<Self> {
         let order = nsswitch::read(Path::new(nsswitch::NSSWITCH));
-        let names: Vec<&str> = order
-            .sources
-            .iter()
-            .map(|s| match s {
-                Source::Files => "files",
-                Source::Dns => "dns",
-            })
-            .collect();
-        tracing::info!(target: "lifeline::endpoint", order = %names.join(" "), hosts_file = %hosts.display(),
-            from = %order.from, "names are looked up in {} ({})", names.join(" then "), order.from);
-        if !order.ignored.is_empty() {
-            tracing::info!(target: "lifeline::endpoint", ignored = %order.ignored.join(" "),
-                "nsswitch.conf hosts: sources {} are not lifeline's (it implements files and dns): skipped",
-                order.ignored.join(", "));
-        }
+        tracing::info!(target: "lifeline::endpoint", hosts_file = %hosts.display(),
+            "names are looked up in {}", order.describe(hosts));
         Ok(Self {
             inner: Self::dns(servers)?,
             hosts: hosts.to_owned(),

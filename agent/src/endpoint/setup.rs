@@ -148,15 +148,14 @@ pub fn start(args: &RunArgs, found: &Configured, wake: &Arc<Notify>) -> Result<O
         }
     }
     if discovered {
-        let mut r = Rediscover::new(
+        Rediscover::new(
             Trust::new(&args.cgroups),
-            followed.clone(),
+            (followed.clone(), list.clone()),
             endpoints.clone(),
-            list.clone(),
-        );
-        r.ports = watched(args, list);
-        r.wake = Arc::clone(wake);
-        r.spawn();
+            watched(args, list),
+            Arc::clone(wake),
+        )
+        .spawn();
     }
     Ok(Some(Follow {
         source: followed,
