@@ -130,7 +130,11 @@ fn a_kubelet_restarted_with_another_kubeconfig_moves_the_endpoint() -> Result<()
         Duration::from_secs(15),
         Duration::from_millis(200),
         || {
-            let st = agent.status()?;
+            // Retargeted but not yet resolved, the endpoint has no refresh age, which the
+            // lab's typed status does not take: not there yet.
+            let Ok(st) = agent.status() else {
+                return Ok(None);
+            };
             let moved = endpoints(&st) == ["api.lab.test:6443"]
                 && st.endpoints[0].addrs == want_addrs
                 && st.endpoint_source.as_deref() == Some(second.source().as_str());
