@@ -113,7 +113,7 @@ fn the_example_config_is_valid() {
     parse_with(text, &[]).expect("packaging/lifeline.toml must parse");
 }
 
-/// The `lifeline.toml` block of the DaemonSet's `ConfigMap`: the lines of the block scalar
+/// The `lifeline.toml` block of the `DaemonSet`'s `ConfigMap`: the lines of the block scalar
 /// after `lifeline.toml: |`, with the block's indentation removed (enough YAML for the one
 /// block this manifest has; the container lab test reads the whole manifest strictly).
 fn configmap_toml(manifest: &str) -> String {
