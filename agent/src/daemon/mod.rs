@@ -105,18 +105,7 @@ impl Daemon {
             let Some(rec) = self.mirror.get(cookie).copied() else {
                 continue;
             };
-            // Only the endpoint's own sockets are judged by DNS and the peer probe.
-            let member = self.follow.as_ref().and_then(|f| {
-                let i = self
-                    .members
-                    .see(cookie, rec.peer(), &f.endpoints, f.grace, at)?;
-                Some(f.endpoints.of_member(i, rec.peer(), f.grace))
-            });
-            let dead_since = self
-                .follow
-                .as_ref()
-                .filter(|_| member.is_some())
-                .and_then(|f| f.prober.dead_since(rec.peer()));
+            let (member, dead_since) = self.endpoint_fact(cookie, &rec, at);
             let s = Socket {
                 cookie,
                 rec: &rec,

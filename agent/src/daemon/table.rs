@@ -36,6 +36,10 @@ impl Table<'_> {
     }
 }
 
+/// The endpoint column's key: the endpoint the socket is the connection of (None: not an
+/// endpoint's) and its peer.
+type EndpointKey = (Option<usize>, SocketAddr);
+
 /// The keepalive column's key: the result and the values in force.
 type KaKey = (i32, u32, u32, u32);
 
@@ -50,7 +54,6 @@ impl Daemon {
         let mut keepalive: HashMap<KaKey, String> = HashMap::new();
         // Keyed by the endpoint the socket is the connection of (None: not the endpoint's)
         // and its peer: the endpoint's name and where the peer stands in its answers.
-        type EndpointKey = (Option<usize>, SocketAddr);
         let mut members: HashMap<EndpointKey, Option<(String, &'static str)>> = HashMap::new();
         for (cookie, rec) in &records {
             let rec = *rec;

@@ -15,7 +15,10 @@
 use std::{collections::HashSet, time::Instant};
 
 use anyhow::Result;
-use lifeline_common::news::{self, News};
+use lifeline_common::{
+    SockState,
+    news::{self, News},
+};
 
 use super::Daemon;
 use crate::endpoint::Membership;
@@ -91,6 +94,30 @@ impl Daemon {
             }
         }
         Ok(visit.into_iter().collect())
+    }
+
+    /// Whether the socket is the endpoint's connection (the recorded fact, decided at first
+    /// sight), with its endpoint and where its peer stands, and since when its peer probe
+    /// has found it dead. Only the endpoint's own sockets are judged by DNS and the probe.
+    pub(super) fn endpoint_fact(
+        &mut self,
+        cookie: u64,
+        rec: &SockState,
+        at: Instant,
+    ) -> (Option<(String, Membership)>, Option<Instant>) {
+        let Some(f) = self.follow.as_ref() else {
+            return (None, None);
+        };
+        let Some(i) = self
+            .members
+            .see(cookie, rec.peer(), &f.endpoints, f.grace, at)
+        else {
+            return (None, None);
+        };
+        (
+            Some(f.endpoints.of_member(i, rec.peer(), f.grace)),
+            f.prober.dead_since(rec.peer()),
+        )
     }
 
     /// The endpoint's sockets (the recorded fact) whose peer a rule may act on now: its peer
