@@ -79,6 +79,7 @@ impl Daemon {
             .map(|(cookie, rec)| {
                 let rec = *rec;
                 let k = &rec.keepalive;
+                let member = self.members.endpoint_of(*cookie);
                 Extra {
                     verdict: self
                         .tally
@@ -89,10 +90,10 @@ impl Daemon {
                         .get(&(rec.ka_result, k.idle_s, k.intvl_s, k.cnt))
                         .map_or("", String::as_str),
                     endpoint: members
-                        .get(&(self.members.endpoint_of(*cookie), rec.peer()))
+                        .get(&(member, rec.peer()))
                         .and_then(Option::as_ref)
                         .map(|(n, m)| (n.as_str(), *m)),
-                    endpoint_socket: Some(self.members.endpoint_of(*cookie).is_some()),
+                    endpoint_socket: Some(member.is_some()),
                 }
             })
             .collect();

@@ -22,6 +22,8 @@ use super::{Endpoints, Membership};
 
 /// A never-held peer is logged again after this, if sockets to it are still seen.
 const REPORT_AGAIN: Duration = Duration::from_hours(1);
+/// At most this many reported peers are remembered.
+const REPORTED_MAX: usize = 4096;
 
 #[derive(Default)]
 pub struct Members {
@@ -125,6 +127,15 @@ impl Members {
             .is_some_and(|t| at.saturating_duration_since(*t) < REPORT_AGAIN)
         {
             return;
+        }
+        if self.reported.len() >= REPORTED_MAX {
+            // Bounded memory on a node with many peers on the port: the oldest reports go
+            // first; past the bound a peer may be reported again sooner than the hour.
+            self.reported
+                .retain(|_, t| at.saturating_duration_since(*t) < REPORT_AGAIN);
+            if self.reported.len() >= REPORTED_MAX {
+                self.reported.clear();
+            }
         }
         self.reported.insert(peer, at);
         let endpoint = endpoints.name(i);

@@ -158,3 +158,29 @@ fn another_port_is_never_the_endpoints() {
     assert_eq!(m.see(1, other, &e, GRACE, t0), None);
     assert_eq!(e.standing(other, GRACE), None);
 }
+
+#[test]
+fn a_never_held_peer_is_reported_once_not_per_sweep() {
+    let (e, mut m, t0) = (api(), Members::default(), Instant::now());
+    let socks = by_peer(&[(1, peer(9)), (2, peer(9))]);
+    assert_eq!(m.see(1, peer(9), &e, GRACE, t0), None);
+    assert!(m.reported.is_empty(), "no answer yet: nothing to say");
+    answer(&e, &[2], t0 + Duration::from_secs(1));
+    m.sync(&e, GRACE, socks.iter(), t0 + Duration::from_secs(1));
+    assert_eq!(
+        m.reported.get(&peer(9)),
+        Some(&(t0 + Duration::from_secs(1)))
+    );
+    for i in 2..50u32 {
+        let t = t0 + Duration::from_secs(1) * i;
+        answer(&e, if i % 2 == 0 { &[2, 3] } else { &[2] }, t);
+        m.sync(&e, GRACE, socks.iter(), t);
+        m.see(2, peer(9), &e, GRACE, t);
+    }
+    assert_eq!(
+        m.reported.get(&peer(9)),
+        Some(&(t0 + Duration::from_secs(1))),
+        "reported once, at the first answer"
+    );
+    assert_eq!(m.reported.len(), 1);
+}
