@@ -27,6 +27,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         rows.push(Row::pass("config", path.display().to_string()));
     }
     rows.push(endpoint_row(args));
+    rows.extend(crate::check_endpoint::rows(args));
     // Mount what `run` would mount, in a mount namespace of the check's own (gone when it
     // exits): the rows then say what `run` will manage, and the probe rows see what the
     // daemon will (the cgroup tracepoints need tracefs).

@@ -112,3 +112,62 @@ fn the_example_config_is_valid() {
     let text = include_str!("../../packaging/lifeline.toml");
     parse_with(text, &[]).expect("packaging/lifeline.toml must parse");
 }
+
+/// The `lifeline.toml` block of the `DaemonSet`'s `ConfigMap`: the lines of the block scalar
+/// after `lifeline.toml: |`, with the block's indentation removed (enough YAML for the one
+/// block this manifest has; the container lab test reads the whole manifest strictly).
+fn configmap_toml(manifest: &str) -> String {
+    let mut lines = manifest
+        .lines()
+        .skip_while(|l| l.trim() != "lifeline.toml: |");
+    let key_indent = lines.next().map_or(0, |l| l.len() - l.trim_start().len());
+    let block: Vec<&str> = lines
+        .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > key_indent)
+        .collect();
+    let indent = block
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    block
+        .iter()
+        .map(|l| l.get(indent..).unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn targets(args: &crate::cli::RunArgs) -> crate::watch::Targets {
+    let root = std::path::Path::new("/");
+    crate::watch::Targets::from_args(args, std::path::Path::new("/sys/fs/cgroup"), root)
+        .expect("targets")
+}
+
+/// What the README documents as the node default, and what `run` does with no target flag.
+#[test]
+fn the_shipped_files_watch_the_documented_default_targets() {
+    let default = parse_with("", &[]).expect("an empty file");
+    let documented = targets(&default);
+    assert_eq!(
+        documented.describe(),
+        ["cgroup /system.slice/kubelet.service", "endpoint clients"],
+        "README: kubelet's unit cgroup plus every client of the endpoint"
+    );
+    let shipped = parse_with(include_str!("../../packaging/lifeline.toml"), &[]).expect("toml");
+    assert_eq!(targets(&shipped), documented, "packaging/lifeline.toml");
+    let manifest = include_str!("../../packaging/daemonset.yaml");
+    let text = configmap_toml(manifest);
+    assert!(text.contains("ports = [443, 6443]"), "block read: {text}");
+    let configmap = parse_with(&text, &[]).expect("the ConfigMap's lifeline.toml");
+    assert_eq!(targets(&configmap), documented, "the DaemonSet's ConfigMap");
+}
+
+/// The example file says its values are the built-in defaults: every value it sets is one.
+#[test]
+fn the_shipped_config_sets_only_built_in_defaults() {
+    let mut default = parse_with("", &[]).expect("an empty file");
+    let mut shipped = parse_with(include_str!("../../packaging/lifeline.toml"), &[]).expect("toml");
+    default.node.config = None;
+    shipped.node.config = None;
+    assert_eq!(format!("{shipped:?}"), format!("{default:?}"));
+}

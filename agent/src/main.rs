@@ -5,6 +5,7 @@ mod adopt;
 mod cgroup;
 mod cgroup2;
 mod check;
+mod check_endpoint;
 mod check_host;
 mod check_probe;
 mod check_watch;

@@ -58,10 +58,16 @@ pub struct SocketStatus {
     pub keepalive: String,
     /// Keepalive probes unanswered, when the kernel's `tcp_info` was read in this sweep.
     pub keepalive_probes: Option<u8>,
-    /// The endpoint a socket to this peer's port belongs to, and whether its peer is
-    /// "in-set", "leaving", "orphaned" or "unknown".
+    /// The endpoint on this peer's port, and where its peer's address stands in that
+    /// endpoint's answers: "in-set", "leaving", "orphaned", "unknown" (no answer yet) or
+    /// "never-held" (no answer held it).
     pub endpoint: Option<String>,
     pub endpoint_member: Option<String>,
+    /// With `endpoint`: whether the socket is the endpoint's connection (its address was in
+    /// the answers when it connected, when lifeline adopted it, or since). Only these are
+    /// judged by DNS; the others by stall and silence alone.
+    #[serde(default)]
+    pub endpoint_socket: Option<bool>,
     /// "`sock_ops`" (seen at its connect) or "adopted" (older than the agent).
     pub source: String,
     /// For an adopted socket whose callbacks the kernel could not arm: why; the agent then
@@ -218,13 +224,14 @@ pub fn render(s: &Snapshot) -> String {
             } else {
                 &k.source
             },
-            k.endpoint_member.as_deref().unwrap_or("-"),
+            endpoint_column(k),
             k.keepalive,
             k.keepalive_probes
                 .filter(|p| *p > 0)
                 .map_or_else(String::new, |p| format!(", {p} probes unanswered"))
         );
     }
+    outside_notes(s, &mut out);
     // Polled sockets get one line saying why, not a column of repeats.
     if let Some(why) = s.sockets.iter().find_map(|k| k.polled.as_ref()) {
         let n = s.sockets.iter().filter(|k| k.polled.is_some()).count();
@@ -234,6 +241,50 @@ pub fn render(s: &Snapshot) -> String {
         );
     }
     out
+}
+
+/// The IN-SET column: where the endpoint's own socket's peer stands, or `outside` for a
+/// socket on an endpoint's port that is not its connection.
+fn endpoint_column(k: &SocketStatus) -> &str {
+    if k.endpoint_socket == Some(false) {
+        "outside"
+    } else {
+        k.endpoint_member.as_deref().unwrap_or("-")
+    }
+}
+
+/// One line per endpoint with `outside` sockets on its port, naming the peers its answers
+/// never held (a client resolving the name differently, or another service on the port).
+fn outside_notes(s: &Snapshot, out: &mut String) {
+    use std::{collections::BTreeMap, fmt::Write as _};
+    let mut by_endpoint: BTreeMap<&str, (usize, std::collections::BTreeSet<&str>)> =
+        BTreeMap::new();
+    for k in s
+        .sockets
+        .iter()
+        .filter(|k| k.endpoint_socket == Some(false))
+    {
+        let Some(e) = k.endpoint.as_deref() else {
+            continue;
+        };
+        let entry = by_endpoint.entry(e).or_default();
+        entry.0 += 1;
+        if k.endpoint_member.as_deref() == Some("never-held") {
+            entry.1.insert(&k.peer);
+        }
+    }
+    for (e, (n, never)) in by_endpoint {
+        let never = if never.is_empty() {
+            String::new()
+        } else {
+            let peers: Vec<&str> = never.into_iter().collect();
+            format!("; addresses its answers never held: {}", peers.join(", "))
+        };
+        let _ = writeln!(
+            out,
+            "outside: {n} socket(s) on {e}'s port are not its connections, judged by stall and silence only, never by DNS{never}"
+        );
+    }
 }
 
 fn secs(ms: u64) -> String {

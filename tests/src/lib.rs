@@ -34,6 +34,7 @@ pub mod metrics;
 pub mod netns;
 pub mod nft;
 mod nft_flows;
+pub mod outside;
 pub mod paths;
 pub mod pod;
 pub mod podman;

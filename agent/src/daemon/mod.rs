@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, watch};
 use crate::{
     act, clock,
     diag::SockDiag,
-    endpoint::Follow,
+    endpoint::{Follow, Members},
     judge::{self, Judge, Kill, Read, RestartRequest, Seen, Socket},
     mirror::Mirror,
     probe::Probe,
@@ -46,6 +46,8 @@ pub struct Daemon {
     pub news: crate::readers::Inbox,
     /// The probe's records, kept current by its news.
     pub mirror: Mirror,
+    /// Which sockets are the endpoint's connections (the fact recorded per socket).
+    pub members: Members,
     tally: tally::Tally,
     /// The kernel's `tcp_info` of the sockets looked at in the last sweep (status rows).
     looked: HashMap<u64, crate::diag::TcpInfo>,
@@ -67,6 +69,7 @@ impl Daemon {
             watching: parts.watching,
             news: parts.news,
             mirror: Mirror::default(),
+            members: Members::default(),
             tally: tally::Tally::default(),
             looked: HashMap::new(),
         }
@@ -90,6 +93,10 @@ impl Daemon {
         let at = Instant::now();
         let lost = self.check_capacity()?;
         let visit = self.visits(&news, &adopted, lost, now, at)?;
+        if let Some(f) = self.follow.as_ref() {
+            self.members
+                .sync(&f.endpoints, f.grace, self.mirror.peers(), at);
+        }
         self.looked.clear();
         let mut seen = Vec::with_capacity(visit.len());
         let mut kills = Vec::new();
@@ -98,14 +105,7 @@ impl Daemon {
             let Some(rec) = self.mirror.get(cookie).copied() else {
                 continue;
             };
-            let member = self
-                .follow
-                .as_ref()
-                .and_then(|f| f.endpoints.membership(rec.peer(), f.grace));
-            let dead_since = self
-                .follow
-                .as_ref()
-                .and_then(|f| f.prober.dead_since(rec.peer()));
+            let (member, dead_since) = self.endpoint_fact(cookie, &rec, at);
             let s = Socket {
                 cookie,
                 rec: &rec,
@@ -153,6 +153,7 @@ impl Daemon {
                 .set(cookie, verdict, &rec, self.judge.settings.stall);
             seen.push(Seen {
                 peer: rec.peer(),
+                endpoint_socket: self.follow.as_ref().map(|_| member.is_some()),
                 verdict,
                 established_age: Duration::from_millis(clock::age_ms(now, rec.established_ns)),
             });
@@ -178,6 +179,7 @@ impl Daemon {
     /// Everything kept about a socket that is gone.
     fn gone(&mut self, cookie: u64) {
         self.mirror.remove(cookie);
+        self.members.forget(cookie);
         self.judge.forget(cookie);
         self.tally.remove(cookie);
         self.polled.remove(&cookie);

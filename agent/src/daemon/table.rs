@@ -36,6 +36,10 @@ impl Table<'_> {
     }
 }
 
+/// The endpoint column's key: the endpoint the socket is the connection of (None: not an
+/// endpoint's) and its peer.
+type EndpointKey = (Option<usize>, SocketAddr);
+
 /// The keepalive column's key: the result and the values in force.
 type KaKey = (i32, u32, u32, u32);
 
@@ -48,8 +52,10 @@ impl Daemon {
         let records: Vec<(u64, &SockState)> = self.mirror.iter().collect();
         let now = clock::now_ns();
         let mut keepalive: HashMap<KaKey, String> = HashMap::new();
-        let mut members: HashMap<SocketAddr, Option<(String, &'static str)>> = HashMap::new();
-        for (_, rec) in &records {
+        // Keyed by the endpoint the socket is the connection of (None: not the endpoint's)
+        // and its peer: the endpoint's name and where the peer stands in its answers.
+        let mut members: HashMap<EndpointKey, Option<(String, &'static str)>> = HashMap::new();
+        for (cookie, rec) in &records {
             let rec = *rec;
             let k = &rec.keepalive;
             keepalive
@@ -57,10 +63,15 @@ impl Daemon {
                 .or_insert_with(|| {
                     judge::idle::describe(rec, &self.judge.idle.want, self.probe.can_adopt)
                 });
-            members.entry(rec.peer()).or_insert_with(|| {
+            let member = self.members.endpoint_of(*cookie);
+            members.entry((member, rec.peer())).or_insert_with(|| {
                 let f = self.follow.as_ref()?;
-                let (name, m) = f.endpoints.membership(rec.peer(), f.grace)?;
-                Some((name, m.label()))
+                if let Some(i) = member {
+                    let (name, m) = f.endpoints.of_member(i, rec.peer(), f.grace);
+                    return Some((name, m.label()));
+                }
+                let (i, m) = f.endpoints.standing(rec.peer(), f.grace)?;
+                Some((f.endpoints.name(i), m.label()))
             });
         }
         let extras = records
@@ -68,6 +79,7 @@ impl Daemon {
             .map(|(cookie, rec)| {
                 let rec = *rec;
                 let k = &rec.keepalive;
+                let member = self.members.endpoint_of(*cookie);
                 Extra {
                     verdict: self
                         .tally
@@ -78,9 +90,10 @@ impl Daemon {
                         .get(&(rec.ka_result, k.idle_s, k.intvl_s, k.cnt))
                         .map_or("", String::as_str),
                     endpoint: members
-                        .get(&rec.peer())
+                        .get(&(member, rec.peer()))
                         .and_then(Option::as_ref)
                         .map(|(n, m)| (n.as_str(), *m)),
+                    endpoint_socket: Some(member.is_some()),
                 }
             })
             .collect();

@@ -6,15 +6,19 @@
 //! - sockets a rule has pending business with (`Judge::pending`), records in a trouble
 //!   episode no look has found over, looks the idle rules scheduled, healthy sockets whose
 //!   record turns idle now (the counts), pre-existing sockets that are polled;
-//! - every socket of a peer that is in question (a failing peer probe, left or leaving the
-//!   endpoint's DNS set), and every socket while a kill awaits its endpoint's recovery;
+//! - every endpoint socket (`endpoint::Members`) of a peer that is in question (a failing peer
+//!   probe, left or leaving the endpoint's DNS set), and every socket while a kill awaits its
+//!   endpoint's recovery;
 //! - what a whole read of the map finds new or changed, when news was lost or `RECONCILE`
 //!   passed (the first sweep reads the whole map, so it visits every socket).
 
 use std::{collections::HashSet, time::Instant};
 
 use anyhow::Result;
-use lifeline_common::news::{self, News};
+use lifeline_common::{
+    SockState,
+    news::{self, News},
+};
 
 use super::Daemon;
 use crate::endpoint::Membership;
@@ -92,8 +96,33 @@ impl Daemon {
         Ok(visit.into_iter().collect())
     }
 
-    /// Sockets whose peer a rule may act on now: its peer probe reports it dead, or it has
-    /// left (or is leaving) its endpoint's DNS set.
+    /// Whether the socket is the endpoint's connection (the recorded fact, decided at first
+    /// sight), with its endpoint and where its peer stands, and since when its peer probe
+    /// has found it dead. Only the endpoint's own sockets are judged by DNS and the probe.
+    pub(super) fn endpoint_fact(
+        &mut self,
+        cookie: u64,
+        rec: &SockState,
+        at: Instant,
+    ) -> (Option<(String, Membership)>, Option<Instant>) {
+        let Some(f) = self.follow.as_ref() else {
+            return (None, None);
+        };
+        let Some(i) = self
+            .members
+            .see(cookie, rec.peer(), &f.endpoints, f.grace, at)
+        else {
+            return (None, None);
+        };
+        (
+            Some(f.endpoints.of_member(i, rec.peer(), f.grace)),
+            f.prober.dead_since(rec.peer()),
+        )
+    }
+
+    /// The endpoint's sockets (the recorded fact) whose peer a rule may act on now: its peer
+    /// probe reports it dead, or it has left (or is leaving) its endpoint's DNS set. No other
+    /// socket is judged by DNS, so none is visited for it.
     fn peers_in_question(&self) -> Vec<u64> {
         let Some(f) = self.follow.as_ref() else {
             return Vec::new();
@@ -103,11 +132,12 @@ impl Daemon {
             .filter(|(peer, _)| {
                 f.prober.dead_since(**peer).is_some()
                     || matches!(
-                        f.endpoints.membership(**peer, f.grace),
+                        f.endpoints.standing(**peer, f.grace),
                         Some((_, Membership::Leaving { .. } | Membership::Orphaned { .. }))
                     )
             })
             .flat_map(|(_, cookies)| cookies.iter().copied())
+            .filter(|c| self.members.endpoint_of(*c).is_some())
             .collect()
     }
 }

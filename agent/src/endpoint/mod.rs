@@ -7,6 +7,7 @@ pub mod guard;
 mod hosts;
 pub mod kubeconfig;
 mod kubelet;
+mod members;
 mod nsswitch;
 mod peers;
 mod rediscover;
@@ -25,6 +26,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 pub use guard::Guard;
+pub use members::Members;
 pub use nsswitch::lookup_order;
 pub use peers::Prober;
 pub use refresh::{Refresh, spawn_refreshers};
@@ -100,25 +102,82 @@ impl Endpoints {
         &self.sets
     }
 
-    /// The endpoint a socket to `peer` belongs to (same port), and where its address stands.
-    /// With several endpoints on one port, being in any set is enough.
+    /// The endpoint on `peer`'s port and where its address stands in that set (with several
+    /// endpoints on one port, the best standing). Says nothing about whether a socket to it
+    /// is the endpoint's: that is the recorded fact (`Members`).
     #[must_use]
-    pub fn membership(&self, peer: SocketAddr, grace: Duration) -> Option<(String, Membership)> {
-        let mut found: Option<(String, Membership)> = None;
-        for s in &self.sets {
-            let mut s = s.lock().unwrap_or_else(PoisonError::into_inner);
+    pub fn standing(&self, peer: SocketAddr, grace: Duration) -> Option<(usize, Membership)> {
+        let rank = |m: Membership| match m {
+            Membership::InSet => 0,
+            Membership::Leaving { .. } => 1,
+            Membership::Orphaned { .. } => 2,
+            Membership::Unknown => 3,
+            Membership::NeverHeld => 4,
+        };
+        let mut found: Option<(usize, Membership)> = None;
+        for (i, s) in self.sets.iter().enumerate() {
+            let s = s.lock().unwrap_or_else(PoisonError::into_inner);
             if s.port != peer.port() {
                 continue;
             }
             let m = s.membership(peer.ip(), grace);
-            if found.is_none()
-                || m == Membership::InSet
-                || found.as_ref().is_some_and(|f| f.1 == Membership::Unknown)
-            {
-                found = Some((s.name.clone(), m));
+            if found.is_none_or(|(_, f)| rank(m) < rank(f)) {
+                found = Some((i, m));
             }
         }
         found
+    }
+
+    /// The endpoint a socket to `peer` seen now is the connection of, if any (see
+    /// `EndpointSet::admits`): the first whose port it is on and whose set holds its address.
+    #[must_use]
+    pub fn admits(&self, peer: SocketAddr, grace: Duration) -> Option<usize> {
+        self.sets.iter().position(|s| {
+            let s = s.lock().unwrap_or_else(PoisonError::into_inner);
+            s.port == peer.port() && s.admits(peer.ip(), grace)
+        })
+    }
+
+    /// A member socket's endpoint (by index) and where its peer stands in that set now. An
+    /// address forgotten since (absent over `FORGET_AFTER`) is orphaned for at least that.
+    #[must_use]
+    pub fn of_member(
+        &self,
+        endpoint: usize,
+        peer: SocketAddr,
+        grace: Duration,
+    ) -> (String, Membership) {
+        let s = self.sets[endpoint]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let m = match s.membership(peer.ip(), grace) {
+            Membership::NeverHeld => Membership::Orphaned {
+                absent_for: set::FORGET_AFTER,
+            },
+            m => m,
+        };
+        (s.name.clone(), m)
+    }
+
+    /// The name of endpoint `i` (`NAME:PORT`).
+    #[must_use]
+    pub fn name(&self, i: usize) -> String {
+        self.sets[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .name
+            .clone()
+    }
+
+    /// Every address of every current answer, with its endpoint (index) and port.
+    #[must_use]
+    pub fn current(&self) -> std::collections::BTreeSet<(usize, SocketAddr)> {
+        let mut out = std::collections::BTreeSet::new();
+        for (i, s) in self.sets.iter().enumerate() {
+            let s = s.lock().unwrap_or_else(PoisonError::into_inner);
+            out.extend(s.current.iter().map(|ip| (i, SocketAddr::new(*ip, s.port))));
+        }
+        out
     }
 
     /// Every address of every current set, with its endpoint's port.

@@ -12,6 +12,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// An address absent from the answers this long is forgotten.
+pub const FORGET_AFTER: Duration = Duration::from_hours(1);
+
 /// Where a peer address stands relative to the endpoint's set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Membership {
@@ -26,6 +29,9 @@ pub enum Membership {
     },
     /// No successful answer yet: nothing can be said.
     Unknown,
+    /// No answer lifeline got ever held it (or it left them over `FORGET_AFTER` ago): a
+    /// socket to it is not the endpoint's by DNS, whatever its port.
+    NeverHeld,
 }
 
 impl Membership {
@@ -36,6 +42,7 @@ impl Membership {
             Self::Leaving { .. } => "leaving",
             Self::Orphaned { .. } => "orphaned",
             Self::Unknown => "unknown",
+            Self::NeverHeld => "never-held",
         }
     }
 }
@@ -49,8 +56,8 @@ pub struct EndpointSet {
     /// An IP literal: the set never changes and needs no DNS.
     pub fixed: bool,
     pub current: BTreeSet<IpAddr>,
-    /// Each address seen in an answer or as a socket's peer: since when successful answers
-    /// have lacked it (`None`: in the latest answer).
+    /// Each address seen in an answer: since when successful answers have lacked it
+    /// (`None`: in the latest answer). Only answers put an address here.
     absent_since: HashMap<IpAddr, Option<Instant>>,
     pub last_success: Option<Instant>,
     pub last_attempt: Option<Instant>,
@@ -108,9 +115,8 @@ impl EndpointSet {
             self.absent_since.insert(*ip, None);
         }
         // Forget addresses gone for an hour: no socket can still be waiting on them.
-        self.absent_since.retain(|_, since| {
-            since.is_none_or(|t| now.duration_since(t) < Duration::from_hours(1))
-        });
+        self.absent_since
+            .retain(|_, since| since.is_none_or(|t| now.duration_since(t) < FORGET_AFTER));
         self.current = addrs;
         self.last_success = Some(now);
         self.last_attempt = Some(now);
@@ -138,26 +144,27 @@ impl EndpointSet {
             })
     }
 
-    /// Where `ip` stands, with the grace applied. A peer never seen in any answer (a socket
-    /// older than the agent, to an address that had already left) counts as absent since
-    /// the first successful answer.
-    pub fn membership(&mut self, ip: IpAddr, grace: Duration) -> Membership {
+    /// Where `ip` stands, with the grace applied. Only what the answers held counts: an
+    /// address no answer held is `NeverHeld`, never "absent since the first answer" (a peer
+    /// on the endpoint's port is not the endpoint's by its port alone).
+    #[must_use]
+    pub fn membership(&self, ip: IpAddr, grace: Duration) -> Membership {
         if self.fixed {
             return if self.current.contains(&ip) {
                 Membership::InSet
             } else {
-                Membership::Unknown
+                Membership::NeverHeld
             };
         }
         let Some(last) = self.last_success else {
             return Membership::Unknown;
         };
-        let since = *self.absent_since.entry(ip).or_insert(Some(last));
-        match since {
-            None => Membership::InSet,
-            Some(t) => {
+        match self.absent_since.get(&ip) {
+            None => Membership::NeverHeld,
+            Some(None) => Membership::InSet,
+            Some(Some(t)) => {
                 // Measured up to the last successful answer only: failures prove nothing.
-                let absent_for = last.saturating_duration_since(t);
+                let absent_for = last.saturating_duration_since(*t);
                 if absent_for >= grace {
                     Membership::Orphaned { absent_for }
                 } else {
@@ -165,6 +172,17 @@ impl EndpointSet {
                 }
             }
         }
+    }
+
+    /// Whether a socket to `ip` seen now is this endpoint's connection: its address is in
+    /// the latest answer, or left it less than `grace` ago (a client may dial from an answer
+    /// it cached, as the endpoint-client watch assumes; the orphan rule then moves it).
+    #[must_use]
+    pub fn admits(&self, ip: IpAddr, grace: Duration) -> bool {
+        matches!(
+            self.membership(ip, grace),
+            Membership::InSet | Membership::Leaving { .. }
+        )
     }
 }
 
@@ -238,8 +256,8 @@ mod tests {
     }
 
     #[test]
-    fn literal_is_a_fixed_set_and_unknown_peers_start_absent() {
-        let mut s = EndpointSet::new("198.51.100.2", 6443);
+    fn literal_is_a_fixed_set_and_other_peers_are_never_held() {
+        let s = EndpointSet::new("198.51.100.2", 6443);
         assert!(s.fixed);
         assert_eq!(
             s.membership(IpAddr::from([198, 51, 100, 2]), GRACE),
@@ -247,21 +265,47 @@ mod tests {
         );
         assert_eq!(
             s.membership(IpAddr::from([198, 51, 100, 9]), GRACE),
-            Membership::Unknown,
+            Membership::NeverHeld,
             "not this endpoint's"
         );
-        let mut d = EndpointSet::new("api", 6443);
-        d.update(ips(&[3]), Instant::now());
-        assert!(
-            matches!(
-                d.membership(IpAddr::from([198, 51, 100, 9]), GRACE),
-                Membership::Leaving { .. }
-            ),
-            "older than the agent"
-        );
+        assert!(!s.admits(IpAddr::from([198, 51, 100, 9]), GRACE));
         assert_eq!(
             EndpointSet::new("2001:db8::2", 443).name,
             "[2001:db8::2]:443"
         );
+    }
+
+    #[test]
+    fn an_address_no_answer_held_is_never_absent_nor_orphaned() {
+        let (mut d, t0) = (EndpointSet::new("api", 6443), Instant::now());
+        let outside = IpAddr::from([198, 51, 100, 9]);
+        assert_eq!(d.membership(outside, GRACE), Membership::Unknown);
+        for i in 0..10u32 {
+            d.update(ips(&[3]), t0 + Duration::from_secs(30) * i);
+            assert_eq!(
+                d.membership(outside, GRACE),
+                Membership::NeverHeld,
+                "older than the agent or not, its port alone makes it no member"
+            );
+        }
+        assert!(!d.admits(outside, GRACE));
+        assert!(
+            d.within_grace(GRACE).all(|ip| ip != outside),
+            "looking never adds it"
+        );
+    }
+
+    #[test]
+    fn admits_the_answer_and_the_grace_only() {
+        let (mut s, t0) = (EndpointSet::new("api", 6443), Instant::now());
+        let old = IpAddr::from([198, 51, 100, 2]);
+        s.update(ips(&[2]), t0);
+        assert!(s.admits(old, GRACE));
+        s.update(ips(&[3]), t0 + Duration::from_secs(5));
+        assert!(s.admits(old, GRACE), "left 0 s ago: a cached answer");
+        s.update(ips(&[3]), t0 + Duration::from_secs(40));
+        assert!(!s.admits(old, GRACE), "left past the grace");
+        s.update(ips(&[3]), t0 + FORGET_AFTER + Duration::from_secs(10));
+        assert_eq!(s.membership(old, GRACE), Membership::NeverHeld, "forgotten");
     }
 }

@@ -1,5 +1,6 @@
 //! Endpoint-driven reasons to kill: a dead peer (every try of the peer probe timed out) and an
-//! orphaned peer (its address left the endpoint's DNS set for longer than the grace).
+//! orphaned peer (its address left the endpoint's DNS set for longer than the grace). Both
+//! only for the endpoint's own sockets (`Socket::member`, the fact `endpoint::Members` keeps).
 
 use std::{
     collections::hash_map::RandomState,
@@ -63,13 +64,18 @@ impl Judge {
         at: Instant,
     ) -> EndpointCall {
         let mut call = EndpointCall::default();
+        // DNS and the peer probe judge the endpoint's own sockets only; any other socket on
+        // its port gets the evidence verdicts alone.
+        let Some((endpoint, standing)) = s.member else {
+            return call;
+        };
         // First sign of trouble: an RTO or retransmission with no ACK progress since (the
         // probe clears it on progress), or keepalive probes out unanswered.
         let trouble = verdict != Verdict::Healthy && s.rec.trouble_ns != 0
             || info.is_some_and(|i| i.probes > 0);
         let left = matches!(
-            s.member,
-            Some((_, Membership::Leaving { .. } | Membership::Orphaned { .. }))
+            standing,
+            Membership::Leaving { .. } | Membership::Orphaned { .. }
         );
         if trouble {
             call.probe = Some("trouble on a watched socket");
@@ -82,12 +88,12 @@ impl Judge {
                 call.wake = Some(due - at);
             } else if info.is_some() {
                 call.reason = Some(Reason::DeadPeer {
-                    endpoint: s.member.map(|m| m.0.clone()),
+                    endpoint: Some(endpoint.clone()),
                 });
                 return call;
             }
         }
-        let Some((endpoint, Membership::Orphaned { absent_for })) = s.member else {
+        let Membership::Orphaned { absent_for } = standing else {
             return call;
         };
         if !self.settings.migrate {

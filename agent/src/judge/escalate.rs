@@ -1,6 +1,7 @@
 //! Escalation, the rules: when to ask for a restart of `--restart-unit`.
 //! - the kill failed (e.g. no `SOCK_DESTROY` in the kernel, no `CAP_NET_ADMIN`);
-//! - after a kill, no healthy connection to the same port is established within
+//! - after a kill, no healthy connection to the same port (to the endpoint, when one is
+//!   configured: its own connection, `endpoint::Members`) is established within
 //!   `--escalate-after` (the client did not re-dial, or cannot);
 //! - `--action restart`: a confirmed failure (stalled, silent, dead peer) restarts instead of
 //!   killing; an orphan migration is hygiene, not a failure, and is still a kill.
@@ -135,8 +136,10 @@ impl Escalation {
         let mut back = Vec::new();
         self.watching.retain(|w| {
             let since = at.saturating_duration_since(w.request.at);
+            // With an endpoint configured, only its own connection shows a recovery.
             let recovered = sockets.iter().any(|s| {
                 s.verdict == Verdict::Healthy
+                    && s.endpoint_socket != Some(false)
                     && s.peer.port() == w.port
                     && s.established_age < since
             });

@@ -48,8 +48,9 @@ impl Judge {
         s.polled
             || n.stall
             || n.idle
-            || s.dead_since
-                .is_some_and(|t| at >= t + super::endpoint::dead_peer_delay(s.cookie))
+            || s.member.is_some()
+                && s.dead_since
+                    .is_some_and(|t| at >= t + super::endpoint::dead_peer_delay(s.cookie))
             || self.migration_due(s, at)
     }
 

@@ -63,7 +63,9 @@ pub struct Socket<'a> {
     pub rec: &'a SockState,
     /// A pre-existing socket the probe could not arm: judged from `tcp_info` alone.
     pub polled: bool,
-    /// Its endpoint and where its peer stands in that endpoint's set.
+    /// Its endpoint, when the socket is that endpoint's connection (the fact recorded per
+    /// socket, `endpoint::Members`), and where its peer stands in that endpoint's set. `None`
+    /// for every other socket: only the evidence verdicts (stalled, silent) apply to it.
     pub member: Option<&'a (String, Membership)>,
     /// Since when a fresh connection to its peer has been timing out (the peer probe).
     pub dead_since: Option<Instant>,
@@ -85,6 +87,8 @@ pub enum Read {
 #[derive(Clone, Copy, Debug)]
 pub struct Seen {
     pub peer: SocketAddr,
+    /// Whether it is the endpoint's connection; `None` without a configured endpoint.
+    pub endpoint_socket: Option<bool>,
     pub verdict: Verdict,
     pub established_age: Duration,
 }
@@ -182,3 +186,5 @@ impl Judge {
 mod tests;
 #[cfg(test)]
 mod tests_looks;
+#[cfg(test)]
+mod tests_members;

@@ -228,8 +228,15 @@ fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
         ..SockState::default()
     };
     let t0 = Instant::now();
+    let member = (
+        "api:6443".to_owned(),
+        Membership::Leaving {
+            absent_for: Duration::ZERO,
+        },
+    );
     let s = Socket {
         dead_since: Some(t0),
+        member: Some(&member),
         ..sock(&rec)
     };
     let due = t0 + jitter(7, DEAD_PEER_JITTER);
@@ -371,6 +378,7 @@ fn a_kill_without_recovery_escalates_and_a_failed_kill_at_once() {
     let esc = j.escalation.as_mut().unwrap();
     let old = Seen {
         peer,
+        endpoint_socket: None,
         verdict: Verdict::Healthy,
         established_age: Duration::from_mins(5),
     };
@@ -390,6 +398,7 @@ fn a_kill_without_recovery_escalates_and_a_failed_kill_at_once() {
     j.outcome(&redialed, &Outcome::Killed, t0);
     let fresh = Seen {
         peer,
+        endpoint_socket: None,
         verdict: Verdict::Healthy,
         established_age: Duration::from_secs(1),
     };

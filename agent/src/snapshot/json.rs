@@ -55,6 +55,9 @@ impl Row<'_> {
         if let Some(m) = self.endpoint_member {
             let _ = write!(out, ",\"endpoint_member\":\"{m}\"");
         }
+        if let Some(b) = self.endpoint_socket {
+            let _ = write!(out, ",\"endpoint_socket\":{b}");
+        }
         let _ = write!(out, ",\"source\":\"{}\"", self.source);
         if let Some(p) = &self.polled {
             out.extend_from_slice(b",\"polled\":");
@@ -110,7 +113,8 @@ mod tests {
             verdict: Verdict::Suspect,
             info: Some(&info),
             keepalive: "2s,1s,5 (app's, stricter)",
-            endpoint: Some(("api.example:6443", "leaving")),
+            endpoint: Some(("api.example:6443", "never-held")),
+            endpoint_socket: Some(false),
         };
         let (hand, serde) = both(&v4, &full);
         assert_eq!(hand, serde);
@@ -126,6 +130,7 @@ mod tests {
             info: None,
             keepalive: "off",
             endpoint: None,
+            endpoint_socket: None,
         };
         let (hand, serde) = both(&v6, &bare);
         assert_eq!(hand, serde);

@@ -47,6 +47,8 @@ pub struct Row<'a> {
     endpoint: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     endpoint_member: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endpoint_socket: Option<bool>,
     source: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     polled: Option<String>,
@@ -55,12 +57,16 @@ pub struct Row<'a> {
 }
 
 /// What a row says beyond the record: the judge's verdict, the kernel's `tcp_info` when it
-/// was read in the last sweep, the keepalive column, the endpoint and its membership.
+/// was read in the last sweep, the keepalive column, the endpoint on its port, where its
+/// peer stands in that endpoint's answers, and whether it is the endpoint's socket.
 pub struct Extra<'a> {
     pub verdict: Verdict,
     pub info: Option<&'a TcpInfo>,
     pub keepalive: &'a str,
     pub endpoint: Option<(&'a str, &'static str)>,
+    /// With `endpoint`: whether the socket is that endpoint's connection (the recorded fact)
+    /// or only on its port.
+    pub endpoint_socket: Option<bool>,
 }
 
 #[must_use]
@@ -89,6 +95,7 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
         keepalive_probes: info.map(|i| i.probes),
         endpoint: x.endpoint.map(|e| e.0),
         endpoint_member: x.endpoint.map(|e| e.1),
+        endpoint_socket: x.endpoint.and(x.endpoint_socket),
         source: if r.source == SOURCE_ADOPTED {
             "adopted"
         } else {
@@ -175,6 +182,7 @@ mod tests {
             info: None,
             keepalive: "2s,1s,20",
             endpoint: Some(("api:6443", "in-set")),
+            endpoint_socket: Some(true),
         };
         let mut json = Vec::new();
         row(7, &rec, &x, 5_000_000_000).write_json(&mut json);
@@ -193,6 +201,7 @@ mod tests {
             ("idle", "2s,1s,20")
         );
         assert_eq!(back.endpoint_member.as_deref(), Some("in-set"));
+        assert_eq!(back.endpoint_socket, Some(true));
         assert_eq!(back.watched_by, ["cgroup", "endpoint"]);
         assert_eq!((back.source.as_str(), back.polled), ("sock_ops", None));
     }

@@ -1,0 +1,151 @@
+//! Which watched sockets are the endpoint's: a fact recorded per socket, never worked out
+//! from a port.
+//!
+//! A socket is an endpoint's connection only if its peer's address was in that endpoint's
+//! set (`EndpointSet::admits`: the latest answer, or one it left less than `--orphan-grace`
+//! ago) when the agent first saw it (its ESTABLISHED news, within a sweep of the handshake;
+//! its adoption, for a socket older than the agent), or at any moment since, while it lived
+//! (its address joins an answer). Only such sockets are judged by DNS: orphaned, migrated,
+//! peer-probed, killed for a dead peer, counted as a healthy connection to the endpoint. Any
+//! other watched socket on the endpoint's port (kubelet's cgroup talking to another service
+//! on 443, a name pinned in /etc/hosts that lifeline's answers never held) gets the evidence
+//! verdicts only (stalled, silent). A peer no answer ever held is logged once (per hour).
+//! The fact is forgotten with the socket.
+
+use std::{
+    collections::{BTreeSet, HashMap, HashSet},
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
+
+use super::{Endpoints, Membership};
+
+/// A never-held peer is logged again after this, if sockets to it are still seen.
+const REPORT_AGAIN: Duration = Duration::from_hours(1);
+/// At most this many reported peers are remembered.
+const REPORTED_MAX: usize = 4096;
+
+#[derive(Default)]
+pub struct Members {
+    /// Cookie -> the endpoint (index) the socket is the connection of.
+    facts: HashMap<u64, usize>,
+    /// Every current answer's address at the last `sync`: an address not here is a join.
+    current: BTreeSet<(usize, SocketAddr)>,
+    /// Never-held peers logged, and when.
+    reported: HashMap<SocketAddr, Instant>,
+}
+
+impl Members {
+    /// The endpoint `cookie` (a socket to `peer`) is the connection of. Recorded the first
+    /// time its address is admitted; until then asked again at each visit, so a socket whose
+    /// address joins between two `sync`s is not missed.
+    pub fn see(
+        &mut self,
+        cookie: u64,
+        peer: SocketAddr,
+        endpoints: &Endpoints,
+        grace: Duration,
+        at: Instant,
+    ) -> Option<usize> {
+        if let Some(i) = self.facts.get(&cookie) {
+            return Some(*i);
+        }
+        if let Some(i) = endpoints.admits(peer, grace) {
+            self.facts.insert(cookie, i);
+            return Some(i);
+        }
+        self.report_never_held(peer, endpoints, grace, at);
+        None
+    }
+
+    /// The endpoint `cookie` is the connection of, as recorded.
+    #[must_use]
+    pub fn endpoint_of(&self, cookie: u64) -> Option<usize> {
+        self.facts.get(&cookie).copied()
+    }
+
+    pub fn forget(&mut self, cookie: u64) {
+        self.facts.remove(&cookie);
+    }
+
+    /// Once per sweep, with every watched socket by peer: when the answers changed, the
+    /// sockets to an address that joined are the endpoint's from now on, and the peers on an
+    /// endpoint's port that no answer ever held are reported (sockets adopted before the
+    /// first answer were seen when nothing could be said).
+    pub fn sync<'a>(
+        &mut self,
+        endpoints: &Endpoints,
+        grace: Duration,
+        peers: impl Iterator<Item = (&'a SocketAddr, &'a HashSet<u64>)>,
+        at: Instant,
+    ) {
+        let now = endpoints.current();
+        if now == self.current {
+            return;
+        }
+        let joined: HashMap<SocketAddr, usize> = now
+            .difference(&self.current)
+            .map(|(i, peer)| (*peer, *i))
+            .collect();
+        self.current = now;
+        self.reported
+            .retain(|_, t| at.saturating_duration_since(*t) < REPORT_AGAIN);
+        for (peer, cookies) in peers {
+            if let Some(i) = joined.get(peer) {
+                let mut new = 0usize;
+                for c in cookies {
+                    if self.facts.insert(*c, *i).is_none() {
+                        new += 1;
+                    }
+                }
+                if new > 0 {
+                    tracing::info!(target: "lifeline::endpoint", event = "joined", peer = %peer,
+                        endpoint = %endpoints.name(*i), sockets = new,
+                        "{new} watched socket(s) to {peer} are the endpoint's connections from now on: its address is in the endpoint's answers");
+                }
+            } else if cookies.iter().any(|c| !self.facts.contains_key(c)) {
+                self.report_never_held(*peer, endpoints, grace, at);
+            }
+        }
+    }
+
+    /// One line per peer (per `REPORT_AGAIN`) on an endpoint's port whose address no answer
+    /// of that endpoint ever held.
+    fn report_never_held(
+        &mut self,
+        peer: SocketAddr,
+        endpoints: &Endpoints,
+        grace: Duration,
+        at: Instant,
+    ) {
+        let Some((i, Membership::NeverHeld)) = endpoints.standing(peer, grace) else {
+            return;
+        };
+        if self
+            .reported
+            .get(&peer)
+            .is_some_and(|t| at.saturating_duration_since(*t) < REPORT_AGAIN)
+        {
+            return;
+        }
+        if self.reported.len() >= REPORTED_MAX {
+            // Bounded memory on a node with many peers on the port: the oldest reports go
+            // first; past the bound a peer may be reported again sooner than the hour.
+            self.reported
+                .retain(|_, t| at.saturating_duration_since(*t) < REPORT_AGAIN);
+            if self.reported.len() >= REPORTED_MAX {
+                self.reported.clear();
+            }
+        }
+        self.reported.insert(peer, at);
+        let endpoint = endpoints.name(i);
+        tracing::warn!(target: "lifeline::endpoint", event = "never-held", peer = %peer, endpoint = %endpoint,
+            "a watched socket goes to {peer}, on {endpoint}'s port, an address lifeline's answers for {endpoint} never held: \
+             not the endpoint's connection, judged by stall and silence only, never by DNS \
+             (if it is the API server, this client resolves the name differently from lifeline)");
+    }
+}
+
+#[cfg(test)]
+#[path = "members_tests.rs"]
+mod tests;
