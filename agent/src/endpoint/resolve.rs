@@ -162,26 +162,7 @@ impl Resolver {
     /// # Errors
     /// The hosts file's error, else the last DNS error, else `NotInHosts`.
     pub async fn resolve(&self, name: &str) -> Result<Answer, DnsError> {
-        let mut last = None;
-        for source in &self.order {
-            match source {
-                Source::Files => {
-                    let addrs = hosts::lookup(&hosts::read(&self.hosts)?, name);
-                    if !addrs.is_empty() {
-                        return Ok(Answer {
-                            addrs,
-                            ttl: hosts::HOSTS_REFRESH,
-                            from: Origin::Hosts,
-                        });
-                    }
-                }
-                Source::Dns => match self.resolve_dns(name).await {
-                    Ok(a) => return Ok(a),
-                    Err(e) => last = Some(e),
-                },
-            }
-        }
-        Err(last.unwrap_or_else(|| DnsError::NotInHosts(self.hosts.display().to_string())))
+        lookup(&self.order, &self.hosts, name, |n| self.resolve_dns(n)).await
     }
 
     /// Resolve `name` in DNS (search domains and `ndots` as resolv.conf says, CNAMEs
@@ -206,3 +187,40 @@ impl Resolver {
         })
     }
 }
+
+/// `Resolver::resolve` with DNS as `dns`: the order of the sources, on its own.
+async fn lookup<'a, F, Fut>(
+    order: &[Source],
+    hosts_file: &Path,
+    name: &'a str,
+    dns: F,
+) -> Result<Answer, DnsError>
+where
+    F: Fn(&'a str) -> Fut,
+    Fut: std::future::Future<Output = Result<Answer, DnsError>>,
+{
+    let mut last = None;
+    for source in order {
+        match source {
+            Source::Files => {
+                let addrs = hosts::lookup(&hosts::read(hosts_file)?, name);
+                if !addrs.is_empty() {
+                    return Ok(Answer {
+                        addrs,
+                        ttl: hosts::HOSTS_REFRESH,
+                        from: Origin::Hosts,
+                    });
+                }
+            }
+            Source::Dns => match dns(name).await {
+                Ok(a) => return Ok(a),
+                Err(e) => last = Some(e),
+            },
+        }
+    }
+    Err(last.unwrap_or_else(|| DnsError::NotInHosts(hosts_file.display().to_string())))
+}
+
+#[cfg(test)]
+#[path = "resolve_tests.rs"]
+mod tests;
