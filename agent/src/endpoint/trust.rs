@@ -158,4 +158,27 @@ mod tests {
         assert!(!t.holds("/user.slice/user-1000.slice", 1));
         assert!(!t.holds("", 1));
     }
+
+    /// Inside a cgroup namespace the path is relative (`/../..`): the pid is looked for in
+    /// the `cgroup.procs` files of kubelet's cgroup and its children (here a plain tree).
+    #[test]
+    fn outside_our_cgroup_namespace_by_cgroup_procs() {
+        let root = std::env::temp_dir().join(format!("lifeline-trust-{}", std::process::id()));
+        let unit = root.join("system.slice/kubelet.service");
+        std::fs::create_dir_all(unit.join("child")).unwrap();
+        std::fs::write(unit.join("cgroup.procs"), "812\n").unwrap();
+        std::fs::write(unit.join("child/cgroup.procs"), "900\n901\n").unwrap();
+        std::fs::write(root.join("cgroup.procs"), "77\n").unwrap();
+        let t = Trust {
+            cgroups: vec![("/system.slice/kubelet.service".into(), unit)],
+        };
+        assert!(t.holds("/../../system.slice/kubelet.service", 812));
+        assert!(t.holds("/../../system.slice/kubelet.service/child", 901));
+        assert!(
+            !t.holds("/../../user.slice", 77),
+            "the parent's processes are not kubelet's"
+        );
+        assert!(!t.holds("/../..", 8), "not listed anywhere");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
