@@ -112,3 +112,16 @@ fn the_example_config_is_valid() {
     let text = include_str!("../../packaging/lifeline.toml");
     parse_with(text, &[]).expect("packaging/lifeline.toml must parse");
 }
+
+#[test]
+fn the_restart_backoff_is_configurable_and_checked() {
+    let args = parse_with("restart_backoff = \"5s\"\n", &[]).unwrap();
+    assert_eq!(args.node.restart_backoff, Duration::from_secs(5));
+    let args = parse_with("", &[]).unwrap();
+    assert_eq!(args.node.restart_backoff, Duration::from_mins(1), "default");
+    let e = parse_with("restart_backoff = \"100ms\"\n", &[]).unwrap_err();
+    assert!(
+        e.contains("restart_backoff") && e.contains("100ms") && e.contains("1s to 30m"),
+        "{e}"
+    );
+}

@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::{
     act::{self, owner::Scopes},
     endpoint::guard,
-    judge::{Action, Kill, RestartRequest, Seen},
+    judge::{Action, Kill, RestartRequest, Seen, UnitOwned},
 };
 
 use super::Daemon;
@@ -89,12 +89,22 @@ impl Daemon {
         }
         let unit = r.scope.unit.as_str();
         let cgroup = r.scope.dir().map_or_else(
-            || "not known yet".to_owned(),
+            || "(not known yet)".to_owned(),
             |(d, from)| format!("{} (from {from})", d.display()),
         );
+        let is = if kill.whose.unit == UnitOwned::No {
+            format!(
+                "sockets of {} are not in {unit}'s cgroup {cgroup}",
+                kill.whose.budget
+            )
+        } else {
+            format!(
+                "cannot tell whether sockets of {} are in {unit}'s cgroup {cgroup}",
+                kill.whose.budget
+            )
+        };
         tracing::info!(unit, budget = %kill.whose.budget, peer = %kill.rec.peer(), owner_pid = kill.rec.owner_pid,
-            "sockets of {} are not in {unit}'s cgroup {cgroup}: their failures are killed (their own kill budget), never a restart of {unit}",
-            kill.whose.budget);
+            "{is}: their failures are killed (from their own kill budget), never a restart of {unit}");
     }
 
     pub(super) fn after_sweep(&mut self, seen: &[Seen]) {
