@@ -188,7 +188,11 @@ fn a_noisy_client_neither_restarts_the_unit_nor_spends_its_budget() -> Result<()
         "the unit socket's kill decision",
         Duration::from_secs(30),
         Duration::from_millis(100),
-        || Ok(decisions(&a, "kill", unit_port).into_iter().next()),
+        || {
+            let restarted = a.decisions().into_iter().find(|d| d.action == "restart");
+            ensure!(restarted.is_none(), "the unit was restarted: {restarted:?}");
+            Ok(decisions(&a, "kill", unit_port).into_iter().next())
+        },
     )?;
     ensure!(unit_kill.outcome == "killed", "{}", unit_kill.raw);
     let unit_budget = format!("cgroup {}", unit_key(&m)?);
