@@ -68,6 +68,9 @@ pub async fn connect(bus: &SystemdBus) -> Result<Connection> {
 /// before every restart over a kept connection failed every second restart.
 pub struct Bus {
     manager: ManagerProxy<'static>,
+    /// Subscribed on this connection: at its first restart, not before (a subscriber gets
+    /// every job and unit signal of the manager, which nothing reads until a restart).
+    subscribed: bool,
 }
 
 /// Why a restart did not finish; `NotSent`: it never reached systemd (the bus is gone),
@@ -78,16 +81,32 @@ pub enum RestartError {
     Failed(anyhow::Error),
 }
 
+impl RestartError {
+    /// An error of a call made before the job existed: systemd's own answer (a method
+    /// error) is final; anything else means the call may never have reached it.
+    fn of(e: zbus::Error, call: String) -> Self {
+        let answered = matches!(e, zbus::Error::MethodError(..) | zbus::Error::FDO(_));
+        let e = anyhow::Error::from(e).context(call);
+        if answered {
+            Self::Failed(e)
+        } else {
+            Self::NotSent(e)
+        }
+    }
+}
+
 impl Bus {
-    /// Connects and subscribes (`JobRemoved` signals are only sent to subscribers).
+    /// Connects (not subscribed yet).
     ///
     /// # Errors
-    /// When the bus cannot be reached or the manager refuses the subscription.
+    /// When the bus cannot be reached.
     pub async fn connect(bus: &SystemdBus) -> Result<Self> {
         let conn = connect(bus).await?;
         let manager = ManagerProxy::new(&conn).await?;
-        manager.subscribe().await.context("Subscribe")?;
-        Ok(Self { manager })
+        Ok(Self {
+            manager,
+            subscribed: false,
+        })
     }
 
     /// `RestartUnit(unit, "replace")`, then wait for its `JobRemoved`: the job's result
@@ -95,7 +114,13 @@ impl Bus {
     ///
     /// # Errors
     /// When the call fails or the job does not finish within two minutes.
-    pub async fn restart(&self, unit: &str) -> Result<String, RestartError> {
+    pub async fn restart(&mut self, unit: &str) -> Result<String, RestartError> {
+        // `JobRemoved` is only sent to subscribers: once per connection.
+        if !self.subscribed {
+            let subscribed = self.manager.subscribe().await;
+            subscribed.map_err(|e| RestartError::of(e, "Subscribe".to_owned()))?;
+            self.subscribed = true;
+        }
         // Listen before the call, or a fast job's signal could be missed.
         let mut removed = self
             .manager
@@ -106,15 +131,7 @@ impl Bus {
             .manager
             .restart_unit(unit, "replace")
             .await
-            .map_err(|e| {
-                let answered = matches!(e, zbus::Error::MethodError(..) | zbus::Error::FDO(_));
-                let e = anyhow::Error::from(e).context(format!("RestartUnit {unit}"));
-                if answered {
-                    RestartError::Failed(e)
-                } else {
-                    RestartError::NotSent(e)
-                }
-            })?;
+            .map_err(|e| RestartError::of(e, format!("RestartUnit {unit}")))?;
         let wait = async {
             while let Some(signal) = removed.next().await {
                 let args = signal.args()?;

@@ -133,7 +133,7 @@ impl Restarter {
                     Err(e) => return format!("failed: {e:#}"),
                 }
             }
-            let Some(b) = bus.as_ref() else {
+            let Some(b) = bus.as_mut() else {
                 return "failed: no D-Bus connection".to_owned();
             };
             match b.restart(&self.unit).await {
