@@ -8,13 +8,13 @@ use std::{
 
 use anyhow::Result;
 use lifeline_common::SockState;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::{
     act, clock,
     diag::SockDiag,
     endpoint::{Follow, Members},
-    judge::{self, Judge, Kill, Read, RestartRequest, Seen, Socket},
+    judge::{self, Judge, Kill, Read, Seen, Socket},
     mirror::Mirror,
     probe::Probe,
     status::Snapshot,
@@ -36,8 +36,9 @@ pub struct Daemon {
     pub sockets_full: u64,
     /// Sockets whose state could not be read, already reported (reported once each).
     pub unreadable: HashSet<u64>,
-    /// Restart requests to the restarter task; None without --restart-unit.
-    pub restarts: Option<mpsc::UnboundedSender<RestartRequest>>,
+    /// Restart requests to the restarter task, and the unit's cgroup; None without
+    /// --restart-unit.
+    pub restarts: Option<crate::systemd::restarter::Restarts>,
     /// Following the API endpoint; `None` when no endpoint is configured.
     pub follow: Option<Follow>,
     /// Target cgroups and endpoint peers, kept current every sweep.
@@ -147,6 +148,7 @@ impl Daemon {
                     rec,
                     info,
                     reason,
+                    whose: judge::Whose::default(), // found out in `execute`
                 });
             }
             self.tally
@@ -207,7 +209,7 @@ pub struct Parts {
     pub polled: HashSet<u64>,
     pub judge: Judge,
     pub status: watch::Sender<Snapshot>,
-    pub restarts: Option<mpsc::UnboundedSender<RestartRequest>>,
+    pub restarts: Option<crate::systemd::restarter::Restarts>,
     pub follow: Option<Follow>,
     pub watching: crate::watch::Watching,
     pub news: crate::readers::Inbox,
