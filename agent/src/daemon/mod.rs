@@ -2,7 +2,7 @@
 //! out its decisions, publish status. All the I/O is here; all the rules are in `judge`.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     time::{Duration, Instant},
 };
 
@@ -47,8 +47,6 @@ pub struct Daemon {
     /// The probe's records, kept current by its news.
     pub mirror: Mirror,
     tally: tally::Tally,
-    /// The kernel's `tcp_info` of the sockets looked at in the last sweep (status rows).
-    looked: HashMap<u64, crate::diag::TcpInfo>,
 }
 
 impl Daemon {
@@ -68,7 +66,6 @@ impl Daemon {
             news: parts.news,
             mirror: Mirror::default(),
             tally: tally::Tally::default(),
-            looked: HashMap::new(),
         }
     }
 
@@ -90,7 +87,6 @@ impl Daemon {
         let at = Instant::now();
         let lost = self.check_capacity()?;
         let visit = self.visits(&news, &adopted, lost, now, at)?;
-        self.looked.clear();
         let mut seen = Vec::with_capacity(visit.len());
         let mut kills = Vec::new();
         let mut wake = interval;
@@ -137,9 +133,6 @@ impl Daemon {
                 wake = wake.min(call.wake.unwrap_or(interval));
                 reason = call.reason;
             }
-            if let Some(i) = info {
-                self.looked.insert(cookie, i);
-            }
             if let (Some(reason), Some(info)) = (reason, info) {
                 kills.push(Kill {
                     cookie,
@@ -182,7 +175,6 @@ impl Daemon {
         self.tally.remove(cookie);
         self.polled.remove(&cookie);
         self.unreadable.remove(&cookie);
-        self.looked.remove(&cookie);
     }
 
     /// The kernel's `tcp_info` for one socket.

@@ -1,6 +1,9 @@
-//! One row of `lifeline status`: a socket as the probe recorded it and the kernel reports it,
-//! written straight from the record (`json.rs`; the `Serialize` derive is the reference it is
-//! tested against). Field for field what `status::SocketStatus` reads back (an absent field is
+//! One row of `lifeline status`: a socket as the kernel reports it at the request (one
+//! `sock_diag` dump, `daemon/table.rs`) and as the probe recorded it, written straight from
+//! both (`json.rs`; the `Serialize` derive is the reference it is tested against). What the
+//! kernel says wins: state, last ACK and data, what is outstanding, retransmissions, and
+//! whether the trouble episode the record remembers is still going on (no callback runs when
+//! a socket recovers, so the record alone would keep it). Field for field what `status::SocketStatus` reads back (an absent field is
 //! `None` there, so none is written as `null`); nothing is allocated per row (the texts are
 //! shared), because 100,000 rows are built whenever `lifeline status` asks.
 
@@ -14,9 +17,17 @@ use lifeline_common::{
 };
 use serde::{Serialize, Serializer, ser::SerializeSeq};
 
-use crate::{clock, diag::TcpInfo, judge::Verdict};
+use crate::{
+    clock,
+    diag::{DiagSock, states},
+    judge::Verdict,
+};
 
 mod json;
+pub mod kernel;
+pub mod owner;
+
+pub use owner::{Owner, Owners};
 
 #[derive(Serialize)]
 pub struct Row<'a> {
@@ -26,17 +37,27 @@ pub struct Row<'a> {
     #[serde(serialize_with = "display")]
     peer: SocketAddr,
     #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     owner_pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     owner_comm: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner_state: Option<&'static str>,
     established_age_ms: u64,
     last_ack_age_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_data_sent_age_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_data_recv_age_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trouble_age_ms: Option<u64>,
     unacked_segs: u32,
     unacked_bytes: u32,
     retransmits: u32,
     rto_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_retrans: Option<u32>,
     bytes_acked: u64,
     bytes_received: u64,
     verdict: &'static str,
@@ -54,37 +75,65 @@ pub struct Row<'a> {
     watched_by: u32,
 }
 
-/// What a row says beyond the record: the judge's verdict, the kernel's `tcp_info` when it
-/// was read in the last sweep, the keepalive column, the endpoint and its membership.
+/// What a row says beyond the record: the verdict shown (`None`: closing, no longer
+/// ESTABLISHED), the kernel's view of the socket at the request (`None` when the dump
+/// failed), its owner, the keepalive column, the endpoint and its membership.
 pub struct Extra<'a> {
-    pub verdict: Verdict,
-    pub info: Option<&'a TcpInfo>,
+    pub verdict: Option<Verdict>,
+    pub kernel: Option<&'a DiagSock>,
+    pub owner: Owner,
     pub keepalive: &'a str,
     pub endpoint: Option<(&'a str, &'static str)>,
 }
 
+/// The verdict label of a socket that is no longer ESTABLISHED.
+pub const CLOSING: &str = "closing";
+
 #[must_use]
 pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a> {
-    let info = x.info;
+    let info = x.kernel.and_then(|k| k.info.as_ref());
+    // The kernel's word on the record's trouble episode: still on while data is outstanding
+    // and an RTO fired since the last ACK progress (`tcp_ack()` clears both counters when
+    // `snd_una` moves). The record's start of it is then current: that RTO's callback began
+    // a new episode if `snd_una` had moved. A polled socket has no callbacks: its own age.
+    let trouble = info.map(|i| i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0));
+    let callbacks = r.source != SOURCE_ADOPTED || adopt_armed(r.adopt);
+    let trouble_age_ms = match (trouble, info) {
+        (Some(true), Some(i)) if !callbacks || r.trouble_ns == 0 => {
+            Some(u64::from(i.last_ack_recv_ms))
+        }
+        (Some(false), _) => None,
+        _ => (r.trouble_ns != 0).then(|| clock::age_ms(now, r.trouble_ns)),
+    };
     Row {
         cookie,
         local: r.local(),
         peer: r.peer(),
+        state: x.kernel.map(|k| states::name(k.state)),
         owner_pid: (r.owner_pid != 0).then_some(r.owner_pid),
         owner_comm: r.comm(),
+        owner_state: x.owner.label(),
         established_age_ms: clock::age_ms(now, r.established_ns),
         last_ack_age_ms: info.map_or_else(
             || clock::age_ms(now, r.last_ack_ns),
             |i| u64::from(i.last_ack_recv_ms),
         ),
-        trouble_age_ms: (r.trouble_ns != 0).then(|| clock::age_ms(now, r.trouble_ns)),
+        last_data_sent_age_ms: info.map(|i| u64::from(i.last_data_sent_ms)),
+        last_data_recv_age_ms: info.map(|i| u64::from(i.last_data_recv_ms)),
+        trouble_age_ms,
         unacked_segs: info.map_or(r.packets_out, |i| i.unacked),
-        unacked_bytes: r.unacked_bytes(),
-        retransmits: r.retrans_count,
-        rto_count: r.rto_count,
-        bytes_acked: r.bytes_acked,
-        bytes_received: r.bytes_received,
-        verdict: x.verdict.label(),
+        unacked_bytes: x.kernel.map_or(r.unacked_bytes(), DiagSock::unacked_bytes),
+        retransmits: if trouble == Some(false) {
+            0
+        } else {
+            r.retrans_count
+        },
+        // The kernel's count of RTOs since the last ACK progress.
+        rto_count: info.map_or(r.rto_count, |i| u32::from(i.retransmits)),
+        total_retrans: info.map(|i| i.total_retrans),
+        bytes_acked: info.map_or(r.bytes_acked, |i| i.bytes_acked),
+        bytes_received: info.map_or(r.bytes_received, |i| i.bytes_received),
+        verdict: x.verdict.map_or(CLOSING, Verdict::label),
         keepalive: x.keepalive,
         keepalive_probes: info.map(|i| i.probes),
         endpoint: x.endpoint.map(|e| e.0),
@@ -171,8 +220,9 @@ mod tests {
             ..v4_record(b"kubelet", BY_CGROUP | BY_ENDPOINT)
         };
         let x = Extra {
-            verdict: Verdict::Idle,
-            info: None,
+            verdict: Some(Verdict::Idle),
+            kernel: None,
+            owner: Owner::Holds,
             keepalive: "2s,1s,20",
             endpoint: Some(("api:6443", "in-set")),
         };

@@ -1,0 +1,50 @@
+//! The kernel's view of every watched socket at a status request: one `sock_diag` dump per
+//! address family, of the states a watched socket's record can be in, with `tcp_info`, matched
+//! to the records by socket cookie. The probe's records change only in callbacks (no callback
+//! runs when a socket recovers, or per ACK), so this is what makes a row true when it is asked
+//! for; it costs one pass over the kernel's TCP hash, not a request per socket.
+
+use std::collections::HashMap;
+
+use crate::{
+    diag::{DiagError, DiagSock, SockDiag, states},
+    mirror::Mirror,
+};
+
+/// `AF_INET`, `AF_INET6`: the kernel dumps one family at a time.
+const FAMILIES: [u8; 2] = [2, 10];
+
+/// At most this many records missing from the dump are asked for one by one (below).
+const CONFIRM_MAX: usize = 1_000;
+
+/// Each mirrored socket the kernel still has, by cookie. A record it no longer has is left
+/// out: its socket closed after the last sweep, which forgets it next.
+///
+/// # Errors
+/// When the kernel cannot be asked.
+pub fn view(diag: &mut SockDiag, mirror: &Mirror) -> Result<HashMap<u64, DiagSock>, DiagError> {
+    let mut found = HashMap::with_capacity(mirror.len());
+    for family in FAMILIES {
+        diag.dump_each(family, states::RECORDED, |d| {
+            if mirror.get(d.cookie).is_some() {
+                found.insert(d.cookie, d);
+            }
+        })?;
+    }
+    // A dump resumes each datagram at a position inside a hash bucket, so a socket that
+    // closes meanwhile can make it skip a live neighbour (`inet_diag_dump_icsk()`,
+    // <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/inet_diag.c>): a record the dump
+    // did not list is asked for by its addresses and cookie before it is called gone.
+    let missing: Vec<_> = mirror
+        .iter()
+        .filter(|(c, _)| !found.contains_key(c))
+        .take(CONFIRM_MAX)
+        .map(|(c, r)| (c, r.local(), r.peer()))
+        .collect();
+    for (cookie, local, peer) in missing {
+        if let Some(d) = diag.get(local, peer, cookie)? {
+            found.insert(cookie, d);
+        }
+    }
+    Ok(found)
+}
