@@ -222,37 +222,7 @@ pub fn render(s: &Snapshot) -> String {
         "IN-SET"
     );
     for k in &s.sockets {
-        let owner = match (&k.owner_comm, k.owner_pid, k.owner_state.as_deref()) {
-            (_, _, Some("no owner")) => "no owner".to_owned(),
-            (Some(c), Some(p), Some(state)) => format!("{c}/{p} {state}"),
-            (Some(c), Some(p), None) => format!("{c}/{p}"),
-            _ => "-".to_owned(),
-        };
-        let trouble = k.trouble_age_ms.map_or_else(|| "-".to_owned(), secs);
-        let _ = writeln!(
-            out,
-            "{:<8} {:<11} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} {}{}",
-            k.verdict,
-            k.state.as_deref().unwrap_or("-"),
-            k.peer,
-            k.local,
-            owner,
-            secs(k.last_ack_age_ms),
-            trouble,
-            format!("{}/{}B", k.unacked_segs, k.unacked_bytes),
-            k.retransmits,
-            k.rto_count,
-            if k.polled.is_some() {
-                "polled"
-            } else {
-                &k.source
-            },
-            k.endpoint_member.as_deref().unwrap_or("-"),
-            k.keepalive,
-            k.keepalive_probes
-                .filter(|p| *p > 0)
-                .map_or_else(String::new, |p| format!(", {p} probes unanswered"))
-        );
+        socket_line(&mut out, k);
     }
     // Polled sockets get one line saying why, not a column of repeats.
     if let Some(why) = s.sockets.iter().find_map(|k| k.polled.as_ref()) {
@@ -263,6 +233,43 @@ pub fn render(s: &Snapshot) -> String {
         );
     }
     out
+}
+
+/// One socket's line of the table. OWNER says `no owner` once no process holds the socket,
+/// and `COMM/PID exited` when the recorded owner is gone and another process holds it.
+fn socket_line(out: &mut String, k: &SocketStatus) {
+    use std::fmt::Write as _;
+    let owner = match (&k.owner_comm, k.owner_pid, k.owner_state.as_deref()) {
+        (_, _, Some("no owner")) => "no owner".to_owned(),
+        (Some(c), Some(p), Some(state)) => format!("{c}/{p} {state}"),
+        (Some(c), Some(p), None) => format!("{c}/{p}"),
+        _ => "-".to_owned(),
+    };
+    let trouble = k.trouble_age_ms.map_or_else(|| "-".to_owned(), secs);
+    let _ = writeln!(
+        out,
+        "{:<8} {:<11} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} {}{}",
+        k.verdict,
+        k.state.as_deref().unwrap_or("-"),
+        k.peer,
+        k.local,
+        owner,
+        secs(k.last_ack_age_ms),
+        trouble,
+        format!("{}/{}B", k.unacked_segs, k.unacked_bytes),
+        k.retransmits,
+        k.rto_count,
+        if k.polled.is_some() {
+            "polled"
+        } else {
+            &k.source
+        },
+        k.endpoint_member.as_deref().unwrap_or("-"),
+        k.keepalive,
+        k.keepalive_probes
+            .filter(|p| *p > 0)
+            .map_or_else(String::new, |p| format!(", {p} probes unanswered"))
+    );
 }
 
 fn secs(ms: u64) -> String {

@@ -5,7 +5,7 @@
 //!   and last-ACK ages growing, and stalled; once the kernel has recovered (the client's next
 //!   reply) the row is healthy, without trouble, with a small LAST-ACK, at once;
 //! - B is never touched: busy, it is healthy on every read and never `idle`;
-//! - C's flow is black-holed and its client SIGKILLed: its socket lingers in FIN-WAIT-1 with
+//! - C's flow is black-holed and its client killed with SIGKILL: its socket lingers in FIN-WAIT-1 with
 //!   nobody holding it, and its row says so, never `healthy`.
 
 use std::time::{Duration, Instant};
@@ -28,8 +28,8 @@ fn status_rows_are_the_kernel_s_truth() -> Result<()> {
     };
     let mut agent = Agent::start_with(&s.lab, &s.cgroup, &args)?;
     agent.wait_ready(Duration::from_mins(1))?;
-    let (a, b, mut c) = (heartbeat(&s)?, heartbeat(&s)?, heartbeat(&s)?);
-    let ports = [port(&a)?, port(&b)?, port(&c)?];
+    let (healed_client, busy, mut dying) = (heartbeat(&s)?, heartbeat(&s)?, heartbeat(&s)?);
+    let ports = [port(&healed_client)?, port(&busy)?, port(&dying)?];
     // Every socket is watched (by its cgroup) and busy before anything goes wrong.
     let first = wait_until(
         "all three sockets in status",
@@ -41,12 +41,20 @@ fn status_rows_are_the_kernel_s_truth() -> Result<()> {
         },
     )?;
     for p in ports {
-        let r = row(&first, p).context("row")?;
-        ensure!(r.watched_by.iter().any(|w| w == "cgroup"), "{}", r.raw);
-        ensure!(r.state.as_deref() == Some("ESTABLISHED"), "{}", r.raw);
+        let watched = row(&first, p).context("row")?;
+        ensure!(
+            watched.watched_by.iter().any(|w| w == "cgroup"),
+            "{}",
+            watched.raw
+        );
+        ensure!(
+            watched.state.as_deref() == Some("ESTABLISHED"),
+            "{}",
+            watched.raw
+        );
     }
-    let c_pid = u64::from(c.proc.pid());
-    ensure!(row(&first, ports[2]).and_then(|r| r.owner_pid) == Some(c_pid));
+    let dying_pid = u64::from(dying.proc.pid());
+    ensure!(row(&first, ports[2]).and_then(|r| r.owner_pid) == Some(dying_pid));
 
     let holes = [
         s.lab.blackhole_flow(ports[0])?,
@@ -54,14 +62,14 @@ fn status_rows_are_the_kernel_s_truth() -> Result<()> {
     ];
     let fault = Instant::now();
     let mut during = Vec::new();
-    let mut killed = None;
+    let mut killed = false;
     while fault.elapsed() < STALL + Duration::from_secs(2) {
-        if killed.is_none() && fault.elapsed() >= Duration::from_secs(3) {
-            c.proc.kill();
-            killed = Some(mono_ms());
+        if !killed && fault.elapsed() >= Duration::from_secs(3) {
+            dying.proc.kill();
+            killed = true;
         }
         let st = agent.status()?;
-        during.push((fault.elapsed(), killed.is_some(), st));
+        during.push((fault.elapsed(), killed, st));
         std::thread::sleep(EVERY);
     }
     let trouble: Vec<&StatusSocket> = during
@@ -71,18 +79,19 @@ fn status_rows_are_the_kernel_s_truth() -> Result<()> {
     check_growing(&trouble)?;
     s.lab.heal(&holes[0])?;
     let healed = mono_ms();
-    let ok = a.wait_event("A's reply after the heal", Duration::from_secs(20), |e| {
-        e.event == "ok" && e.mono_ms > healed
-    })?;
+    let ok =
+        healed_client.wait_event("A's reply after the heal", Duration::from_secs(20), |e| {
+            e.event == "ok" && e.mono_ms > healed
+        })?;
     eprintln!("A's first reply {} ms after the heal", ok.mono_ms - healed);
     // Rows are read at the request: the first read after the kernel recovered is already
     // true. (Generous: 2 s, reads every 250 ms.)
     let mut after = Vec::new();
     let recovered = wait_until("A healthy again", Duration::from_secs(2), EVERY, || {
         let st = agent.status()?;
-        let r = row(&st, ports[0]).cloned();
+        let now = row(&st, ports[0]).cloned();
         after.push(st);
-        Ok(r.filter(|r| r.verdict == "healthy" && r.trouble_age_ms.is_none()))
+        Ok(now.filter(|r| r.verdict == "healthy" && r.trouble_age_ms.is_none()))
     })?;
     ensure!(recovered.last_ack_age_ms < 2_000, "{}", recovered.raw);
     ensure!(recovered.retransmits == 0, "{}", recovered.raw);

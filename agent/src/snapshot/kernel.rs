@@ -24,8 +24,17 @@ const CONFIRM_MAX: usize = 1_000;
 /// When the kernel cannot be asked.
 pub fn view(diag: &mut SockDiag, mirror: &Mirror) -> Result<HashMap<u64, DiagSock>, DiagError> {
     let mut found = HashMap::with_capacity(mirror.len());
-    for family in FAMILIES {
-        diag.dump_each(family, states::RECORDED, |d| {
+    // Each dump walks the whole TCP hash (with 19,000 IPv4 sockets, 4.5 ms for an IPv6 dump
+    // that finds none, against 26 ms for the IPv4 one): only the families records have are
+    // asked for (the probe records the socket's own family: a v4-mapped socket is IPv6).
+    let mut wanted = [false; FAMILIES.len()];
+    for (_, r) in mirror.iter() {
+        for (w, f) in wanted.iter_mut().zip(FAMILIES) {
+            *w |= r.family == u16::from(f);
+        }
+    }
+    for (family, _) in FAMILIES.iter().zip(wanted).filter(|(_, w)| *w) {
+        diag.dump_each(*family, states::RECORDED, |d| {
             if mirror.get(d.cookie).is_some() {
                 found.insert(d.cookie, d);
             }

@@ -12,9 +12,9 @@ use lifeline_common::SockState;
 
 use crate::diag::DiagSock;
 
-/// The inode of the initial pid namespace (`PROC_PID_INIT_INO`, include/linux/proc_ns.h):
+/// The inode of the initial pid namespace (`PROC_PID_INIT_INO` in `include/linux/proc_ns.h`):
 /// the probe records pids as the initial namespace numbers them, so `/proc` can be asked
-/// about them only from there (the DaemonSet runs with `hostPID`).
+/// about them only from there (the `DaemonSet` runs with `hostPID`).
 const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
 
 /// What became of a socket's owner.
