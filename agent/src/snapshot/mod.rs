@@ -93,9 +93,12 @@ pub const CLOSING: &str = "closing";
 pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a> {
     let info = x.kernel.and_then(|k| k.info.as_ref());
     // The kernel's word on the record's trouble episode: still on while data is outstanding
-    // and an RTO fired since the last ACK progress (`tcp_ack()` clears both counters when
-    // `snd_una` moves). The record's start of it is then current: that RTO's callback began
-    // a new episode if `snd_una` had moved. A polled socket has no callbacks: its own age.
+    // and an RTO fired since the last ACK progress (`tcp_ack()` zeroes `icsk_retransmits`
+    // when `snd_una` moves, and the backoff goes with the next RTT sample; the judge's
+    // `from_info` reads the same two). The record's start of it is then current: that RTO's
+    // callback began a new episode if `snd_una` had moved. A polled socket has no callbacks:
+    // the time since its last ACK.
+    // <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>
     let trouble = info.map(|i| i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0));
     let callbacks = r.source != SOURCE_ADOPTED || adopt_armed(r.adopt);
     let trouble_age_ms = match (trouble, info) {
