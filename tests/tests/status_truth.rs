@@ -113,17 +113,7 @@ fn status_rows_are_the_kernel_s_truth() -> Result<()> {
         "A after recovery",
     )?;
     check_dead_owner(&during, ports[2])?;
-    // The table an operator reads says the same of it (its flow is still black-holed, so it
-    // lingers in FIN-WAIT-1 for about 100 s: `tcp_orphan_retries`).
-    let table = agent.status_table()?;
-    let line = table
-        .lines()
-        .find(|l| l.contains(&format!(":{} ", ports[2])))
-        .with_context(|| format!("C missing from the table:\n{table}"))?;
-    ensure!(
-        line.starts_with("closing  FIN-WAIT-1") && line.contains("no owner"),
-        "{table}"
-    );
+    check_table(&agent, ports[2])?;
     ensure!(
         agent
             .decisions()
@@ -195,6 +185,22 @@ fn check_growing(rows: &[&StatusSocket]) -> Result<()> {
         stalled.last_ack_age_ms >= 4_000 && stalled.shows_trouble_with_evidence(),
         "{}",
         stalled.raw
+    );
+    Ok(())
+}
+
+/// C in the table an operator reads.
+fn check_table(agent: &Agent, port: u16) -> Result<()> {
+    // The table an operator reads says the same of it (its flow is still black-holed, so it
+    // lingers in FIN-WAIT-1 for about 100 s: `tcp_orphan_retries`).
+    let table = agent.status_table()?;
+    let line = table
+        .lines()
+        .find(|l| l.contains(&format!(":{port} ")))
+        .with_context(|| format!("C missing from the table:\n{table}"))?;
+    ensure!(
+        line.starts_with("closing  FIN-WAIT-1") && line.contains("no owner"),
+        "{table}"
     );
     Ok(())
 }
