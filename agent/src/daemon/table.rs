@@ -52,8 +52,17 @@ impl Daemon {
     /// # Errors
     /// When the answer cannot be serialised.
     pub fn status_body(&mut self) -> Result<Vec<u8>> {
+        let t0 = std::time::Instant::now();
         let (kernel, kernel_error) = match snapshot::kernel::view(&mut self.diag, &self.mirror) {
-            Ok(k) => (Some(k), None),
+            Ok(k) => {
+                // The answer's cost in the kernel, apart (the status thread logs the whole).
+                tracing::debug!(
+                    sockets = k.len(),
+                    dump_us = u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX),
+                    "status: the kernel's view read"
+                );
+                (Some(k), None)
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "status: cannot read the kernel's view of the sockets; showing the agent's records");
                 (None, Some(e.to_string()))
