@@ -18,7 +18,6 @@ use lifeline_common::SockState;
 use super::Daemon;
 use crate::{
     clock,
-    diag::states,
     judge::{self, Verdict},
     snapshot::{self, CLOSING, Extra, Owners},
 };
@@ -102,19 +101,11 @@ impl Daemon {
             .map(|(cookie, rec)| {
                 let rec = *rec;
                 let seen = kernel.as_ref().and_then(|m| m.get(cookie));
-                let verdict = match seen {
-                    Some(d) if d.info.is_some() => d
-                        .info
-                        .as_ref()
-                        .and_then(|i| judge::verdict::at_request(i, stall, silence)),
-                    Some(d) if d.state != states::ESTABLISHED => None,
-                    // No kernel view: the daemon's verdict of its last sweep.
-                    _ => Some(
-                        self.tally
-                            .get(*cookie)
-                            .unwrap_or_else(|| self.judge.between(*cookie, rec, now)),
-                    ),
-                };
+                let verdict = snapshot::kernel::shown(seen, stall, silence, || {
+                    self.tally
+                        .get(*cookie)
+                        .unwrap_or_else(|| self.judge.between(*cookie, rec, now))
+                });
                 *counts
                     .entry(verdict.map_or(CLOSING, Verdict::label).to_owned())
                     .or_default() += 1;

@@ -4,10 +4,11 @@
 //! runs when a socket recovers, or per ACK), so this is what makes a row true when it is asked
 //! for; it costs one pass over the kernel's TCP hash, not a request per socket.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, time::Duration};
 
 use crate::{
     diag::{DiagError, DiagSock, SockDiag, states},
+    judge::{Silence, Verdict, verdict},
     mirror::Mirror,
 };
 
@@ -56,4 +57,69 @@ pub fn view(diag: &mut SockDiag, mirror: &Mirror) -> Result<HashMap<u64, DiagSoc
         }
     }
     Ok(found)
+}
+
+/// The verdict a row shows (`None`: closing, no longer ESTABLISHED): the judge's rule on the
+/// kernel's view at the request; without one (the dump failed, or the kernel gave no
+/// `tcp_info`), `daemon`'s verdict of its last sweep.
+pub fn shown(
+    seen: Option<&DiagSock>,
+    stall: Duration,
+    silence: Option<Silence>,
+    daemon: impl FnOnce() -> Verdict,
+) -> Option<Verdict> {
+    match seen {
+        Some(DiagSock { info: Some(i), .. }) => verdict::at_request(i, stall, silence),
+        Some(d) if d.state != states::ESTABLISHED => None,
+        _ => Some(daemon()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::TcpInfo;
+
+    #[test]
+    fn the_kernel_s_view_decides_and_the_daemon_s_only_without_one() {
+        let stall = Duration::from_secs(10);
+        let info = TcpInfo {
+            state: states::ESTABLISHED,
+            last_data_sent_ms: 300,
+            last_data_recv_ms: 300,
+            ..TcpInfo::default()
+        };
+        let mut d = DiagSock {
+            local: "198.51.100.1:40000".parse().unwrap(),
+            peer: "198.51.100.2:6443".parse().unwrap(),
+            state: states::ESTABLISHED,
+            cookie: 1,
+            inode: 7,
+            send_q: 0,
+            cgroup_id: None,
+            info: Some(info),
+        };
+        // The record still remembers a trouble episode: the kernel's busy socket is healthy.
+        let daemon = || Verdict::Suspect;
+        assert_eq!(shown(Some(&d), stall, None, daemon), Some(Verdict::Healthy));
+        assert_eq!(
+            shown(None, stall, None, daemon),
+            Some(Verdict::Suspect),
+            "no dump"
+        );
+        d.info = None;
+        assert_eq!(shown(Some(&d), stall, None, daemon), Some(Verdict::Suspect));
+        d.state = 4;
+        assert_eq!(
+            shown(Some(&d), stall, None, daemon),
+            None,
+            "FIN-WAIT-1 without tcp_info"
+        );
+        d.info = Some(TcpInfo { state: 4, ..info });
+        assert_eq!(
+            shown(Some(&d), stall, None, daemon),
+            None,
+            "FIN-WAIT-1: closing"
+        );
+    }
 }
