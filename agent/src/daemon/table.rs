@@ -7,10 +7,7 @@
 //! out once each. The verdict shown is the judge's rule applied to the kernel's view then
 //! (`judge::verdict::at_request`), and the answer's counts are those of its rows.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    net::SocketAddr,
-};
+use std::{collections::HashMap, net::SocketAddr};
 
 use anyhow::Result;
 use lifeline_common::SockState;
@@ -92,10 +89,8 @@ impl Daemon {
         }
         let (stall, silence) = (self.judge.settings.stall, self.judge.idle.silent);
         let mut owners = Owners::new();
-        let mut counts: BTreeMap<String, u64> = Verdict::ALL
-            .iter()
-            .map(|v| (v.label().to_owned(), 0))
-            .collect();
+        // Per verdict (`Verdict::index`), and closing last: no allocation per row.
+        let mut counts = [0u64; Verdict::ALL.len() + 1];
         let extras: Vec<Extra<'_>> = records
             .iter()
             .map(|(cookie, rec)| {
@@ -106,9 +101,7 @@ impl Daemon {
                         .get(*cookie)
                         .unwrap_or_else(|| self.judge.between(*cookie, rec, now))
                 });
-                *counts
-                    .entry(verdict.map_or(CLOSING, Verdict::label).to_owned())
-                    .or_default() += 1;
+                counts[verdict.map_or(Verdict::ALL.len(), Verdict::index)] += 1;
                 let k = &rec.keepalive;
                 Extra {
                     verdict,
@@ -127,15 +120,22 @@ impl Daemon {
         let mut summary = self.summary();
         let rows = records.len();
         summary.watched = u64::try_from(rows).unwrap_or(u64::MAX);
-        summary.verdicts = counts;
+        summary.verdicts = Verdict::ALL
+            .iter()
+            .map(|v| (v.label().to_owned(), counts[v.index()]))
+            .chain(
+                (counts[Verdict::ALL.len()] > 0)
+                    .then(|| (CLOSING.to_owned(), counts[Verdict::ALL.len()])),
+            )
+            .collect();
         summary.kernel_error = kernel_error;
         let table = Table {
             records,
             extras,
             now,
         };
-        // About 420 bytes a row: one allocation, no copy as it grows.
-        let mut out = Vec::with_capacity(4096 + rows * 448);
+        // About 470 bytes a row (measured at 10,000): one allocation, no copy as it grows.
+        let mut out = Vec::with_capacity(4096 + rows * 512);
         // The summary's object (its own `sockets` is empty, so left out), reopened for the
         // table.
         serde_json::to_writer(&mut out, &summary)?;
