@@ -2,7 +2,7 @@
 //! out its decisions, publish status. All the I/O is here; all the rules are in `judge`.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     time::{Duration, Instant},
 };
 
@@ -50,8 +50,6 @@ pub struct Daemon {
     /// Which sockets are the endpoint's connections (the fact recorded per socket).
     pub members: Members,
     tally: tally::Tally,
-    /// The kernel's `tcp_info` of the sockets looked at in the last sweep (status rows).
-    looked: HashMap<u64, crate::diag::TcpInfo>,
 }
 
 impl Daemon {
@@ -72,7 +70,6 @@ impl Daemon {
             mirror: Mirror::default(),
             members: Members::default(),
             tally: tally::Tally::default(),
-            looked: HashMap::new(),
         }
     }
 
@@ -98,7 +95,6 @@ impl Daemon {
             self.members
                 .sync(&f.endpoints, f.grace, self.mirror.peers(), at);
         }
-        self.looked.clear();
         let mut seen = Vec::with_capacity(visit.len());
         let mut kills = Vec::new();
         let mut wake = interval;
@@ -137,9 +133,6 @@ impl Daemon {
                 }
                 wake = wake.min(call.wake.unwrap_or(interval));
                 reason = call.reason;
-            }
-            if let Some(i) = info {
-                self.looked.insert(cookie, i);
             }
             if let (Some(reason), Some(info)) = (reason, info) {
                 kills.push(Kill {
@@ -186,7 +179,6 @@ impl Daemon {
         self.tally.remove(cookie);
         self.polled.remove(&cookie);
         self.unreadable.remove(&cookie);
-        self.looked.remove(&cookie);
     }
 
     /// The kernel's `tcp_info` for one socket.

@@ -271,7 +271,7 @@ pub(super) fn kill(cookie: u64, reason: Reason) -> Kill {
 }
 
 /// Whose a socket of `--restart-unit`'s own cgroup is.
-fn unit_socket() -> Whose {
+pub(super) fn unit_socket() -> Whose {
     Whose {
         budget: Budget::Cgroup("/system.slice/kubelet.service".into()),
         unit: UnitOwned::Yes,

@@ -31,6 +31,7 @@ fn judge(mode: ActionMode, max_kills: u32) -> Judge {
 fn healthy_since(peer: std::net::SocketAddr, age: Duration) -> Seen {
     Seen {
         peer,
+        endpoint_socket: None,
         verdict: Verdict::Healthy,
         established_age: age,
     }
