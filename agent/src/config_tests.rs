@@ -171,3 +171,16 @@ fn the_shipped_config_sets_only_built_in_defaults() {
     shipped.node.config = None;
     assert_eq!(format!("{shipped:?}"), format!("{default:?}"));
 }
+
+#[test]
+fn the_restart_backoff_is_configurable_and_checked() {
+    let args = parse_with("restart_backoff = \"5s\"\n", &[]).unwrap();
+    assert_eq!(args.node.restart_backoff, Duration::from_secs(5));
+    let args = parse_with("", &[]).unwrap();
+    assert_eq!(args.node.restart_backoff, Duration::from_mins(1), "default");
+    let e = parse_with("restart_backoff = \"100ms\"\n", &[]).unwrap_err();
+    assert!(
+        e.contains("restart_backoff") && e.contains("100ms") && e.contains("1s to 30m"),
+        "{e}"
+    );
+}

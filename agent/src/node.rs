@@ -7,10 +7,14 @@ use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{
     cli::RunArgs,
-    judge::RestartRequest,
     node_args::ActionMode,
     status::Snapshot,
-    systemd::{notify, restarter::Restarter},
+    systemd::{
+        notify,
+        restarter::{Restarter, Restarts},
+        scope::UnitScope,
+    },
+    watch::Targets,
 };
 
 /// Flag combinations that make no sense, refused before anything is attached.
@@ -41,7 +45,8 @@ pub struct Node {
 
 impl Node {
     /// Starts the background tasks; returns where the daemon sends restart requests (None
-    /// without --restart-unit: then lifeline never restarts anything).
+    /// without --restart-unit: then lifeline never restarts anything). `targets` and
+    /// `cgroup_mount`: to find the unit's cgroup when systemd has not said it yet.
     ///
     /// # Errors
     /// When the metrics address cannot be bound.
@@ -49,10 +54,9 @@ impl Node {
         args: &RunArgs,
         snapshots: &watch::Receiver<Snapshot>,
         endpoints: &crate::endpoint::Endpoints,
-    ) -> Result<(
-        Self,
-        Option<tokio::sync::mpsc::UnboundedSender<RestartRequest>>,
-    )> {
+        targets: &Targets,
+        cgroup_mount: &std::path::Path,
+    ) -> Result<(Self, Option<Restarts>)> {
         let mut tasks = Vec::new();
         if let Some(addr) = args.node.metrics_addr {
             tasks.extend(crate::metrics_http::serve(addr, snapshots.clone())?);
@@ -63,7 +67,9 @@ impl Node {
                 bus: args.node.systemd_bus.clone(),
                 unit: unit.clone(),
                 max_per_hour: args.node.max_restarts,
+                first_pause: args.node.restart_backoff,
                 endpoints: endpoints.clone(),
+                scope: UnitScope::new(unit, cgroup_mount, targets),
             };
             let (tx, task) = restarter.spawn();
             tasks.push(task);

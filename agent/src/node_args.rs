@@ -38,6 +38,11 @@ pub struct NodeArgs {
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=60))]
     pub max_restarts: u32,
 
+    /// The pause after a restart of --restart-unit before another may start, doubled after
+    /// each further restart within the hour (up to 30m), jittered by 20 %.
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_backoff)]
+    pub restart_backoff: Duration,
+
     /// Which systemd manager owns --restart-unit: "system" (the system bus), "user" (a user
     /// manager, on the session bus of DBUS_SESSION_BUS_ADDRESS), or a D-Bus address such as
     /// unix:path=/host/run/dbus/system_bus_socket (a container with the host's socket mounted).
@@ -77,6 +82,17 @@ fn parse_bus(s: &str) -> Result<SystemdBus, String> {
     }
 }
 
+/// `--restart-backoff`: at least a second (a restart takes that long), at most the cap.
+fn parse_backoff(s: &str) -> Result<Duration, String> {
+    let d = crate::cli::parse_duration(s)?;
+    if d < Duration::from_secs(1) || d > Duration::from_mins(30) {
+        return Err(format!(
+            "invalid --restart-backoff '{s}': expected 1s to 30m (the first pause after a restart)"
+        ));
+    }
+    Ok(d)
+}
+
 /// A unit name as systemd accepts it: a known suffix, no path, no spaces.
 fn parse_unit(s: &str) -> Result<String, String> {
     const SUFFIXES: [&str; 3] = [".service", ".scope", ".target"];
@@ -103,5 +119,16 @@ mod tests {
         assert!(super::parse_unit("kubelet").is_err());
         assert!(super::parse_unit("/etc/x.service").is_err());
         assert!(super::parse_unit(".service").is_err());
+    }
+
+    #[test]
+    fn the_restart_backoff_is_bounded() {
+        use std::time::Duration;
+        assert_eq!(super::parse_backoff("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(super::parse_backoff("30m"), Ok(Duration::from_mins(30)));
+        for bad in ["500ms", "31m", "0s", "soon"] {
+            let e = super::parse_backoff(bad).unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
     }
 }

@@ -78,6 +78,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args,
             &rx,
             follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints),
+            &watching.targets,
+            &cgroup2.mount,
         )?;
         let (ask_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
         crate::status_server::serve(&args.status_socket, ask_tx)?;

@@ -31,6 +31,10 @@ pub struct Snapshot {
     pub watched: u64,
     #[serde(default)]
     pub verdicts: std::collections::BTreeMap<String, u64>,
+    /// Why the rows are the agent's records of its last sweep rather than the kernel's view
+    /// at the request: the `sock_diag` dump failed. Left out when it worked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_error: Option<String>,
     /// A row per watched socket: filled for `lifeline status`, empty in the summary the
     /// daemon publishes after every sweep.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -42,15 +46,30 @@ pub struct SocketStatus {
     pub cookie: u64,
     pub local: String,
     pub peer: String,
+    /// The kernel's TCP state at the request, as `ss` names it ("ESTABLISHED",
+    /// "FIN-WAIT-1", ...); absent when the kernel could not be asked.
+    #[serde(default)]
+    pub state: Option<String>,
     pub owner_pid: Option<u32>,
     pub owner_comm: Option<String>,
+    /// "no owner" (no process holds the socket any more) or "exited" (the recorded owner
+    /// has exited, another process holds it); absent while the owner holds it.
+    #[serde(default)]
+    pub owner_state: Option<String>,
     pub established_age_ms: u64,
     pub last_ack_age_ms: u64,
+    #[serde(default)]
+    pub last_data_sent_age_ms: Option<u64>,
+    #[serde(default)]
+    pub last_data_recv_age_ms: Option<u64>,
     pub trouble_age_ms: Option<u64>,
     pub unacked_segs: u32,
     pub unacked_bytes: u32,
     pub retransmits: u32,
     pub rto_count: u32,
+    /// Every retransmission of the socket's life (the kernel's count).
+    #[serde(default)]
+    pub total_retrans: Option<u32>,
     pub bytes_acked: u64,
     pub bytes_received: u64,
     pub verdict: String,
@@ -186,10 +205,17 @@ pub fn render(s: &Snapshot) -> String {
     if s.holds > 0 {
         let _ = writeln!(out, "kills held (no healthy endpoint): {}", s.holds);
     }
+    if let Some(e) = &s.kernel_error {
+        let _ = writeln!(
+            out,
+            "the kernel's view could not be read ({e}): rows are the agent's records of its last sweep"
+        );
+    }
     let _ = writeln!(
         out,
-        "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} KEEPALIVE",
+        "{:<8} {:<11} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} KEEPALIVE",
         "VERDICT",
+        "STATE",
         "PEER",
         "LOCAL",
         "OWNER",
@@ -202,34 +228,7 @@ pub fn render(s: &Snapshot) -> String {
         "IN-SET"
     );
     for k in &s.sockets {
-        let owner = match (&k.owner_comm, k.owner_pid) {
-            (Some(c), Some(p)) => format!("{c}/{p}"),
-            _ => "-".to_owned(),
-        };
-        let trouble = k.trouble_age_ms.map_or_else(|| "-".to_owned(), secs);
-        let _ = writeln!(
-            out,
-            "{:<8} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} {}{}",
-            k.verdict,
-            k.peer,
-            k.local,
-            owner,
-            secs(k.last_ack_age_ms),
-            trouble,
-            format!("{}/{}B", k.unacked_segs, k.unacked_bytes),
-            k.retransmits,
-            k.rto_count,
-            if k.polled.is_some() {
-                "polled"
-            } else {
-                &k.source
-            },
-            endpoint_column(k),
-            k.keepalive,
-            k.keepalive_probes
-                .filter(|p| *p > 0)
-                .map_or_else(String::new, |p| format!(", {p} probes unanswered"))
-        );
+        socket_line(&mut out, k);
     }
     outside_notes(s, &mut out);
     // Polled sockets get one line saying why, not a column of repeats.
@@ -285,6 +284,43 @@ fn outside_notes(s: &Snapshot, out: &mut String) {
             "outside: {n} socket(s) on {e}'s port are not its connections, judged by stall and silence only, never by DNS{never}"
         );
     }
+}
+
+/// One socket's line of the table. OWNER says `no owner` once no process holds the socket,
+/// and `COMM/PID exited` when the recorded owner is gone and another process holds it.
+fn socket_line(out: &mut String, k: &SocketStatus) {
+    use std::fmt::Write as _;
+    let owner = match (&k.owner_comm, k.owner_pid, k.owner_state.as_deref()) {
+        (_, _, Some("no owner")) => "no owner".to_owned(),
+        (Some(c), Some(p), Some(state)) => format!("{c}/{p} {state}"),
+        (Some(c), Some(p), None) => format!("{c}/{p}"),
+        _ => "-".to_owned(),
+    };
+    let trouble = k.trouble_age_ms.map_or_else(|| "-".to_owned(), secs);
+    let _ = writeln!(
+        out,
+        "{:<8} {:<11} {:<28} {:<28} {:<20} {:>9} {:>8} {:>8} {:>7} {:>4} {:<8} {:<9} {}{}",
+        k.verdict,
+        k.state.as_deref().unwrap_or("-"),
+        k.peer,
+        k.local,
+        owner,
+        secs(k.last_ack_age_ms),
+        trouble,
+        format!("{}/{}B", k.unacked_segs, k.unacked_bytes),
+        k.retransmits,
+        k.rto_count,
+        if k.polled.is_some() {
+            "polled"
+        } else {
+            &k.source
+        },
+        endpoint_column(k),
+        k.keepalive,
+        k.keepalive_probes
+            .filter(|p| *p > 0)
+            .map_or_else(String::new, |p| format!(", {p} probes unanswered"))
+    );
 }
 
 fn secs(ms: u64) -> String {

@@ -48,6 +48,7 @@ mod status_endpoint;
 pub mod systemd;
 pub mod timeline;
 pub mod tracefs;
+pub mod unit_agent;
 pub mod util;
 pub mod watched;
 

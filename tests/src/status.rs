@@ -25,6 +25,10 @@ pub struct StatusSocket {
     pub local: String,
     pub peer: String,
     pub verdict: String,
+    /// The kernel's TCP state at the request ("ESTABLISHED", "FIN-WAIT-1", ...).
+    pub state: Option<String>,
+    /// "no owner" (no process holds the socket) or "exited"; None while its owner holds it.
+    pub owner_state: Option<String>,
     pub source: String,
     /// Why an adopted socket is polled through `sock_diag` (its callbacks not armed).
     pub polled: Option<String>,
@@ -143,6 +147,11 @@ impl StatusSocket {
             local: s("local")?,
             peer: s("peer")?,
             verdict: s("verdict")?,
+            state: v.get("state").and_then(Value::as_str).map(str::to_owned),
+            owner_state: v
+                .get("owner_state")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             source: s("source")?,
             polled: v.get("polled").and_then(Value::as_str).map(str::to_owned),
             last_ack_age_ms: n("last_ack_age_ms")?,

@@ -82,6 +82,38 @@ impl UserManager {
         Ok(m)
     }
 
+    /// Restarts the session bus as a node's bus restart does: every client's connection to
+    /// it is gone. The bus clients reach at `bus_address()` is the manager's own
+    /// socket-activated `dbus.service` (its `dbus.socket` takes over the path from the
+    /// first `dbus-daemon`), so that is the one restarted; waits until the manager answers
+    /// on the new bus.
+    ///
+    /// # Errors
+    /// When the restart fails or the manager is not on the new bus within 20 s.
+    pub fn restart_bus(&self) -> Result<()> {
+        let pid_before = self.prop("dbus.service", "MainPID")?;
+        self.systemctl(&["restart", "dbus.service"])?;
+        let address = self.bus_address();
+        wait_until(
+            "systemd --user on the restarted bus",
+            Duration::from_secs(20),
+            Duration::from_millis(200),
+            || {
+                let mut ping = Command::new("busctl");
+                ping.arg(format!("--address={address}")).args([
+                    "--timeout=2",
+                    "call",
+                    "org.freedesktop.systemd1",
+                    "/org/freedesktop/systemd1",
+                    "org.freedesktop.DBus.Peer",
+                    "Ping",
+                ]);
+                let pid = self.prop("dbus.service", "MainPID")?;
+                Ok((pid != pid_before && crate::cmd::run(&mut ping).is_ok()).then_some(()))
+            },
+        )
+    }
+
     /// The bus address, for `lifeline run --systemd-bus`.
     #[must_use]
     pub fn bus_address(&self) -> String {

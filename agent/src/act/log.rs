@@ -1,5 +1,6 @@
 //! The decision event: one structured `tracing` event per decision, target
-//! `lifeline::decision`, with its evidence as fields (journald: `LIFELINE_*`).
+//! `lifeline::decision`, with its evidence as fields (journald: `LIFELINE_*`), and the kill
+//! budget it spent or found spent (`budget`: the socket's target).
 
 use std::time::Duration;
 
@@ -54,10 +55,11 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
             crate::endpoint::connect::PROBE_TRIES
         ),
     };
-    let hold = if action == "hold" {
-        "; no healthy endpoint, holding"
-    } else {
-        ""
+    let budget = ev.whose.budget.to_string();
+    let hold = match outcome {
+        _ if action == "hold" => "; no healthy endpoint, holding".to_owned(),
+        "rate-limited" => format!(" (the kill budget of {budget} is spent for this minute)"),
+        _ => String::new(),
     };
     let message = format!(
         "{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}",
@@ -82,6 +84,7 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
                 outcome,
                 endpoint,
                 orphaned_for_ms,
+                budget,
                 last_ack_age_ms = i.last_ack_recv_ms,
                 trouble_age_ms,
                 unacked_segs = i.unacked,

@@ -150,7 +150,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Upper bound on kills per minute, whatever the evidence.
+    /// Upper bound on kills per minute for each watch target (each --cgroup, each --comm,
+    /// the endpoint's clients), whatever the evidence.
     #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_kills_per_minute: u32,
 

@@ -1,12 +1,13 @@
-//! Carrying out the judge's decisions: kills (through the guard, for the whole batch) and
-//! restart requests, and the escalation's check after every sweep.
+//! Carrying out the judge's decisions: kills (through the guard, for the whole batch; each
+//! after finding out whose the socket is: its target's kill budget, whether it is
+//! `--restart-unit`'s) and restart requests, and the escalation's check after every sweep.
 
 use std::time::Instant;
 
 use crate::{
-    act,
+    act::{self, owner::Scopes},
     endpoint::guard,
-    judge::{Action, Kill, RestartRequest, Seen},
+    judge::{Action, Kill, RestartRequest, Seen, UnitOwned},
 };
 
 use super::Daemon;
@@ -31,25 +32,79 @@ impl Daemon {
         if healthy == guard::Verdict::Wait {
             return;
         }
+        let mut scopes: Option<Scopes> = None;
         for kill in kills {
             let at = Instant::now();
-            let action = self.judge.gate(kill, healthy == guard::Verdict::Go, at);
+            if self.judge.quiet(kill.cookie, at) {
+                continue; // backing off: nothing to do or say
+            }
+            let scopes = scopes.get_or_insert_with(|| self.scopes());
+            let cgroup_id = self
+                .diag
+                .get(kill.rec.local(), kill.rec.peer(), kill.cookie)
+                .ok()
+                .flatten()
+                .and_then(|d| d.cgroup_id);
+            let kill = Kill {
+                whose: scopes.whose(cgroup_id, &kill.rec),
+                ..kill.clone()
+            };
+            self.say_outside_once(&kill);
+            let action = self.judge.gate(&kill, healthy == guard::Verdict::Go, at);
             if action == Action::Restart {
                 let req = self
                     .judge
                     .escalation
                     .as_mut()
-                    .and_then(|e| e.restart_instead(kill, at));
+                    .and_then(|e| e.restart_instead(&kill, at));
                 self.request_restart(req);
                 continue;
             }
-            let Some(outcome) = act::execute(&mut self.diag, kill, action) else {
+            let Some(outcome) = act::execute(&mut self.diag, &kill, action) else {
                 continue;
             };
-            act::log_decision(kill, action, &outcome);
-            let req = self.judge.outcome(kill, &outcome, at);
+            act::log_decision(&kill, action, &outcome);
+            let req = self.judge.outcome(&kill, &outcome, at);
             self.request_restart(req);
         }
+    }
+
+    /// The target cgroups' and the unit's subtrees as they are now.
+    fn scopes(&self) -> Scopes {
+        let unit_dir = self
+            .restarts
+            .as_ref()
+            .and_then(|r| r.scope.dir())
+            .map(|(dir, _)| dir);
+        Scopes::read(&self.watching.targets, unit_dir.as_deref())
+    }
+
+    /// Once per target: its sockets' failures are killed but never restart the unit.
+    fn say_outside_once(&mut self, kill: &Kill) {
+        let (Some(esc), Some(r)) = (self.judge.escalation.as_mut(), self.restarts.as_ref()) else {
+            return;
+        };
+        if !esc.first_outside(kill) {
+            return;
+        }
+        let unit = r.scope.unit.as_str();
+        let cgroup = r.scope.dir().map_or_else(
+            || "(not known yet)".to_owned(),
+            |(d, from)| format!("{} (from {from})", d.display()),
+        );
+        let is = if kill.whose.unit == UnitOwned::No {
+            format!(
+                "sockets of {} are not in {unit}'s cgroup {cgroup}",
+                kill.whose.budget
+            )
+        } else {
+            format!(
+                "cannot tell whether sockets of {} are in {unit}'s cgroup {cgroup}",
+                kill.whose.budget
+            )
+        };
+        tracing::info!(unit, budget = %kill.whose.budget, peer = %kill.rec.peer(), owner_pid = kill.rec.owner_pid,
+            "{is}: their failures are killed (from their own kill budget), never a restart of {unit}");
     }
 
     pub(super) fn after_sweep(&mut self, seen: &[Seen]) {
@@ -67,8 +122,8 @@ impl Daemon {
     }
 
     fn request_restart(&self, req: Option<RestartRequest>) {
-        if let (Some(tx), Some(r)) = (self.restarts.as_ref(), req) {
-            let _ = tx.send(r);
+        if let (Some(r), Some(req)) = (self.restarts.as_ref(), req) {
+            let _ = r.tx.send(req);
         }
     }
 }

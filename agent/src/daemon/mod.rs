@@ -2,19 +2,19 @@
 //! out its decisions, publish status. All the I/O is here; all the rules are in `judge`.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     time::{Duration, Instant},
 };
 
 use anyhow::Result;
 use lifeline_common::SockState;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::{
     act, clock,
     diag::SockDiag,
     endpoint::{Follow, Members},
-    judge::{self, Judge, Kill, Read, RestartRequest, Seen, Socket},
+    judge::{self, Judge, Kill, Read, Seen, Socket},
     mirror::Mirror,
     probe::Probe,
     status::Snapshot,
@@ -36,8 +36,9 @@ pub struct Daemon {
     pub sockets_full: u64,
     /// Sockets whose state could not be read, already reported (reported once each).
     pub unreadable: HashSet<u64>,
-    /// Restart requests to the restarter task; None without --restart-unit.
-    pub restarts: Option<mpsc::UnboundedSender<RestartRequest>>,
+    /// Restart requests to the restarter task, and the unit's cgroup; None without
+    /// --restart-unit.
+    pub restarts: Option<crate::systemd::restarter::Restarts>,
     /// Following the API endpoint; `None` when no endpoint is configured.
     pub follow: Option<Follow>,
     /// Target cgroups and endpoint peers, kept current every sweep.
@@ -49,8 +50,6 @@ pub struct Daemon {
     /// Which sockets are the endpoint's connections (the fact recorded per socket).
     pub members: Members,
     tally: tally::Tally,
-    /// The kernel's `tcp_info` of the sockets looked at in the last sweep (status rows).
-    looked: HashMap<u64, crate::diag::TcpInfo>,
 }
 
 impl Daemon {
@@ -71,7 +70,6 @@ impl Daemon {
             mirror: Mirror::default(),
             members: Members::default(),
             tally: tally::Tally::default(),
-            looked: HashMap::new(),
         }
     }
 
@@ -97,7 +95,6 @@ impl Daemon {
             self.members
                 .sync(&f.endpoints, f.grace, self.mirror.peers(), at);
         }
-        self.looked.clear();
         let mut seen = Vec::with_capacity(visit.len());
         let mut kills = Vec::new();
         let mut wake = interval;
@@ -137,9 +134,6 @@ impl Daemon {
                 wake = wake.min(call.wake.unwrap_or(interval));
                 reason = call.reason;
             }
-            if let Some(i) = info {
-                self.looked.insert(cookie, i);
-            }
             if let (Some(reason), Some(info)) = (reason, info) {
                 kills.push(Kill {
                     cookie,
@@ -147,6 +141,7 @@ impl Daemon {
                     rec,
                     info,
                     reason,
+                    whose: judge::Whose::default(), // found out in `execute`
                 });
             }
             self.tally
@@ -184,7 +179,6 @@ impl Daemon {
         self.tally.remove(cookie);
         self.polled.remove(&cookie);
         self.unreadable.remove(&cookie);
-        self.looked.remove(&cookie);
     }
 
     /// The kernel's `tcp_info` for one socket.
@@ -207,7 +201,7 @@ pub struct Parts {
     pub polled: HashSet<u64>,
     pub judge: Judge,
     pub status: watch::Sender<Snapshot>,
-    pub restarts: Option<mpsc::UnboundedSender<RestartRequest>>,
+    pub restarts: Option<crate::systemd::restarter::Restarts>,
     pub follow: Option<Follow>,
     pub watching: crate::watch::Watching,
     pub news: crate::readers::Inbox,

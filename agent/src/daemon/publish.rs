@@ -41,6 +41,7 @@ impl Daemon {
                 .counts()
                 .map(|(v, n)| (v.label().to_owned(), n))
                 .collect(),
+            kernel_error: None,
             sockets: Vec::new(),
         }
     }

@@ -3,6 +3,7 @@
 //! (`CONFIG_INET_DIAG_DESTROY`, Linux 4.5; `tcp_abort()` in net/ipv4/tcp.c gives the
 //! owner ECONNABORTED). Everything here acts on the caller's network namespace.
 
+pub mod states;
 mod tcp_info;
 mod wire;
 
@@ -75,14 +76,28 @@ impl SockDiag {
     /// # Errors
     /// On netlink failure.
     pub fn dump(&mut self, family: u8, states: u32) -> Result<Vec<DiagSock>, DiagError> {
+        let mut out = Vec::new();
+        self.dump_each(family, states, |m| out.push(m))?;
+        Ok(out)
+    }
+
+    /// `dump`, handing each socket to `each` as it is decoded (nothing is collected: a
+    /// status answer dumps 100,000 sockets).
+    ///
+    /// # Errors
+    /// On netlink failure.
+    pub fn dump_each(
+        &mut self,
+        family: u8,
+        states: u32,
+        each: impl FnMut(DiagSock),
+    ) -> Result<(), DiagError> {
         self.send(
             SOCK_DIAG_BY_FAMILY,
             NLM_F_REQUEST | NLM_F_DUMP,
             &request(family, states, None),
         )?;
-        let mut out = Vec::new();
-        self.recv(|m| out.push(m))?;
-        Ok(out)
+        self.recv(each)
     }
 
     /// The socket `local -> peer` with this cookie, or `None` when it no longer exists.

@@ -23,6 +23,8 @@ pub struct TcpInfo {
     pub total_retrans: u32,
     pub bytes_acked: u64,
     pub bytes_received: u64,
+    /// Bytes written and not yet sent (`write_seq - snd_nxt`, Linux 4.6).
+    pub notsent_bytes: u32,
 }
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
@@ -40,7 +42,8 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 
 impl TcpInfo {
     /// Offsets follow `struct tcp_info` field order: eight u8 fields, then u32s from
-    /// `tcpi_rto` at 8, then the u64s from `tcpi_pacing_rate` at 104.
+    /// `tcpi_rto` at 8, then the u64s from `tcpi_pacing_rate` at 104, `tcpi_notsent_bytes`
+    /// at 144.
     #[must_use]
     pub fn parse(b: &[u8]) -> Self {
         let byte = |i: usize| b.get(i).copied().unwrap_or(0);
@@ -58,6 +61,7 @@ impl TcpInfo {
             total_retrans: u32_at(b, 100),
             bytes_acked: u64_at(b, 120),
             bytes_received: u64_at(b, 128),
+            notsent_bytes: u32_at(b, 144),
         }
     }
 }
@@ -74,8 +78,10 @@ mod tests {
         b[24..28].copy_from_slice(&2u32.to_ne_bytes());
         b[56..60].copy_from_slice(&12_345u32.to_ne_bytes());
         b[120..128].copy_from_slice(&99u64.to_ne_bytes());
+        b[144..148].copy_from_slice(&7u32.to_ne_bytes());
         let i = TcpInfo::parse(&b);
         assert_eq!((i.state, i.retransmits, i.unacked), (1, 3, 2));
+        assert_eq!(i.notsent_bytes, 7);
         assert_eq!((i.last_ack_recv_ms, i.bytes_acked), (12_345, 99));
         let short = TcpInfo::parse(&b[..60]);
         assert_eq!((short.last_ack_recv_ms, short.bytes_acked), (12_345, 0));

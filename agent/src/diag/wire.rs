@@ -29,9 +29,23 @@ pub struct DiagSock {
     pub peer: SocketAddr,
     pub state: u8,
     pub cookie: u64,
+    /// 0 when no process holds the socket any more (closed or its owner died: orphaned).
     pub inode: u32,
+    /// Bytes written and not yet acknowledged (`idiag_wqueue`: `write_seq - snd_una`, what
+    /// `ss` shows as Send-Q).
+    pub send_q: u32,
     pub cgroup_id: Option<u64>,
     pub info: Option<TcpInfo>,
+}
+
+impl DiagSock {
+    /// Bytes sent and not yet acknowledged (`snd_nxt - snd_una`, as the probe's record
+    /// counts them): Send-Q less what is not sent yet.
+    #[must_use]
+    pub fn unacked_bytes(&self) -> u32 {
+        self.send_q
+            .saturating_sub(self.info.map_or(0, |i| i.notsent_bytes))
+    }
 }
 
 fn addr_bytes(ip: IpAddr) -> [u8; 16] {
@@ -103,6 +117,7 @@ pub fn parse_msg(p: &[u8]) -> Option<DiagSock> {
         state,
         cookie,
         inode: word(MSG_LEN - 4),
+        send_q: word(MSG_LEN - 12),
         cgroup_id: None,
         info: None,
     };
@@ -138,14 +153,18 @@ mod tests {
         let peer: SocketAddr = "198.51.100.2:6443".parse().unwrap();
         let req = request(AF_INET, 1 << 1, Some((local, peer, 0x1_0000_0002)));
         // An inet_diag_msg carries the same sockid at offset 4 that a request has at 8.
+        // Then expires, rqueue, wqueue, uid, inode.
         let mut msg = vec![AF_INET, 1, 0, 0];
         msg.extend_from_slice(&req[8..]);
-        msg.extend_from_slice(&[0u8; 20]);
+        for word in [0u32, 0, 120, 0, 4242] {
+            msg.extend_from_slice(&word.to_ne_bytes());
+        }
         let s = parse_msg(&msg).unwrap();
         assert_eq!(
             (s.local, s.peer, s.cookie, s.state),
             (local, peer, 0x1_0000_0002, 1)
         );
+        assert_eq!((s.send_q, s.inode, s.unacked_bytes()), (120, 4242, 120));
     }
 
     #[test]

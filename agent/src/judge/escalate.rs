@@ -1,20 +1,28 @@
-//! Escalation, the rules: when to ask for a restart of `--restart-unit`.
-//! - the kill failed (e.g. no `SOCK_DESTROY` in the kernel, no `CAP_NET_ADMIN`);
+//! Escalation, the rules: when to ask for a restart of `--restart-unit`, and only ever for a
+//! socket of that unit's own cgroup (`Whose::unit`; another process's socket is killed as
+//! before but never restarts the unit):
+//! - the kill failed (e.g. no `SOCK_DESTROY` in the kernel, no `CAP_NET_ADMIN`); a socket
+//!   already gone is no failure;
 //! - after a kill, no healthy connection to the same port (to the endpoint, when one is
 //!   configured: its own connection, `endpoint::Members`) is established within
 //!   `--escalate-after` (the client did not re-dial, or cannot);
 //! - `--action restart`: a confirmed failure (stalled, silent, dead peer) restarts instead of
 //!   killing; an orphan migration is hygiene, not a failure, and is still a kill.
 //!
-//! The requests go to the restarter task (`systemd/restarter.rs`), which applies the hourly
-//! budget, the pause and the endpoint check, calls systemd and logs. One request per socket.
+//! One record per socket, with a `Ticket` shared with the restarter task
+//! (`systemd/restarter.rs`), which applies the hourly budget, the pause and the endpoint
+//! check, calls systemd and logs.
 
 use std::{
-    collections::HashSet,
+    collections::{HashMap, HashSet},
     time::{Duration, Instant},
 };
 
-use super::{Kill, Outcome, Seen, Verdict};
+use super::{
+    Kill, Outcome, Seen, Verdict,
+    budget::{Budget, UnitOwned},
+    ticket::{Stage, Ticket},
+};
 use crate::{clock, node_args::ActionMode};
 
 /// Why a restart is asked for.
@@ -48,19 +56,25 @@ pub struct RestartRequest {
     pub owner_pid: u32,
     pub owner_comm: String,
     pub trouble_age_ms: u64,
+    /// This kill's escalation: the restarter takes it before restarting, or finds it
+    /// recovered and does nothing.
+    pub ticket: Ticket,
 }
 
-/// A kill whose effect is being watched: does a healthy connection to the port come back?
-struct AfterKill {
+/// The one record of a socket that was asked about or killed.
+struct Record {
     request: RestartRequest,
-    port: u16,
+    /// A kill watched for a healthy connection to this port (else asked at once).
+    port: Option<u16>,
 }
 
 pub struct Escalation {
     mode: ActionMode,
     escalate_after: Duration,
-    asked: HashSet<u64>,
-    watching: Vec<AfterKill>,
+    /// By socket cookie: a second kill or request for the same socket cannot exist.
+    records: HashMap<u64, Record>,
+    /// Targets whose sockets were found not to be the unit's, said once each.
+    told: HashSet<Budget>,
 }
 
 impl Escalation {
@@ -69,8 +83,8 @@ impl Escalation {
         Self {
             mode,
             escalate_after,
-            asked: HashSet::new(),
-            watching: Vec::new(),
+            records: HashMap::new(),
+            told: HashSet::new(),
         }
     }
 
@@ -79,8 +93,9 @@ impl Escalation {
         self.mode == ActionMode::Restart
     }
 
-    fn request(kill: &Kill, reason: RestartReason, at: Instant) -> RestartRequest {
+    fn request(kill: &Kill, reason: RestartReason, at: Instant, stage: Stage) -> RestartRequest {
         RestartRequest {
+            ticket: Ticket::new(stage),
             at,
             reason,
             verdict: kill.reason.verdict(),
@@ -92,14 +107,22 @@ impl Escalation {
         }
     }
 
-    /// Once per socket: a stall that persists is not asked about again.
+    /// Once per socket, and only for the unit's own: a stall that persists is not asked
+    /// about again.
     fn ask(&mut self, kill: &Kill, reason: RestartReason, at: Instant) -> Option<RestartRequest> {
-        self.asked
-            .insert(kill.cookie)
-            .then(|| Self::request(kill, reason, at))
+        if kill.whose.unit != UnitOwned::Yes || self.records.contains_key(&kill.cookie) {
+            return None;
+        }
+        let request = Self::request(kill, reason, at, Stage::Asked);
+        let record = Record {
+            request: request.clone(),
+            port: None,
+        };
+        self.records.insert(kill.cookie, record);
+        Some(request)
     }
 
-    /// `--action restart` for a confirmed failure.
+    /// `--action restart` for a confirmed failure of the unit's socket.
     pub fn restart_instead(&mut self, kill: &Kill, at: Instant) -> Option<RestartRequest> {
         self.ask(kill, RestartReason::ActionRestart, at)
     }
@@ -111,11 +134,14 @@ impl Escalation {
         at: Instant,
     ) -> Option<RestartRequest> {
         match outcome {
-            Outcome::Killed if kill.reason.is_failure() => {
-                self.watching.push(AfterKill {
-                    request: Self::request(kill, RestartReason::NoRecovery, at),
-                    port: kill.rec.peer().port(),
-                });
+            Outcome::Killed
+                if kill.reason.is_failure()
+                    && kill.whose.unit == UnitOwned::Yes
+                    && !self.records.contains_key(&kill.cookie) =>
+            {
+                let request = Self::request(kill, RestartReason::NoRecovery, at, Stage::Watching);
+                let port = Some(kill.rec.peer().port());
+                self.records.insert(kill.cookie, Record { request, port });
                 None
             }
             Outcome::Failed(_) => self.ask(kill, RestartReason::KillFailed, at),
@@ -123,9 +149,17 @@ impl Escalation {
         }
     }
 
+    /// Whether to say that this failure of a socket outside the unit restarts nothing:
+    /// true the first time for its target.
+    pub fn first_outside(&mut self, kill: &Kill) -> bool {
+        kill.reason.is_failure()
+            && kill.whose.unit != UnitOwned::Yes
+            && self.told.insert(kill.whose.budget.clone())
+    }
+
     /// After each sweep: a kill with no healthy connection to its port established since,
     /// for `--escalate-after`, becomes a restart request; a recovery ends the watch (and is
-    /// returned with how long it took, for the log).
+    /// returned with how long it took, for the log) unless the restarter took it first.
     pub fn after_sweep(
         &mut self,
         sockets: &[Seen],
@@ -134,26 +168,35 @@ impl Escalation {
         let limit = self.escalate_after;
         let mut due = Vec::new();
         let mut back = Vec::new();
-        self.watching.retain(|w| {
-            let since = at.saturating_duration_since(w.request.at);
+        self.records.retain(|_, r| {
+            let Some(port) = r.port else {
+                return true; // asked at once; kept while its socket lives (`retain`)
+            };
+            let ticket = &r.request.ticket;
+            if !ticket.open() {
+                return false; // taken, declined or recovered: this kill is done
+            }
+            let since = at.saturating_duration_since(r.request.at);
             // With an endpoint configured, only its own connection shows a recovery.
             let recovered = sockets.iter().any(|s| {
                 s.verdict == Verdict::Healthy
                     && s.endpoint_socket != Some(false)
-                    && s.peer.port() == w.port
+                    && s.peer.port() == port
                     && s.established_age < since
             });
             if recovered {
-                back.push((w.request.peer, since));
-                return false;
+                if ticket.recover() {
+                    back.push((r.request.peer, since));
+                    return false;
+                }
+                return true; // the restarter took it a moment ago: its outcome is logged there
             }
-            if since >= limit {
+            if since >= limit && ticket.ask() {
                 due.push(RestartRequest {
                     at,
                     verdict: "unrecovered",
-                    ..w.request.clone()
+                    ..r.request.clone()
                 });
-                return false;
             }
             true
         });
@@ -163,11 +206,14 @@ impl Escalation {
     /// Whether a kill awaits a healthy connection to its endpoint (every socket then counts).
     #[must_use]
     pub fn waiting(&self) -> bool {
-        !self.watching.is_empty()
+        self.records
+            .values()
+            .any(|r| r.port.is_some() && r.request.ticket.open())
     }
 
-    /// Forget sockets that are gone.
+    /// Forget sockets that are gone; a killed socket's watch outlives it until it ends.
     pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
-        self.asked.retain(|c| live(*c));
+        self.records
+            .retain(|c, r| live(*c) || (r.port.is_some() && r.request.ticket.open()));
     }
 }

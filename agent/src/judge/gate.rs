@@ -1,10 +1,11 @@
 //! From a confirmed reason to an action: the healthy-endpoint guard's answer, a per-socket
-//! backoff after anything but a kill, the kill budget per sliding minute, `--dry-run`, and
-//! `--action restart`. Outcomes come back typed and feed the backoff and the escalation.
+//! backoff after anything but a kill, the kill budget of the socket's target per sliding
+//! minute, `--dry-run`, and `--action restart` (for the unit's own sockets only). Outcomes
+//! come back typed and feed the backoff and the escalation.
 
 use std::{
     borrow::Cow,
-    collections::{HashMap, VecDeque},
+    collections::HashMap,
     time::{Duration, Instant},
 };
 
@@ -56,6 +57,9 @@ pub struct Kill {
     pub rec: SockState,
     pub info: TcpInfo,
     pub reason: Reason,
+    /// Whose the socket is (its kill budget, whether it is `--restart-unit`'s): found out by
+    /// the daemon just before acting (`act::owner`); the default until then.
+    pub whose: Whose,
 }
 
 /// What to do with a confirmed kill.
@@ -65,7 +69,7 @@ pub enum Action {
     Kill,
     /// `--dry-run`: log only.
     DryRun,
-    /// The kill budget of this minute is spent.
+    /// The kill budget of the socket's target is spent for this minute.
     RateLimited,
     /// No endpoint address accepts connections: the control plane is down, hold.
     Hold,
@@ -102,11 +106,10 @@ impl Outcome {
     }
 }
 
-/// At most `max` kills in any sliding minute, and a growing pause per socket after any
-/// attempt that did not end it (5 s doubling to 5 min).
+/// At most `max` kills of one target's sockets in any sliding minute, and a growing pause
+/// per socket after any attempt that did not end it (5 s doubling to 5 min).
 pub(super) struct Gate {
-    max: usize,
-    recent: VecDeque<Instant>,
+    budgets: KillBudgets,
     backoff: HashMap<u64, (Instant, Duration)>,
     pub kills: u64,
 }
@@ -117,26 +120,10 @@ const MAX_BACKOFF: Duration = Duration::from_mins(5);
 impl Gate {
     pub(super) fn new(max_per_minute: u32) -> Self {
         Self {
-            max: usize::try_from(max_per_minute).unwrap_or(usize::MAX),
-            recent: VecDeque::new(),
+            budgets: KillBudgets::new(max_per_minute),
             backoff: HashMap::new(),
             kills: 0,
         }
-    }
-
-    fn try_take(&mut self, now: Instant) -> bool {
-        while self
-            .recent
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= Duration::from_mins(1))
-        {
-            self.recent.pop_front();
-        }
-        if self.recent.len() >= self.max {
-            return false;
-        }
-        self.recent.push_back(now);
-        true
     }
 
     pub(super) fn retain(&mut self, live: impl Fn(u64) -> bool) {
@@ -149,22 +136,29 @@ impl Gate {
 }
 
 impl Judge {
+    /// Still backing off after an earlier attempt on this socket: nothing to do or say (the
+    /// daemon skips finding out whose it is).
+    #[must_use]
+    pub fn quiet(&self, cookie: u64, at: Instant) -> bool {
+        self.gate
+            .backoff
+            .get(&cookie)
+            .is_some_and(|(until, _)| at < *until)
+    }
+
     /// The action for a confirmed kill. `endpoint_healthy`: the guard's answer for this
     /// batch (`true` without a configured endpoint).
     pub fn gate(&mut self, kill: &Kill, endpoint_healthy: bool, at: Instant) -> Action {
-        if self
-            .gate
-            .backoff
-            .get(&kill.cookie)
-            .is_some_and(|(until, _)| at < *until)
-        {
+        if self.quiet(kill.cookie, at) {
             return Action::Quiet;
         }
         if !endpoint_healthy {
             return Action::Hold;
         }
+        // Another process's socket never restarts the unit: it is killed instead.
         if !self.settings.dry_run
             && kill.reason.is_failure()
+            && kill.whose.unit == UnitOwned::Yes
             && self
                 .escalation
                 .as_ref()
@@ -176,7 +170,7 @@ impl Judge {
             self.back_off(kill.cookie, at);
             return Action::DryRun;
         }
-        if self.gate.try_take(at) {
+        if self.gate.budgets.try_take(&kill.whose.budget, at) {
             Action::Kill
         } else {
             self.back_off(kill.cookie, at);
@@ -210,4 +204,7 @@ impl Judge {
     }
 }
 
-use super::Escalation;
+use super::{
+    Escalation,
+    budget::{KillBudgets, UnitOwned, Whose},
+};

@@ -9,12 +9,14 @@
 //! limit, backoff, dry run, `--action restart`), then `outcome` for each kill tried and
 //! `after_sweep` (no recovery after a kill).
 
+mod budget;
 mod endpoint;
 mod escalate;
 mod gate;
 pub mod idle;
 mod look;
 mod stall;
+mod ticket;
 pub mod verdict;
 
 use std::{
@@ -25,8 +27,10 @@ use std::{
 
 use lifeline_common::SockState;
 
+pub use budget::{Budget, UnitOwned, Whose};
 pub use escalate::{Escalation, RestartRequest};
 pub use gate::{Action, Kill, Outcome, Reason};
+pub use ticket::Stage;
 pub use verdict::Verdict;
 
 use crate::{diag::TcpInfo, endpoint::Membership};
@@ -184,6 +188,8 @@ impl Judge {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_escalate;
 #[cfg(test)]
 mod tests_looks;
 #[cfg(test)]

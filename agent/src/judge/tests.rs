@@ -259,13 +259,22 @@ fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
     );
 }
 
-fn kill(cookie: u64, reason: Reason) -> Kill {
+pub(super) fn kill(cookie: u64, reason: Reason) -> Kill {
     Kill {
         cookie,
         now_ns: 100 * S,
         rec: stalled_rec(100, 11),
         info: stalled_info(),
         reason,
+        whose: unit_socket(),
+    }
+}
+
+/// Whose a socket of `--restart-unit`'s own cgroup is.
+pub(super) fn unit_socket() -> Whose {
+    Whose {
+        budget: Budget::Cgroup("/system.slice/kubelet.service".into()),
+        unit: UnitOwned::Yes,
     }
 }
 
@@ -393,6 +402,7 @@ fn a_kill_without_recovery_escalates_and_a_failed_kill_at_once() {
         (due[0].reason.label(), due[0].verdict),
         ("no-recovery", "unrecovered")
     );
+    assert!(due[0].ticket.take(), "the restarter takes it");
 
     let redialed = kill(2, Reason::Dead(Verdict::Stalled));
     j.outcome(&redialed, &Outcome::Killed, t0);

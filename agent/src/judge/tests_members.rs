@@ -80,6 +80,7 @@ fn only_the_endpoints_own_connection_is_a_recovery() {
         rec,
         info: quiet(),
         reason: Reason::Dead(Verdict::Stalled),
+        whose: super::tests::unit_socket(),
     };
     assert!(j.outcome(&k, &Outcome::Killed, t0).is_none());
     let other = Seen {

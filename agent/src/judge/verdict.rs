@@ -121,6 +121,31 @@ pub fn from_info(i: &TcpInfo, stall: Duration, silence: Option<Silence>) -> Verd
     }
 }
 
+/// What `lifeline status` shows of a socket at the moment it is asked, from the kernel's
+/// `tcp_info` read then; `None` once it is no longer ESTABLISHED (closing: no rule judges it,
+/// and it is not healthy). Trouble and silence are `from_info`'s. A socket with nothing wrong
+/// is healthy while data moved, either way, within the stall timeout, and idle otherwise:
+/// `from_record`'s rule (ACK progress within the stall timeout) read off the kernel's clocks
+/// of the last data sent and received, so the ACKs of keepalive probes do not make an idle
+/// socket healthy and a busy one is never idle. (With nothing outstanding, the last data
+/// sent was acknowledged after it left: its age bounds the age of the last ACK progress.)
+#[must_use]
+pub fn at_request(i: &TcpInfo, stall: Duration, silence: Option<Silence>) -> Option<Verdict> {
+    if i.state != TCP_ESTABLISHED {
+        return None;
+    }
+    let kernel = from_info(i, stall, silence);
+    if kernel != Verdict::Healthy || i.unacked > 0 {
+        return Some(kernel);
+    }
+    let moved = Duration::from_millis(u64::from(i.last_data_sent_ms.min(i.last_data_recv_ms)));
+    Some(if moved < stall {
+        Verdict::Healthy
+    } else {
+        Verdict::Idle
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +269,49 @@ mod tests {
             Verdict::Healthy,
             "bulk transfer"
         );
+    }
+
+    #[test]
+    fn at_request_healthy_means_data_moved_and_closing_is_not_judged() {
+        let t = Some(Silence {
+            after: Duration::from_secs(16),
+            probes: 2,
+        });
+        let quiet = |last_ack_ms, data_ms| TcpInfo {
+            last_data_sent_ms: data_ms,
+            last_data_recv_ms: data_ms,
+            ..info(0, last_ack_ms, 0)
+        };
+        let busy = quiet(300, 300);
+        assert_eq!(
+            at_request(&busy, STALL, t),
+            Some(Verdict::Healthy),
+            "1 s heartbeat"
+        );
+        assert_eq!(
+            at_request(&quiet(1_500, 60_000), STALL, t),
+            Some(Verdict::Idle),
+            "idle, keepalive probes answered"
+        );
+        assert_eq!(
+            at_request(&quiet(60_000, 60_000), STALL, t),
+            Some(Verdict::Idle)
+        );
+        let sending = TcpInfo {
+            last_data_sent_ms: 2,
+            last_data_recv_ms: 50_000,
+            ..info(4, 20, 0)
+        };
+        assert_eq!(
+            at_request(&sending, STALL, t),
+            Some(Verdict::Healthy),
+            "upload"
+        );
+        let holed = info(1, 12_000, 4);
+        assert_eq!(at_request(&holed, STALL, t), Some(Verdict::Stalled));
+        let young = info(1, 3_000, 2);
+        assert_eq!(at_request(&young, STALL, t), Some(Verdict::Suspect));
+        let closing = TcpInfo { state: 4, ..holed };
+        assert_eq!(at_request(&closing, STALL, t), None, "FIN-WAIT-1");
     }
 }

@@ -17,6 +17,9 @@ impl Row<'_> {
             "{{\"cookie\":{},\"local\":\"{}\",\"peer\":\"{}\"",
             self.cookie, self.local, self.peer
         );
+        if let Some(st) = self.state {
+            let _ = write!(out, ",\"state\":\"{st}\"");
+        }
         if let Some(pid) = self.owner_pid {
             let _ = write!(out, ",\"owner_pid\":{pid}");
         }
@@ -24,25 +27,35 @@ impl Row<'_> {
             out.extend_from_slice(b",\"owner_comm\":");
             text(out, comm);
         }
+        if let Some(o) = self.owner_state {
+            let _ = write!(out, ",\"owner_state\":\"{o}\"");
+        }
         let _ = write!(
             out,
             ",\"established_age_ms\":{},\"last_ack_age_ms\":{}",
             self.established_age_ms, self.last_ack_age_ms
         );
+        if let Some(t) = self.last_data_sent_age_ms {
+            let _ = write!(out, ",\"last_data_sent_age_ms\":{t}");
+        }
+        if let Some(t) = self.last_data_recv_age_ms {
+            let _ = write!(out, ",\"last_data_recv_age_ms\":{t}");
+        }
         if let Some(t) = self.trouble_age_ms {
             let _ = write!(out, ",\"trouble_age_ms\":{t}");
         }
         let _ = write!(
             out,
-            ",\"unacked_segs\":{},\"unacked_bytes\":{},\"retransmits\":{},\"rto_count\":{},\
-             \"bytes_acked\":{},\"bytes_received\":{},\"verdict\":\"{}\",\"keepalive\":",
-            self.unacked_segs,
-            self.unacked_bytes,
-            self.retransmits,
-            self.rto_count,
-            self.bytes_acked,
-            self.bytes_received,
-            self.verdict
+            ",\"unacked_segs\":{},\"unacked_bytes\":{},\"retransmits\":{},\"rto_count\":{}",
+            self.unacked_segs, self.unacked_bytes, self.retransmits, self.rto_count,
+        );
+        if let Some(t) = self.total_retrans {
+            let _ = write!(out, ",\"total_retrans\":{t}");
+        }
+        let _ = write!(
+            out,
+            ",\"bytes_acked\":{},\"bytes_received\":{},\"verdict\":\"{}\",\"keepalive\":",
+            self.bytes_acked, self.bytes_received, self.verdict
         );
         text(out, self.keepalive);
         if let Some(p) = self.keepalive_probes {
@@ -83,8 +96,11 @@ fn text(out: &mut Vec<u8>, s: &str) {
 mod tests {
     use lifeline_common::SockState;
 
-    use super::super::{Extra, row};
-    use crate::{diag::TcpInfo, judge::Verdict};
+    use super::super::{Extra, Owner, row};
+    use crate::{
+        diag::{DiagSock, TcpInfo},
+        judge::Verdict,
+    };
 
     fn both(rec: &SockState, x: &Extra<'_>) -> (String, String) {
         let r = row(42, rec, x, 9_000_000_000);
@@ -107,17 +123,43 @@ mod tests {
         let info = TcpInfo {
             probes: 3,
             last_ack_recv_ms: 1_500,
+            last_data_sent_ms: 2_500,
+            last_data_recv_ms: 3_500,
+            unacked: 2,
+            retransmits: 1,
+            total_retrans: 9,
             ..TcpInfo::default()
         };
+        let kernel = DiagSock {
+            local: v4.local(),
+            peer: v4.peer(),
+            state: 4,
+            cookie: 42,
+            inode: 0,
+            send_q: 10,
+            cgroup_id: None,
+            info: Some(info),
+        };
         let full = Extra {
-            verdict: Verdict::Suspect,
-            info: Some(&info),
+            verdict: None,
+            kernel: Some(&kernel),
+            owner: Owner::Nobody,
             keepalive: "2s,1s,5 (app's, stricter)",
             endpoint: Some(("api.example:6443", "never-held")),
             endpoint_socket: Some(false),
         };
         let (hand, serde) = both(&v4, &full);
         assert_eq!(hand, serde);
+        for key in [
+            "\"state\":\"FIN-WAIT-1\"",
+            "\"owner_state\":\"no owner\"",
+            "\"last_data_recv_age_ms\":3500",
+            "\"trouble_age_ms\":7000",
+            "\"total_retrans\":9",
+            "\"verdict\":\"closing\"",
+        ] {
+            assert!(serde.contains(key), "{key} in {serde}");
+        }
         let mut v6 = SockState {
             family: 10,
             source: lifeline_common::sock::SOURCE_ADOPTED,
@@ -126,8 +168,9 @@ mod tests {
         };
         v6.peer_addr[..2].copy_from_slice(&[0x20, 0x01]);
         let bare = Extra {
-            verdict: Verdict::Healthy,
-            info: None,
+            verdict: Some(Verdict::Healthy),
+            kernel: None,
+            owner: Owner::Exited,
             keepalive: "off",
             endpoint: None,
             endpoint_socket: None,

@@ -1,6 +1,9 @@
-//! One row of `lifeline status`: a socket as the probe recorded it and the kernel reports it,
-//! written straight from the record (`json.rs`; the `Serialize` derive is the reference it is
-//! tested against). Field for field what `status::SocketStatus` reads back (an absent field is
+//! One row of `lifeline status`: a socket as the kernel reports it at the request (one
+//! `sock_diag` dump, `daemon/table.rs`) and as the probe recorded it, written straight from
+//! both (`json.rs`; the `Serialize` derive is the reference it is tested against). What the
+//! kernel says wins: state, last ACK and data, what is outstanding, retransmissions, and
+//! whether the trouble episode the record remembers is still going on (no callback runs when
+//! a socket recovers, so the record alone would keep it). Field for field what `status::SocketStatus` reads back (an absent field is
 //! `None` there, so none is written as `null`); nothing is allocated per row (the texts are
 //! shared), because 100,000 rows are built whenever `lifeline status` asks.
 
@@ -14,9 +17,17 @@ use lifeline_common::{
 };
 use serde::{Serialize, Serializer, ser::SerializeSeq};
 
-use crate::{clock, diag::TcpInfo, judge::Verdict};
+use crate::{
+    clock,
+    diag::{DiagSock, states},
+    judge::Verdict,
+};
 
 mod json;
+pub mod kernel;
+pub mod owner;
+
+pub use owner::{Owner, Owners};
 
 #[derive(Serialize)]
 pub struct Row<'a> {
@@ -26,17 +37,27 @@ pub struct Row<'a> {
     #[serde(serialize_with = "display")]
     peer: SocketAddr,
     #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     owner_pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     owner_comm: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner_state: Option<&'static str>,
     established_age_ms: u64,
     last_ack_age_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_data_sent_age_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_data_recv_age_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trouble_age_ms: Option<u64>,
     unacked_segs: u32,
     unacked_bytes: u32,
     retransmits: u32,
     rto_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_retrans: Option<u32>,
     bytes_acked: u64,
     bytes_received: u64,
     verdict: &'static str,
@@ -56,12 +77,14 @@ pub struct Row<'a> {
     watched_by: u32,
 }
 
-/// What a row says beyond the record: the judge's verdict, the kernel's `tcp_info` when it
-/// was read in the last sweep, the keepalive column, the endpoint on its port, where its
-/// peer stands in that endpoint's answers, and whether it is the endpoint's socket.
+/// What a row says beyond the record: the verdict shown (`None`: closing, no longer
+/// ESTABLISHED), the kernel's view of the socket at the request (`None` when the dump
+/// failed), its owner, the keepalive column, the endpoint on its port, where its peer stands
+/// in that endpoint's answers, and whether it is the endpoint's socket.
 pub struct Extra<'a> {
-    pub verdict: Verdict,
-    pub info: Option<&'a TcpInfo>,
+    pub verdict: Option<Verdict>,
+    pub kernel: Option<&'a DiagSock>,
+    pub owner: Owner,
     pub keepalive: &'a str,
     pub endpoint: Option<(&'a str, &'static str)>,
     /// With `endpoint`: whether the socket is that endpoint's connection (the recorded fact)
@@ -69,28 +92,57 @@ pub struct Extra<'a> {
     pub endpoint_socket: Option<bool>,
 }
 
+/// The verdict label of a socket that is no longer ESTABLISHED.
+pub const CLOSING: &str = "closing";
+
 #[must_use]
 pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a> {
-    let info = x.info;
+    let info = x.kernel.and_then(|k| k.info.as_ref());
+    // The kernel's word on the record's trouble episode: still on while data is outstanding
+    // and an RTO fired since the last ACK progress (`tcp_ack()` zeroes `icsk_retransmits`
+    // when `snd_una` moves, and the backoff goes with the next RTT sample; the judge's
+    // `from_info` reads the same two). The record's start of it is then current: that RTO's
+    // callback began a new episode if `snd_una` had moved. A polled socket has no callbacks:
+    // the time since its last ACK.
+    // <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>
+    let trouble = info.map(|i| i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0));
+    let callbacks = r.source != SOURCE_ADOPTED || adopt_armed(r.adopt);
+    let trouble_age_ms = match (trouble, info) {
+        (Some(true), Some(i)) if !callbacks || r.trouble_ns == 0 => {
+            Some(u64::from(i.last_ack_recv_ms))
+        }
+        (Some(false), _) => None,
+        _ => (r.trouble_ns != 0).then(|| clock::age_ms(now, r.trouble_ns)),
+    };
     Row {
         cookie,
         local: r.local(),
         peer: r.peer(),
+        state: x.kernel.map(|k| states::name(k.state)),
         owner_pid: (r.owner_pid != 0).then_some(r.owner_pid),
         owner_comm: r.comm(),
+        owner_state: x.owner.label(),
         established_age_ms: clock::age_ms(now, r.established_ns),
         last_ack_age_ms: info.map_or_else(
             || clock::age_ms(now, r.last_ack_ns),
             |i| u64::from(i.last_ack_recv_ms),
         ),
-        trouble_age_ms: (r.trouble_ns != 0).then(|| clock::age_ms(now, r.trouble_ns)),
+        last_data_sent_age_ms: info.map(|i| u64::from(i.last_data_sent_ms)),
+        last_data_recv_age_ms: info.map(|i| u64::from(i.last_data_recv_ms)),
+        trouble_age_ms,
         unacked_segs: info.map_or(r.packets_out, |i| i.unacked),
-        unacked_bytes: r.unacked_bytes(),
-        retransmits: r.retrans_count,
-        rto_count: r.rto_count,
-        bytes_acked: r.bytes_acked,
-        bytes_received: r.bytes_received,
-        verdict: x.verdict.label(),
+        unacked_bytes: x.kernel.map_or(r.unacked_bytes(), DiagSock::unacked_bytes),
+        retransmits: if trouble == Some(false) {
+            0
+        } else {
+            r.retrans_count
+        },
+        // The kernel's count of RTOs since the last ACK progress.
+        rto_count: info.map_or(r.rto_count, |i| u32::from(i.retransmits)),
+        total_retrans: info.map(|i| i.total_retrans),
+        bytes_acked: info.map_or(r.bytes_acked, |i| i.bytes_acked),
+        bytes_received: info.map_or(r.bytes_received, |i| i.bytes_received),
+        verdict: x.verdict.map_or(CLOSING, Verdict::label),
         keepalive: x.keepalive,
         keepalive_probes: info.map(|i| i.probes),
         endpoint: x.endpoint.map(|e| e.0),
@@ -150,59 +202,4 @@ fn polled_why(adopt: i32) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::status::SocketStatus;
-
-    /// 198.51.100.2:40000 -> 203.0.113.7:6443, owned by pid 812 named `comm`.
-    pub(super) fn v4_record(comm: &[u8], reasons: u32) -> SockState {
-        let mut rec = SockState {
-            family: 2,
-            local_port: 40_000,
-            peer_port: 6443,
-            owner_pid: 812,
-            reasons,
-            ..SockState::default()
-        };
-        rec.local_addr[..4].copy_from_slice(&[198, 51, 100, 2]);
-        rec.peer_addr[..4].copy_from_slice(&[203, 0, 113, 7]);
-        rec.owner_comm[..comm.len()].copy_from_slice(comm);
-        rec
-    }
-
-    #[test]
-    fn a_row_reads_back_as_the_status_client_expects() {
-        let rec = SockState {
-            established_ns: 1_000_000_000,
-            last_ack_ns: 3_000_000_000,
-            ..v4_record(b"kubelet", BY_CGROUP | BY_ENDPOINT)
-        };
-        let x = Extra {
-            verdict: Verdict::Idle,
-            info: None,
-            keepalive: "2s,1s,20",
-            endpoint: Some(("api:6443", "in-set")),
-            endpoint_socket: Some(true),
-        };
-        let mut json = Vec::new();
-        row(7, &rec, &x, 5_000_000_000).write_json(&mut json);
-        let back: SocketStatus = serde_json::from_slice(&json).unwrap();
-        assert_eq!(
-            (back.local.as_str(), back.peer.as_str()),
-            ("198.51.100.2:40000", "203.0.113.7:6443")
-        );
-        assert_eq!(back.owner_comm.as_deref(), Some("kubelet"));
-        assert_eq!(
-            (back.established_age_ms, back.last_ack_age_ms),
-            (4_000, 2_000)
-        );
-        assert_eq!(
-            (back.verdict.as_str(), back.keepalive.as_str()),
-            ("idle", "2s,1s,20")
-        );
-        assert_eq!(back.endpoint_member.as_deref(), Some("in-set"));
-        assert_eq!(back.endpoint_socket, Some(true));
-        assert_eq!(back.watched_by, ["cgroup", "endpoint"]);
-        assert_eq!((back.source.as_str(), back.polled), ("sock_ops", None));
-    }
-}
+mod tests;

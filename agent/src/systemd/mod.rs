@@ -4,3 +4,4 @@ pub mod dbus;
 pub mod notify;
 pub mod policy;
 pub mod restarter;
+pub mod scope;

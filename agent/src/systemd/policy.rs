@@ -8,8 +8,7 @@ use std::{
 };
 
 const HOUR: Duration = Duration::from_hours(1);
-/// The first pause after a restart; doubled after each further one, up to `MAX_PAUSE`.
-const BASE_PAUSE: Duration = Duration::from_mins(1);
+/// The longest pause, whatever `--restart-backoff` and the doubling say.
 const MAX_PAUSE: Duration = Duration::from_mins(30);
 
 #[derive(Debug, PartialEq, Eq)]
@@ -23,15 +22,18 @@ pub enum Gate {
 
 pub struct RestartPolicy {
     max: usize,
+    /// The first pause after a restart (`--restart-backoff`); doubled after each further one.
+    first_pause: Duration,
     recent: VecDeque<Instant>,
     not_before: Option<Instant>,
 }
 
 impl RestartPolicy {
     #[must_use]
-    pub fn new(max_per_hour: u32) -> Self {
+    pub fn new(max_per_hour: u32, first_pause: Duration) -> Self {
         Self {
             max: usize::try_from(max_per_hour).unwrap_or(usize::MAX),
+            first_pause,
             recent: VecDeque::new(),
             not_before: None,
         }
@@ -59,11 +61,11 @@ impl RestartPolicy {
     /// A restart ran at `now`; `jitter` in [0, 1) spreads the next pause by ±20 %.
     pub fn record(&mut self, now: Instant, jitter: f64) {
         self.recent.push_back(now);
-        // The pause grows with the restarts of the last hour: 1, 2, 4, ... minutes.
+        // The pause grows with the restarts of the last hour: 1, 2, 4, ... minutes by default.
         let exp = u32::try_from(self.recent.len().saturating_sub(1))
             .unwrap_or(u32::MAX)
             .min(16);
-        let pause = BASE_PAUSE.saturating_mul(1 << exp).min(MAX_PAUSE);
+        let pause = self.first_pause.saturating_mul(1 << exp).min(MAX_PAUSE);
         self.not_before = Some(now + pause.mul_f64(0.8 + 0.4 * jitter.clamp(0.0, 1.0)));
     }
 }
@@ -90,7 +92,7 @@ mod tests {
 
     #[test]
     fn hourly_budget_then_backoff() {
-        let mut p = RestartPolicy::new(2);
+        let mut p = RestartPolicy::new(2, Duration::from_mins(1));
         let t0 = Instant::now();
         assert_eq!(p.gate(t0), Gate::Go);
         p.record(t0, 0.5);
@@ -114,14 +116,14 @@ mod tests {
     #[test]
     fn pauses_grow_and_are_jittered() {
         let t0 = Instant::now();
-        let mut p = RestartPolicy::new(10);
+        let mut p = RestartPolicy::new(10, Duration::from_mins(1));
         p.record(t0, 0.0);
         p.record(t0, 0.0);
         let Gate::Backoff(low) = p.gate(t0) else {
             panic!("expected a pause")
         };
         assert_eq!(low, Duration::from_secs(96), "2 minutes x 0.8");
-        let mut q = RestartPolicy::new(10);
+        let mut q = RestartPolicy::new(10, Duration::from_mins(1));
         q.record(t0, 0.999_999);
         let Gate::Backoff(high) = q.gate(t0) else {
             panic!("expected a pause")
@@ -131,5 +133,22 @@ mod tests {
             "{high:?}"
         );
         assert!((0.0..1.0).contains(&jitter()));
+    }
+
+    #[test]
+    fn a_shorter_first_pause_lets_three_restarts_run_in_a_row() {
+        let t0 = Instant::now();
+        let mut p = RestartPolicy::new(3, Duration::from_secs(2));
+        let mut now = t0;
+        for n in 0..3 {
+            assert_eq!(p.gate(now), Gate::Go, "restart {}", n + 1);
+            p.record(now, 0.999_999);
+            // 2, 4, 8 s (+20 %): each pause has passed 10 s later.
+            now += Duration::from_secs(10);
+        }
+        assert!(
+            matches!(p.gate(now), Gate::RateLimited(d) if d > Duration::from_mins(59)),
+            "the fourth within the hour is rate-limited"
+        );
     }
 }

@@ -1,79 +1,155 @@
 //! Escalation, the restart side: one task that takes requests from the daemon, applies the
 //! limits (hourly budget, exponential jittered pause, healthy endpoint), restarts the unit
-//! through systemd's D-Bus API, waits for the job's result and logs every decision.
+//! through systemd's D-Bus API (one connection, subscribed once, replaced when it drops),
+//! waits for the job's result and logs every decision. Each request's `Ticket` is taken
+//! just before `RestartUnit`, so a kill the daemon saw recover is never restarted.
 
 use std::time::{Duration, Instant};
 
 use tokio::{sync::mpsc, task::JoinHandle};
-use zbus::Connection;
 
 use super::{
-    dbus,
+    dbus::{Bus, RestartError},
     policy::{Gate, RestartPolicy, jitter},
+    scope::UnitScope,
 };
-use crate::judge::RestartRequest as Request;
+use crate::judge::{RestartRequest as Request, Stage};
 use crate::node_args::SystemdBus;
+
+/// While systemd has not told us the unit's cgroup (the unit not started yet, the bus not
+/// reachable), ask again this often.
+const CGROUP_RECHECK: Duration = Duration::from_secs(30);
 
 pub struct Restarter {
     pub bus: SystemdBus,
     pub unit: String,
     pub max_per_hour: u32,
+    /// `--restart-backoff`: the first pause after a restart.
+    pub first_pause: Duration,
     /// The API endpoint: a restart while no address of it accepts connections would only
     /// add a re-list storm to the outage. Empty without a configured endpoint (no check).
     pub endpoints: crate::endpoint::Endpoints,
+    /// The unit's cgroup, kept current here from systemd's `ControlGroup`.
+    pub scope: UnitScope,
+}
+
+/// Where the daemon sends restart requests, and which sockets may send one.
+pub struct Restarts {
+    pub tx: mpsc::UnboundedSender<Request>,
+    pub scope: UnitScope,
 }
 
 impl Restarter {
-    pub fn spawn(self) -> (mpsc::UnboundedSender<Request>, JoinHandle<()>) {
+    pub fn spawn(self) -> (Restarts, JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (tx, tokio::spawn(self.run(rx)))
+        let scope = self.scope.clone();
+        (Restarts { tx, scope }, tokio::spawn(self.run(rx)))
     }
 
     async fn run(self, mut rx: mpsc::UnboundedReceiver<Request>) {
-        let mut policy = RestartPolicy::new(self.max_per_hour);
-        let mut conn: Option<Connection> = None;
+        let mut policy = RestartPolicy::new(self.max_per_hour, self.first_pause);
+        let mut bus: Option<Bus> = None;
         let mut last_restart: Option<Instant> = None;
-        while let Some(req) = rx.recv().await {
+        self.learn_cgroup(&mut bus).await;
+        let mut recheck = tokio::time::interval(CGROUP_RECHECK);
+        recheck.reset(); // the first tick is now: already asked
+        loop {
+            let req = tokio::select! {
+                r = rx.recv() => match r {
+                    Some(r) => r,
+                    None => return,
+                },
+                _ = recheck.tick() => {
+                    if !self.scope.known() {
+                        self.learn_cgroup(&mut bus).await;
+                    }
+                    continue;
+                }
+            };
+            if req.ticket.stage() == Stage::Recovered {
+                continue; // the daemon logged that no restart is needed
+            }
             if last_restart.is_some_and(|t| req.at < t) {
                 // Asked about a process we have restarted since: already handled.
+                req.ticket.close();
                 continue;
             }
             if !self.endpoints.is_empty() && !self.endpoints.any_accepts().await {
-                self.log(&req, "held: no healthy endpoint", None);
+                self.decline(&req, "held: no healthy endpoint", None);
                 continue;
             }
             match policy.gate(Instant::now()) {
-                Gate::RateLimited(d) => self.log(&req, "rate-limited", Some(d)),
-                Gate::Backoff(d) => self.log(&req, "backoff", Some(d)),
-                Gate::Go => {
-                    let outcome = self.restart(&mut conn).await;
+                Gate::RateLimited(d) => self.decline(&req, "rate-limited", Some(d)),
+                Gate::Backoff(d) => self.decline(&req, "backoff", Some(d)),
+                // The last step before RestartUnit: a kill that recovered meanwhile (while
+                // the connect test above ran) is not restarted.
+                Gate::Go if req.ticket.take() => {
+                    let outcome = self.restart(&mut bus).await;
                     // Failed attempts count too: a restart that fails must not loop.
                     policy.record(Instant::now(), jitter());
                     last_restart = Some(Instant::now());
                     self.log(&req, &outcome, None);
+                    req.ticket.close();
+                    self.learn_cgroup(&mut bus).await;
                 }
+                Gate::Go => {}
             }
         }
     }
 
-    async fn restart(&self, conn: &mut Option<Connection>) -> String {
-        if conn.is_none() {
-            match dbus::connect(&self.bus).await {
-                Ok(c) => *conn = Some(c),
-                Err(e) => return format!("failed: {e:#}"),
+    fn decline(&self, req: &Request, outcome: &str, retry_in: Option<Duration>) {
+        self.log(req, outcome, retry_in);
+        req.ticket.close();
+    }
+
+    /// Asks systemd for the unit's `ControlGroup` (connecting if needed).
+    async fn learn_cgroup(&self, bus: &mut Option<Bus>) {
+        if bus.is_none() {
+            match Bus::connect(&self.bus).await {
+                Ok(b) => *bus = Some(b),
+                Err(e) => {
+                    tracing::debug!(error = %format!("{e:#}"), "cannot ask systemd for {}'s cgroup yet", self.unit);
+                    return;
+                }
             }
         }
-        let Some(c) = conn.as_ref() else {
-            return "failed: no D-Bus connection".to_owned();
-        };
-        match dbus::restart(c, &self.unit).await {
-            Ok(result) if result == "done" => "restarted".to_owned(),
-            Ok(result) => format!("failed: job result {result}"),
+        let Some(b) = bus.as_ref() else { return };
+        match b.control_group(&self.unit).await {
+            Ok(cg) => self.scope.report(&cg),
             Err(e) => {
-                *conn = None; // reconnect next time: the bus or the manager may have restarted
-                format!("failed: {e:#}")
+                tracing::debug!(error = %format!("{e:#}"), "cannot read {}'s ControlGroup", self.unit);
+                *bus = None; // reconnect next time: the bus or the manager may have restarted
             }
         }
+    }
+
+    /// One restart over the kept connection; a connection found gone before systemd got
+    /// the call is replaced (connect, subscribe) and the call made once more.
+    async fn restart(&self, bus: &mut Option<Bus>) -> String {
+        for attempt in 0..2 {
+            if bus.is_none() {
+                match Bus::connect(&self.bus).await {
+                    Ok(b) => *bus = Some(b),
+                    Err(e) => return format!("failed: {e:#}"),
+                }
+            }
+            let Some(b) = bus.as_mut() else {
+                return "failed: no D-Bus connection".to_owned();
+            };
+            match b.restart(&self.unit).await {
+                Ok(result) if result == "done" => return "restarted".to_owned(),
+                Ok(result) => return format!("failed: job result {result}"),
+                Err(RestartError::NotSent(e)) if attempt == 0 => {
+                    tracing::info!(error = %format!("{e:#}"), "the D-Bus connection to systemd is gone; reconnecting");
+                    *bus = None;
+                }
+                Err(RestartError::NotSent(e) | RestartError::Failed(e)) => {
+                    *bus = None; // reconnect next time: the bus or the manager may have restarted
+                    return format!("failed: {e:#}");
+                }
+            }
+        }
+        "failed: no D-Bus connection".to_owned()
     }
 
     fn log(&self, r: &Request, outcome: &str, retry_in: Option<Duration>) {

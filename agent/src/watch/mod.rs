@@ -16,4 +16,6 @@ pub mod tracefs;
 pub use cgroups::{CgroupWatch, TargetStatus};
 pub use peers::PeerSync;
 pub use state::Watching;
+#[cfg(test)]
+pub use targets::CgroupTarget;
 pub use targets::{DEFAULT_CGROUP, Targets};
