@@ -11,22 +11,9 @@ use anyhow::Result;
 use lifeline_tests::client::start_server;
 use lifeline_tests::kubelet_unit::{self, UNIT, identity, wait_connection};
 use lifeline_tests::systemd::UserManager;
+use lifeline_tests::unit_agent::start as agent;
 use lifeline_tests::watched::{assert_watched_from_start, blackhole_is_killed, wait_watched};
-use lifeline_tests::{Agent, AgentArgs, Decision, Lab, require_root, wait_until};
-
-fn agent(lab: &Lab, m: &UserManager, extra: &[&str]) -> Result<Agent> {
-    let mut args = vec!["--restart-unit", UNIT, "--systemd-bus"];
-    let bus = m.bus_address();
-    args.push(&bus);
-    args.extend_from_slice(extra);
-    let args = AgentArgs {
-        extra: args.into_iter().map(str::to_owned).collect(),
-        ..AgentArgs::default()
-    };
-    let mut a = Agent::start_targets(lab, &[&kubelet_unit::cgroup_dir(m)], &args)?;
-    a.wait_ready(Duration::from_mins(1))?;
-    Ok(a)
-}
+use lifeline_tests::{Agent, Decision, Lab, require_root, wait_until};
 
 /// The first restart decision about the client socket on `port`.
 fn restart_decision(a: &Agent, port: u16, within: Duration) -> Result<Decision> {

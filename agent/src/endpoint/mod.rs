@@ -26,6 +26,8 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 pub use guard::Guard;
+/// A process's start time from `/proc/PID/stat` (field 22, in clock ticks after boot).
+pub use kubelet::start_time as proc_start_time;
 pub use members::Members;
 pub use nsswitch::lookup_order;
 pub use peers::Prober;

@@ -103,23 +103,11 @@ enum Start {
 
 fn started_ns(pid: u32, tick_ns: u64) -> Start {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            start_ticks(&stat).map_or(Start::Unknown, |t| Start::At(t.saturating_mul(tick_ns)))
-        }
+        Ok(stat) => crate::endpoint::proc_start_time(&stat)
+            .map_or(Start::Unknown, |t| Start::At(t.saturating_mul(tick_ns))),
         Err(e) if e.kind() == ErrorKind::NotFound => Start::Gone,
         Err(_) => Start::Unknown,
     }
-}
-
-/// Field 22 of `/proc/PID/stat`, counted after the `)` that ends the command name (which may
-/// itself hold spaces and parentheses): field 3 (state) comes first after it.
-fn start_ticks(stat: &str) -> Option<u64> {
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
@@ -176,9 +164,5 @@ mod tests {
         assert_eq!(owners.of(&me, Some(&orphan)), Owner::Nobody);
         let held = DiagSock { inode: 9, ..orphan };
         assert_eq!(owners.of(&me, Some(&held)), Owner::Holds);
-        assert_eq!(
-            start_ticks("7 (a) b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 4242 9"),
-            Some(4242)
-        );
     }
 }
