@@ -81,7 +81,9 @@ pub static KEEPALIVE: Array<Keepalive> = Array::with_max_entries(1, 0);
 pub static ADOPT: HashMap<u64, i32> = HashMap::with_max_entries(65_536, 0);
 
 /// News of watched sockets (`lifeline_common::news`): recorded, a trouble episode began, a
-/// state change, closed, keepalive probes unanswered (from the threshold on, once a probe). A few events per socket lifetime, never per packet, so the agent does
+/// state change, closed, keepalive probes unanswered (from the threshold on, once a probe),
+/// the application's own keepalive merged (`crate::sockopt`). A few events per socket
+/// lifetime, never per packet, so the agent does
 /// work only for sockets with news. 1 MiB holds about 43,000 events: a burst of new
 /// connections; a full buffer is counted (`stats::NEWS_LOST`) and the agent then re-reads
 /// the whole map once.

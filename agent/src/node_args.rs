@@ -1,5 +1,5 @@
 //! The `run`/`check` flags for running on a real node: config file, escalation
-//! to a systemd restart, metrics. Kept apart from cli.rs and flattened into `RunArgs`, so
+//! to a systemd restart, metrics. Kept apart from `cli/` and flattened into `RunArgs`, so
 //! the core flags and these evolve without stepping on each other.
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};

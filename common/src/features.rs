@@ -30,11 +30,21 @@ impl Feature {
     }
 }
 
-/// `sock_ops` with the RTT callback (`BPF_SOCK_OPS_RTT_CB`, 5.3; RTO/RETRANS/STATE 4.16).
+/// `sock_ops` on the cgroup v2 root as the probe uses it. What sets the release is the
+/// `NEWS` ring buffer every record change is pushed into (`BPF_MAP_TYPE_RINGBUF` and
+/// `bpf_ringbuf_output`, 5.8, reachable from `sock_ops` through `bpf_base_func_proto()` in
+/// <https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/helpers.c>; aya-log's buffer is
+/// one too): the object, whose maps are all created at load, does not load before it. The
+/// rest is older: the RTO, RETRANS and STATE callbacks, `bpf_sock_ops_cb_flags_set` and the
+/// `snd_una`/`packets_out`/`bytes_acked` context fields 4.16 (`BPF_SOCK_OPS_*_CB_FLAG` in
+/// <https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/bpf.h>),
+/// `bpf_get_socket_cookie` on a `bpf_sock_ops` 4.19 (`sock_ops_func_proto()` in
+/// <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>). The RTT callback (5.3)
+/// is not armed (`sock::WATCH_CB_FLAGS`).
 pub const SOCK_OPS: Feature = Feature {
     id: "sock_ops",
-    gives: "sock_ops callbacks (RTO, RETRANS, STATE, RTT) on the cgroup v2 root: a stall is seen as it happens",
-    since: (5, 3),
+    gives: "sock_ops callbacks (RTO, RETRANS, STATE) on the cgroup v2 root, reported through the news ring buffer: a stall is seen as it happens",
+    since: (5, 8),
     without: "lifeline does not start; `check` fails on `kernel`",
     required: true,
 };
@@ -134,10 +144,10 @@ pub const SOCK_DESTROY: Feature = Feature {
 /// Every feature, oldest first.
 pub const ALL: [Feature; 11] = [
     SOCK_DESTROY,
-    SOCK_OPS,
     APP_KEEPALIVE,
     CGROUP_TRACEPOINTS,
     CONNECT_HOOKS,
+    SOCK_OPS,
     KEEPALIVE_NEWS,
     KEEPALIVE_SET,
     ITER_KEEPALIVE,

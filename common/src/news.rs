@@ -23,7 +23,7 @@ pub const KEEPALIVE: u32 = 6;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct News {
     pub cookie: u64,
-    /// `ESTABLISHED`, `TROUBLE`, `STATE`, `CLOSE` or `UNANSWERED`.
+    /// `ESTABLISHED`, `TROUBLE`, `STATE`, `CLOSE`, `UNANSWERED` or `KEEPALIVE`.
     pub kind: u32,
     /// Kind-specific: for `UNANSWERED` the unanswered probes; 0 otherwise.
     pub arg: u32,

@@ -1,5 +1,5 @@
 //! The judge: every rule that turns what the kernel says into a decision, and nothing else.
-//! No I/O: the daemon (`daemon.rs`) reads the probe's map, `sock_diag` and the endpoint view,
+//! No I/O: the daemon (`daemon/`) reads the probe's map, `sock_diag` and the endpoint view,
 //! hands them in with the clock, executes the typed decisions that come back (kills, restart
 //! requests, peer probes), and reports each outcome; logs, metrics and status consume the
 //! same values. So every rule has a unit test that needs no root.

@@ -16,8 +16,6 @@ use lifeline_common::{
     sock::ADOPT_PENDING,
 };
 
-/// The object built from `agent-ebpf` by `build.rs` (the same routine as
-/// `cargo xtask build-ebpf`), embedded so the binary is self-contained.
 /// `BPF_NOEXIST` (include/uapi/linux/bpf.h): insert only if the key is absent.
 const BPF_NOEXIST: u64 = 1;
 
@@ -39,6 +37,8 @@ pub use counters::StatsReader;
 use maps_setup::{configure, load_iter, raise_memlock};
 pub use sockopt::AppKeepalive;
 
+/// The object built from `agent-ebpf` by `build.rs` (the same routine as
+/// `cargo xtask build-ebpf`), embedded so the binary is self-contained.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("LIFELINE_EBPF_OBJECT"));
 
 pub struct ProbeConfig<'a> {

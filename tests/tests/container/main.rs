@@ -1,5 +1,5 @@
 //! The `DaemonSet` in a real container runtime. `packaging/daemonset.yaml` is the
-//! input (read, not copied: `tests/src/manifest.rs`), mapped to podman + runc as kubelet
+//! input (read, not copied: `tests/src/manifest/`), mapped to podman + runc as kubelet
 //! would run it (`tests/src/pod.rs` says how, setting by setting), with the image `cargo
 //! xtask image` built. The lab stands in for the node: the pod's host network is the lab's
 //! client namespace, its hostPaths are the machine's cgroup2 hierarchy, a tracefs mount of
