@@ -137,6 +137,7 @@ fn new_judge(
         spread: args.migrate_spread,
         dry_run: args.dry_run,
         max_kills_per_minute: args.max_kills_per_minute,
+        seed: random_seed(),
     };
     let escalation =
         restarts.then(|| judge::Escalation::new(args.node.action, args.node.escalate_after));
@@ -145,6 +146,17 @@ fn new_judge(
     // looked at; without it, on a schedule.
     judge.idle.notified = probe.unanswered_news;
     judge
+}
+
+/// A seed of the process's own for the judge's jitter, from std's random hash keys (drawn from
+/// the kernel's random source): two agents never spread alike.
+fn random_seed() -> judge::Seed {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    judge::Seed(
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish(),
+    )
 }
 
 /// `--ports`, plus the endpoints' ports when their clients are targets (the hooks select

@@ -2,12 +2,7 @@
 //! orphaned peer (its address left the endpoint's DNS set for longer than the grace). Both
 //! only for the endpoint's own sockets (`Socket::member`, the fact `endpoint::Members` keeps).
 
-use std::{
-    collections::hash_map::RandomState,
-    hash::BuildHasher as _,
-    sync::OnceLock,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use super::{Judge, Reason, Socket, Verdict};
 use crate::{diag::TcpInfo, endpoint::Membership};
@@ -19,17 +14,28 @@ pub const DEAD_PEER_JITTER: Duration = Duration::from_secs(1);
 pub const QUIET_RECHECK: Duration = Duration::from_millis(200);
 const FAR: Duration = Duration::from_hours(1);
 
-/// A delay in `[0, max)` fixed per socket and random per agent process (and so per node).
-#[must_use]
-pub fn jitter(cookie: u64, max: Duration) -> Duration {
-    static SEED: OnceLock<RandomState> = OnceLock::new();
-    let h = SEED.get_or_init(RandomState::new).hash_one(cookie);
-    let max_ms = u64::try_from(max.as_millis()).unwrap_or(u64::MAX).max(1);
-    Duration::from_millis(h % max_ms)
-}
+/// The judge's only randomness, handed in at start (`Settings::seed`): the agent draws one
+/// per process, so each node spreads its kills over its own moments, and a test passes a
+/// fixed one and knows every delay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seed(pub u64);
 
-pub(super) fn dead_peer_delay(cookie: u64) -> Duration {
-    jitter(cookie, DEAD_PEER_JITTER)
+impl Seed {
+    /// A delay in `[0, max)`, fixed per socket for this seed. The cookie is mixed with the
+    /// seed by SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom
+    /// number generators", OOPSLA 2014; constants from <https://prng.di.unimi.it/splitmix64.c>):
+    /// consecutive cookies land far apart, and the value is the same on every Rust release.
+    #[must_use]
+    pub fn jitter(self, cookie: u64, max: Duration) -> Duration {
+        let mut z = self
+            .0
+            .wrapping_add(cookie.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let max_ms = u64::try_from(max.as_millis()).unwrap_or(u64::MAX).max(1);
+        Duration::from_millis(z % max_ms)
+    }
 }
 
 /// What the endpoint rules say about one socket.
@@ -45,14 +51,19 @@ pub struct EndpointCall {
 }
 
 impl Judge {
+    /// How long after its peer was found dead a socket is killed (within `DEAD_PEER_JITTER`).
+    pub(super) fn dead_peer_delay(&self, cookie: u64) -> Duration {
+        self.settings.seed.jitter(cookie, DEAD_PEER_JITTER)
+    }
+
     /// When the orphan `cookie` is due to migrate: a random point of `--migrate-spread`
     /// after it was first found orphaned, fixed from then on.
     pub(super) fn migration_time(&mut self, cookie: u64, at: Instant) -> Instant {
-        let spread = self.settings.spread;
+        let (spread, seed) = (self.settings.spread, self.settings.seed);
         *self
             .migrations
             .entry(cookie)
-            .or_insert_with(|| at + jitter(cookie, spread))
+            .or_insert_with(|| at + seed.jitter(cookie, spread))
     }
 
     /// Dead peer and orphan rules for one socket (`info`: the kernel's view, when read).
@@ -83,7 +94,7 @@ impl Judge {
             call.probe = Some("left the endpoint's DNS set");
         }
         if let Some(since) = s.dead_since {
-            let due = since + dead_peer_delay(s.cookie);
+            let due = since + self.dead_peer_delay(s.cookie);
             if at < due {
                 call.wake = Some(due - at);
             } else if info.is_some() {

@@ -50,7 +50,7 @@ impl Judge {
             || n.idle
             || s.member.is_some()
                 && s.dead_since
-                    .is_some_and(|t| at >= t + super::endpoint::dead_peer_delay(s.cookie))
+                    .is_some_and(|t| at >= t + self.dead_peer_delay(s.cookie))
             || self.migration_due(s, at)
     }
 

@@ -28,6 +28,7 @@ use std::{
 use lifeline_common::SockState;
 
 pub use budget::{Budget, UnitOwned, Whose};
+pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
 pub use gate::{Action, Kill, Outcome, Reason};
 pub use ticket::Stage;
@@ -47,6 +48,8 @@ pub struct Settings {
     pub spread: Duration,
     pub dry_run: bool,
     pub max_kills_per_minute: u32,
+    /// Where the jittered moments come from (dead-peer kills, orphan migrations).
+    pub seed: Seed,
 }
 
 /// When an idle socket is silent (dead): at least `probes` keepalive probes unanswered in a
@@ -190,6 +193,8 @@ impl Judge {
 mod tests;
 #[cfg(test)]
 mod tests_escalate;
+#[cfg(test)]
+mod tests_jitter;
 #[cfg(test)]
 mod tests_looks;
 #[cfg(test)]

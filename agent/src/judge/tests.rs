@@ -5,11 +5,17 @@ use std::time::{Duration, Instant};
 
 use lifeline_common::{Keepalive, SockState};
 
-use super::endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK, jitter};
+use super::endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK};
 use super::*;
 use crate::{endpoint::Membership, node_args::ActionMode};
 
 const S: u64 = 1_000_000_000;
+/// The tests' fixed seed: every jittered moment below is known in advance.
+pub(super) const SEED: Seed = Seed(1);
+
+fn jitter(cookie: u64, max: Duration) -> Duration {
+    SEED.jitter(cookie, max)
+}
 
 pub(super) fn settings() -> Settings {
     Settings {
@@ -28,6 +34,7 @@ pub(super) fn settings() -> Settings {
         spread: Duration::from_mins(1),
         dry_run: false,
         max_kills_per_minute: 6,
+        seed: SEED,
     }
 }
 
