@@ -1,8 +1,8 @@
 //! The agent's copy of the probe's records, kept current by the probe's news.
 //!
 //! A record changes only in a `sock_ops` callback, and the probe pushes news for each change
-//! that matters (recorded, a trouble episode began, a state change, closed;
-//! `lifeline_common::news`), so the agent re-reads one record per news item instead of the
+//! that matters (recorded, a trouble episode began, a state change, closed, keepalive probes
+//! unanswered, the application's keepalive merged; `lifeline_common::news`), so the agent re-reads one record per news item instead of the
 //! whole map every sweep. Two exceptions, covered here: inside a trouble episode the
 //! callbacks update the record (retransmissions, RTOs) without news, so a troubled record
 //! is re-read whenever its socket is looked at; and news can be lost (a full ring buffer,

@@ -1,8 +1,8 @@
 //! Which sockets a sweep visits: the ones with news, and the ones something is due for. A
 //! healthy socket nobody talks to costs nothing here; work grows with what is wrong.
 //!
-//! - news: recorded, a trouble episode began, a state change, keepalive probes unanswered
-//!   (each re-reads that one record; a close forgets it);
+//! - news: recorded, a trouble episode began, a state change, keepalive probes unanswered,
+//!   the application's keepalive merged (each re-reads that one record; a close forgets it);
 //! - sockets a rule has pending business with (`Judge::pending`), records in a trouble
 //!   episode no look has found over, looks the idle rules scheduled, healthy sockets whose
 //!   record turns idle now (the counts), pre-existing sockets that are polled;
