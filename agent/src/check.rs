@@ -12,7 +12,7 @@ use lifeline_common::features;
 
 use crate::{
     cgroup, check_host,
-    check_probe::{self, Row},
+    check_probe::{self, Level, Row},
     cli::RunArgs,
     endpoint::setup::{self, Configured},
     errors, mounts,
@@ -57,7 +57,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     print!("{}", render(&rows));
     let failed: Vec<&str> = rows
         .iter()
-        .filter(|r| r.result == "fail")
+        .filter(|r| r.result == Level::Fail)
         .map(|r| r.name)
         .collect();
     if failed.is_empty() {
@@ -223,5 +223,28 @@ fn resolver() -> Row {
             "/etc/resolv.conf lists no nameserver".to_owned(),
         ),
         Err(e) => Row::warn("resolver", format!("cannot read /etc/resolv.conf: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table the lab tests and operators read: a row's level takes the same six
+    /// columns a plain word did.
+    #[test]
+    fn the_table_pads_each_level_like_a_word() {
+        let rows = [
+            Row::pass("kernel", "6.18.0".into()),
+            Row::warn("btf", "missing".into()),
+            Row::fail("privileges", "no CAP_BPF".into()),
+        ];
+        assert_eq!(
+            render(&rows),
+            "CHECK              RESULT DETAIL\n\
+             kernel             pass   6.18.0\n\
+             btf                warn   missing\n\
+             privileges         fail   no CAP_BPF\n"
+        );
     }
 }

@@ -11,6 +11,16 @@ use crate::{
 
 /// The decision event for a kill decided and carried out (or held back).
 pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
+    // Decided on the typed values; the strings below are only what the event shows.
+    let failed = matches!(outcome, Outcome::Failed(_));
+    let hold = match (action, outcome) {
+        (Action::Hold, _) => "; no healthy endpoint, holding".to_owned(),
+        (_, Outcome::RateLimited) => format!(
+            " (the kill budget of {} is spent for this minute)",
+            ev.whose.budget
+        ),
+        _ => String::new(),
+    };
     let action = match action {
         Action::DryRun => "none",
         Action::Hold => "hold",
@@ -56,11 +66,6 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
         ),
     };
     let budget = ev.whose.budget.to_string();
-    let hold = match outcome {
-        _ if action == "hold" => "; no healthy endpoint, holding".to_owned(),
-        "rate-limited" => format!(" (the kill budget of {budget} is spent for this minute)"),
-        _ => String::new(),
-    };
     let message = format!(
         "{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}",
         r.owner_pid
@@ -97,7 +102,7 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
             )
         };
     }
-    if outcome.starts_with("failed") {
+    if failed {
         decision!(error);
     } else {
         decision!(warn);

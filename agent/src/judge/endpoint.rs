@@ -22,7 +22,7 @@ pub struct Seed(pub u64);
 
 impl Seed {
     /// A delay in `[0, max)`, fixed per socket for this seed. The cookie is mixed with the
-    /// seed by SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom
+    /// seed by `SplitMix64`'s finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom
     /// number generators", OOPSLA 2014; constants from <https://prng.di.unimi.it/splitmix64.c>):
     /// consecutive cookies land far apart, and the value is the same on every Rust release.
     #[must_use]

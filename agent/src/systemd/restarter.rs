@@ -4,7 +4,10 @@
 //! waits for the job's result and logs every decision. Each request's `Ticket` is taken
 //! just before `RestartUnit`, so a kill the daemon saw recover is never restarted.
 
-use std::time::{Duration, Instant};
+use std::{
+    borrow::Cow,
+    time::{Duration, Instant},
+};
 
 use tokio::{sync::mpsc, task::JoinHandle};
 
@@ -19,6 +22,25 @@ use crate::node_args::SystemdBus;
 /// While systemd has not told us the unit's cgroup (the unit not started yet, the bus not
 /// reachable), ask again this often.
 const CGROUP_RECHECK: Duration = Duration::from_secs(30);
+
+/// How one restart request ended, as its decision event's `outcome` says.
+#[derive(Debug)]
+enum Ended {
+    Restarted,
+    Failed(String),
+    /// Not attempted: `held: no healthy endpoint`, `rate-limited`, `backoff`.
+    Declined(&'static str),
+}
+
+impl Ended {
+    fn label(&self) -> Cow<'static, str> {
+        match self {
+            Self::Restarted => "restarted".into(),
+            Self::Failed(e) => format!("failed: {e}").into(),
+            Self::Declined(why) => (*why).into(),
+        }
+    }
+}
 
 pub struct Restarter {
     pub bus: SystemdBus,
@@ -97,8 +119,8 @@ impl Restarter {
         }
     }
 
-    fn decline(&self, req: &Request, outcome: &str, retry_in: Option<Duration>) {
-        self.log(req, outcome, retry_in);
+    fn decline(&self, req: &Request, why: &'static str, retry_in: Option<Duration>) {
+        self.log(req, &Ended::Declined(why), retry_in);
         req.ticket.close();
     }
 
@@ -125,34 +147,37 @@ impl Restarter {
 
     /// One restart over the kept connection; a connection found gone before systemd got
     /// the call is replaced (connect, subscribe) and the call made once more.
-    async fn restart(&self, bus: &mut Option<Bus>) -> String {
+    async fn restart(&self, bus: &mut Option<Bus>) -> Ended {
         for attempt in 0..2 {
             if bus.is_none() {
                 match Bus::connect(&self.bus).await {
                     Ok(b) => *bus = Some(b),
-                    Err(e) => return format!("failed: {e:#}"),
+                    Err(e) => return Ended::Failed(format!("{e:#}")),
                 }
             }
             let Some(b) = bus.as_mut() else {
-                return "failed: no D-Bus connection".to_owned();
+                return Ended::Failed("no D-Bus connection".to_owned());
             };
             match b.restart(&self.unit).await {
-                Ok(result) if result == "done" => return "restarted".to_owned(),
-                Ok(result) => return format!("failed: job result {result}"),
+                Ok(result) if result == "done" => return Ended::Restarted,
+                Ok(result) => return Ended::Failed(format!("job result {result}")),
                 Err(RestartError::NotSent(e)) if attempt == 0 => {
                     tracing::info!(error = %format!("{e:#}"), "the D-Bus connection to systemd is gone; reconnecting");
                     *bus = None;
                 }
                 Err(RestartError::NotSent(e) | RestartError::Failed(e)) => {
                     *bus = None; // reconnect next time: the bus or the manager may have restarted
-                    return format!("failed: {e:#}");
+                    return Ended::Failed(format!("{e:#}"));
                 }
             }
         }
-        "failed: no D-Bus connection".to_owned()
+        Ended::Failed("no D-Bus connection".to_owned())
     }
 
-    fn log(&self, r: &Request, outcome: &str, retry_in: Option<Duration>) {
+    fn log(&self, r: &Request, ended: &Ended, retry_in: Option<Duration>) {
+        let failed = matches!(ended, Ended::Failed(_));
+        let outcome = ended.label();
+        let outcome = outcome.as_ref();
         let unit = self.unit.as_str();
         let retry_in_ms = retry_in.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let reason = r.reason.label();
@@ -173,7 +198,7 @@ impl Restarter {
                     unit, trouble_age_ms = r.trouble_age_ms, retry_in_ms, "{message}")
             };
         }
-        if outcome.starts_with("failed") {
+        if failed {
             decision!(error);
         } else {
             decision!(warn);
