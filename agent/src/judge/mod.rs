@@ -2,7 +2,9 @@
 //! No I/O: the daemon (`daemon/`) reads the probe's map, `sock_diag` and the endpoint view,
 //! hands them in with the clock, executes the typed decisions that come back (kills, restart
 //! requests, peer probes), and reports each outcome; logs, metrics and status consume the
-//! same values. So every rule has a unit test that needs no root.
+//! same values. Its one random input, the seed of the jittered moments, is handed in too
+//! (`Settings::seed`). So every rule has a unit test that needs no root, and gives the same
+//! answer on every run.
 //!
 //! The order of one sweep: `wants_info` (which sockets need their `tcp_info` read),
 //! `verdict` (two witnesses), `endpoint_reason` (dead peer, orphan), `gate` (guard, rate
