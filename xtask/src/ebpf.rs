@@ -210,7 +210,7 @@ mod tests {
         assert!(!line.contains('\n'), "{line}");
         assert!(
             line.starts_with(
-                "the eBPF build needs the toolchain nightly-2026-05-20 (with rust-src) and bpf-linker 0.13.0 installed; run `cargo xtask setup`"
+                "missing for the eBPF build: the toolchain nightly-2026-05-20 (with rust-src) and bpf-linker 0.13.0; run `cargo xtask setup`"
             ),
             "{line}"
         );

@@ -110,8 +110,8 @@ impl std::fmt::Display for Missing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "the eBPF build needs {} installed; run `cargo xtask setup` to install it (or set \
-             LIFELINE_SKIP_EBPF=1 for cargo check/clippy)",
+            "missing for the eBPF build: {}; run `cargo xtask setup` (it installs the pinned \
+             nightly, rust-src and bpf-linker), or set LIFELINE_SKIP_EBPF=1 for cargo check/clippy",
             self.0.join(" and ")
         )
     }
