@@ -6,7 +6,7 @@ use std::{
     process::Command,
 };
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::{cargo_home, install, process::capture, which};
 
@@ -30,14 +30,15 @@ impl Toolchain {
         if self.sysroot.join("bin").join("clippy-driver").is_file() {
             return Ok(());
         }
+        self.component("add", "clippy")
+    }
+
+    /// `rustup component <verb> <component>` for the pinned toolchain, logged like an install.
+    fn component(&self, verb: &str, component: &str) -> Result<()> {
         let mut cmd = Command::new(&self.rustup);
-        cmd.args(["component", "add", "clippy", "--toolchain", TOOLCHAIN]);
-        install(
-            &format!("adding clippy to {TOOLCHAIN}"),
-            "clippy-install.log",
-            &mut cmd,
-        )
-        .map(drop)
+        cmd.args(["component", verb, component, "--toolchain", TOOLCHAIN]);
+        let step = format!("{verb} {component} ({TOOLCHAIN})");
+        install(&step, &format!("{component}-{verb}.log"), &mut cmd).map(drop)
     }
 
     fn has_rust_src(&self) -> bool {
@@ -74,13 +75,16 @@ pub fn ensure() -> Result<Toolchain> {
     }
     let tc = with_sysroot(rustup)?;
     if !tc.has_rust_src() {
-        let mut cmd = Command::new(&tc.rustup);
-        cmd.args(["component", "add", "rust-src", "--toolchain", TOOLCHAIN]);
-        install(
-            &format!("adding rust-src to {TOOLCHAIN}"),
-            "rust-src-install.log",
-            &mut cmd,
-        )?;
+        tc.component("add", "rust-src")?;
+    }
+    if !tc.has_rust_src() {
+        // rustup goes by its component list, not the files: to it a deleted source tree is
+        // "up to date", and it cannot remove the component either.
+        bail!(
+            "adding rust-src to {TOOLCHAIN} failed: rustup lists it but {} is missing; reinstall \
+             the toolchain: rustup toolchain uninstall {TOOLCHAIN} && cargo xtask setup",
+            tc.sysroot.join("lib/rustlib/src/rust/library/core").display()
+        );
     }
     Ok(tc)
 }
