@@ -44,8 +44,15 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("LIFELINE_EBPF_OBJECT"))
 
 const NO_OBJECT: &str = "this binary was built with LIFELINE_SKIP_EBPF=1 and has no eBPF object; rebuild without it";
 
-/// The embedded object, or the one line that says this binary was never meant to run (aya
-/// would report an empty object as a bare ELF parse error).
+/// The embedded object, or the one line that says this binary was never meant to run.
+///
+/// # Errors
+/// When the build skipped the object.
+pub fn object() -> Result<&'static [u8]> {
+    embedded(OBJECT)
+}
+
+/// Empty means skipped (aya would report an empty object as a bare ELF parse error).
 fn embedded(object: &'static [u8]) -> Result<&'static [u8]> {
     if object.is_empty() {
         anyhow::bail!(NO_OBJECT);
@@ -98,7 +105,7 @@ impl Probe {
     /// # Errors
     /// With a message naming the program or map that failed and why.
     pub fn load(cfg: &ProbeConfig<'_>) -> Result<Self> {
-        let object = embedded(OBJECT)?;
+        let object = object()?;
         raise_memlock();
         let mut loader = EbpfLoader::new();
         // The whole verifier log, for whoever debugs a rejection on their kernel.
