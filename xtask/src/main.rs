@@ -119,8 +119,16 @@ fn main() -> ExitCode {
                     eprintln!("xtask: error: `test` takes only `--kernel K`, got `{extra}`");
                 }
                 [cmd, extra, ..]
-                    if ["setup", "build-ebpf", "test", "demo", "deb", "lint", "image"]
-                        .contains(cmd) =>
+                    if [
+                        "setup",
+                        "build-ebpf",
+                        "test",
+                        "demo",
+                        "deb",
+                        "lint",
+                        "image",
+                    ]
+                    .contains(cmd) =>
                 {
                     eprintln!("xtask: error: `{cmd}` takes no arguments, got `{extra}`");
                 }

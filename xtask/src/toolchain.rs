@@ -83,7 +83,9 @@ pub fn ensure() -> Result<Toolchain> {
         bail!(
             "adding rust-src to {TOOLCHAIN} failed: rustup lists it but {} is missing; reinstall \
              the toolchain: rustup toolchain uninstall {TOOLCHAIN} && cargo xtask setup",
-            tc.sysroot.join("lib/rustlib/src/rust/library/core").display()
+            tc.sysroot
+                .join("lib/rustlib/src/rust/library/core")
+                .display()
         );
     }
     Ok(tc)

@@ -42,7 +42,8 @@ pub use sockopt::AppKeepalive;
 /// skipped it (`LIFELINE_SKIP_EBPF=1`, for check/clippy): see [`embedded`].
 static OBJECT: &[u8] = aya::include_bytes_aligned!(env!("LIFELINE_EBPF_OBJECT"));
 
-const NO_OBJECT: &str = "this binary was built with LIFELINE_SKIP_EBPF=1 and has no eBPF object; rebuild without it";
+const NO_OBJECT: &str =
+    "this binary was built with LIFELINE_SKIP_EBPF=1 and has no eBPF object; rebuild without it";
 
 /// The embedded object, or the one line that says this binary was never meant to run.
 ///
