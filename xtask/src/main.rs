@@ -1,8 +1,7 @@
 //! `cargo xtask`: build the eBPF object, run the tests, run the demo, package.
 //!
 //! Arguments are parsed by hand: the library half of this crate is a build-dependency of the
-//! agent and is kept to anyhow alone, and nine subcommands without options of their own (only
-//! `test` and `bench` take any) do not need clap.
+//! agent and is kept to anyhow alone, and three subcommands do not need clap.
 
 mod bench;
 mod deb;

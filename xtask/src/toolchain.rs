@@ -30,15 +30,15 @@ impl Toolchain {
         if self.sysroot.join("bin").join("clippy-driver").is_file() {
             return Ok(());
         }
-        self.component("add", "clippy")
+        self.add_component("clippy")
     }
 
-    /// `rustup component <verb> <component>` for the pinned toolchain, logged like an install.
-    fn component(&self, verb: &str, component: &str) -> Result<()> {
+    /// `rustup component add` for the pinned toolchain, logged like any one-time install.
+    fn add_component(&self, component: &str) -> Result<()> {
         let mut cmd = Command::new(&self.rustup);
-        cmd.args(["component", verb, component, "--toolchain", TOOLCHAIN]);
-        let step = format!("{verb} {component} ({TOOLCHAIN})");
-        install(&step, &format!("{component}-{verb}.log"), &mut cmd).map(drop)
+        cmd.args(["component", "add", component, "--toolchain", TOOLCHAIN]);
+        let step = format!("adding {component} to {TOOLCHAIN}");
+        install(&step, &format!("{component}-install.log"), &mut cmd).map(drop)
     }
 
     fn has_rust_src(&self) -> bool {
@@ -75,7 +75,7 @@ pub fn ensure() -> Result<Toolchain> {
     }
     let tc = with_sysroot(rustup)?;
     if !tc.has_rust_src() {
-        tc.component("add", "rust-src")?;
+        tc.add_component("rust-src")?;
     }
     if !tc.has_rust_src() {
         // rustup goes by its component list, not the files: to it a deleted source tree is
