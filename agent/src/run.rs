@@ -25,6 +25,8 @@ use crate::{
 /// # Errors
 /// Bad input, missing privileges or kernel features, each with one clear message.
 pub fn run(args: &RunArgs) -> Result<()> {
+    // Before anything is mounted or locked: a binary without its object can do nothing.
+    crate::probe::object()?;
     crate::node::validate(args)?;
     let silence = args
         .silence()

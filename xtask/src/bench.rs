@@ -8,10 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::Result;
-use xtask::{
-    ebpf,
-    process::{Output, run},
-};
+use xtask::process::{Output, run};
 
 use crate::Phases;
 use crate::lab::{cargo, require_root, target_dir};
@@ -129,7 +126,7 @@ impl Options {
 pub fn bench(ws: &Path, phases: &mut Phases, options: &Options) -> Result<()> {
     require_root("bench")?;
     phases.run("packages", crate::packages::ensure)?;
-    phases.run("build-ebpf", || ebpf::build(ws))?;
+    crate::build_ebpf(ws, phases)?;
     phases.run("build (release agent)", || {
         cargo(
             ws,

@@ -14,7 +14,7 @@ use crate::{Phases, image::MUSL};
 const CARGO_DEB: &str = "3.8.0";
 
 pub fn deb(ws: &Path, phases: &mut Phases) -> Result<()> {
-    phases.run("build-ebpf", || xtask::ebpf::build(ws))?;
+    crate::build_ebpf(ws, phases)?;
     phases.run("musl build", || crate::image::release_musl(ws))?;
     phases.run("man pages", || crate::docs::generate(ws))?;
     if !has_cargo_deb() {

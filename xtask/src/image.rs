@@ -17,7 +17,7 @@ pub const MUSL: &str = "x86_64-unknown-linux-musl";
 
 /// Builds the image and returns the archive's path.
 pub fn image(ws: &Path, phases: &mut Phases) -> Result<PathBuf> {
-    phases.run("build-ebpf", || xtask::ebpf::build(ws))?;
+    crate::build_ebpf(ws, phases)?;
     let bin = phases.run("musl build", || release_musl(ws))?;
     let image = phases.run("image", || oci::assemble(ws, &bin))?;
     let size = std::fs::metadata(&image.archive)?.len();

@@ -8,10 +8,7 @@ use std::{
 };
 
 use anyhow::{Result, anyhow, bail};
-use xtask::{
-    ebpf,
-    process::{Output, capture, run},
-};
+use xtask::process::{Output, capture, run};
 
 use crate::Phases;
 
@@ -21,9 +18,9 @@ const LAB: &str = "lifeline-tests";
 pub fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
     require_root("test")?;
     phases.run("packages", crate::packages::ensure)?;
-    // First and visibly: on a fresh machine this installs the toolchain and bpf-linker, which
-    // would otherwise happen silently inside the agent's build script during `cargo test`.
-    phases.run("build-ebpf", || ebpf::build(ws))?;
+    // First and visibly: on a fresh machine setup installs the toolchain and bpf-linker, which
+    // the agent's build script (run by `cargo test`) needs and never installs itself.
+    crate::build_ebpf(ws, phases)?;
     phases.run("unit tests", || cargo(ws, "unit tests", &["test"]))?;
     if ws.join("tests/src/lib.rs").is_file() {
         phases.run("lab unit tests", || {
@@ -55,7 +52,7 @@ pub fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
 pub fn demo(ws: &Path, phases: &mut Phases) -> Result<()> {
     require_root("demo")?;
     phases.run("packages", crate::packages::ensure)?;
-    phases.run("build-ebpf", || ebpf::build(ws))?;
+    crate::build_ebpf(ws, phases)?;
     let build = ["build", "-p", "lifeline", "-p", LAB, "--bins"];
     phases.run("build", || {
         cargo(ws, "building lifeline and lab-demo", &build)

@@ -2,8 +2,11 @@
 //!
 //! The eBPF object is built by exactly one routine, [`ebpf::build`]: `cargo xtask build-ebpf`
 //! calls it, and so does `agent/build.rs` (through [`ebpf::build_script`]) right before it embeds
-//! the object, so the agent never embeds an object older than its sources. Because this library
-//! is compiled as a build-dependency of the agent, it depends on anyhow and nothing else.
+//! the object, so the agent never embeds an object older than its sources. The build installs
+//! nothing: [`setup`] (`cargo xtask setup`, run first by every command that needs the object)
+//! installs the pinned nightly and bpf-linker, and the build names it when they are missing.
+//! Because this library is compiled as a build-dependency of the agent, it depends on anyhow
+//! and nothing else.
 //!
 //! Every error is meant to be printed as one line (`{:#}`): it names the step that failed and
 //! what to do next.
@@ -12,6 +15,7 @@ pub mod cargo_env;
 pub mod ebpf;
 pub mod linker;
 pub mod process;
+pub mod setup;
 pub mod toolchain;
 
 use std::{

@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result, anyhow};
 
 use crate::{
     cache_dir, cargo_home, install,
-    toolchain::{TOOLCHAIN, Toolchain},
+    toolchain::{Missing, TOOLCHAIN, Toolchain},
 };
 
 /// Pinned: with `--locked` this makes the install reproducible, and a future release may drop
@@ -24,8 +24,8 @@ use crate::{
 pub const BPF_LINKER_VERSION: &str = "0.13.0";
 
 /// Returns the directory of a working bpf-linker, building one first when there is none on PATH
-/// or in cargo's install root. rustc finds the linker by name on PATH, so the eBPF build puts
-/// this directory first on it.
+/// or in cargo's install root (`cargo xtask setup`, never a build script). rustc finds the
+/// linker by name on PATH, so the eBPF build puts this directory first on it.
 ///
 /// # Errors
 /// When the toolchain ships no libLLVM, or building bpf-linker fails.
@@ -34,15 +34,10 @@ pub fn ensure(tc: &Toolchain) -> Result<PathBuf> {
     // start at all, and one built against another toolchain's LLVM then fails to start (its
     // libLLVM soname is gone) and is rebuilt, instead of misreading newer bitcode.
     let (prefix, llvm_major) = llvm_prefix(&tc.sysroot)?;
-    let root = install_root();
-    let path_dirs: Vec<PathBuf> = env::var_os("PATH")
-        .map(|p| env::split_paths(&p).collect())
-        .unwrap_or_default();
-    for dir in path_dirs.into_iter().chain([root.join("bin")]) {
-        if runs(&dir.join("bpf-linker")) {
-            return Ok(dir);
-        }
+    if let Some(dir) = working_dir() {
+        return Ok(dir);
     }
+    let root = install_root();
     let mut cmd = tc.run("cargo");
     cmd.args([
         "install",
@@ -68,19 +63,68 @@ pub fn ensure(tc: &Toolchain) -> Result<PathBuf> {
     Ok(root.join("bin"))
 }
 
+/// The directory of a working bpf-linker as [`ensure`] left it, changing nothing: what the
+/// build script uses. The LLVM prefix must point at `tc`'s own library (else the linker was
+/// set up for another toolchain and could misread its bitcode) and a bpf-linker must start.
+///
+/// # Errors
+/// [`Missing`] naming what is not set up; or when the toolchain has no libLLVM.
+pub fn find(tc: &Toolchain) -> Result<PathBuf> {
+    let lib = tc.sysroot.join("lib");
+    let name = llvm_library(&lib)?;
+    let links = cache_dir()?.join("llvm-prefix").join("lib");
+    let target = lib.join(&name);
+    let current = ["libLLVM.so", name.as_str()]
+        .iter()
+        .all(|link| fs::read_link(links.join(link)).is_ok_and(|t| t == target));
+    match (current, working_dir()) {
+        (true, Some(dir)) => Ok(dir),
+        (true, None) => Err(Missing(vec![missing_linker()]).into()),
+        (false, _) => Err(Missing(vec![format!(
+            "{} linked against {TOOLCHAIN}'s LLVM (in {})",
+            missing_linker(),
+            links.display()
+        )])
+        .into()),
+    }
+}
+
+/// How the one error line names a missing bpf-linker.
+#[must_use]
+pub fn missing_linker() -> String {
+    format!("bpf-linker {BPF_LINKER_VERSION}")
+}
+
+/// The first directory, PATH then cargo's install root, with a bpf-linker that starts.
+#[must_use]
+pub fn working_dir() -> Option<PathBuf> {
+    let path_dirs: Vec<PathBuf> = env::var_os("PATH")
+        .map(|p| env::split_paths(&p).collect())
+        .unwrap_or_default();
+    path_dirs
+        .into_iter()
+        .chain([install_root().join("bin")])
+        .find(|dir| runs(&dir.join("bpf-linker")))
+}
+
+/// The real file of the toolchain's LLVM: the glob libLLVM.so.* (libLLVM-22-….so is a linker
+/// script pointing at it), its version not hard-coded so a new pin just works.
+fn llvm_library(lib: &Path) -> Result<String> {
+    let step = "preparing LLVM for bpf-linker";
+    let found = fs::read_dir(lib)
+        .with_context(|| format!("{step} failed: cannot read {}", lib.display()))?;
+    found
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find(|n| n.starts_with("libLLVM.so."))
+        .ok_or_else(|| anyhow!("{step} failed: {TOOLCHAIN} has no libLLVM.so.* in {}; reinstall it with `rustup toolchain uninstall {TOOLCHAIN}` and `cargo xtask setup`", lib.display()))
+}
+
 /// Links `<cache>/llvm-prefix/lib/{libLLVM.so, libLLVM.so.<version>}` to the toolchain's
 /// library and returns the prefix with the LLVM major version (bpf-linker's `llvm-N` feature).
 fn llvm_prefix(sysroot: &Path) -> Result<(PathBuf, u32)> {
     let step = "preparing LLVM for bpf-linker";
     let lib = sysroot.join("lib");
-    let found = fs::read_dir(&lib)
-        .with_context(|| format!("{step} failed: cannot read {}", lib.display()))?;
-    // The glob libLLVM.so.*: the versioned name is the real file (libLLVM-22-….so is a linker
-    // script pointing at it), and the version is not hard-coded so a new pin just works.
-    let name = found
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .find(|n| n.starts_with("libLLVM.so."))
-        .ok_or_else(|| anyhow!("{step} failed: {TOOLCHAIN} has no libLLVM.so.* in {}; reinstall it with `rustup toolchain uninstall {TOOLCHAIN}` and retry", lib.display()))?;
+    let name = llvm_library(&lib)?;
     let major =
         llvm_major(&name).ok_or_else(|| anyhow!("{step} failed: no LLVM version in {name}"))?;
 

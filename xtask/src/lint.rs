@@ -8,7 +8,6 @@ use anyhow::Result;
 use xtask::{
     ebpf,
     process::{Output, run},
-    toolchain,
 };
 
 /// The crates built for the host (every workspace member but the eBPF crate).
@@ -35,6 +34,9 @@ pub fn lint(ws: &Path) -> Result<()> {
         Output::Inherit,
     )?;
     crate::gofixture::check_format(ws)?;
+    // After the formatting gate (it needs no build, and fails in seconds): the host clippy
+    // pass runs the agent's build script, which needs the pinned nightly and bpf-linker.
+    let tc = xtask::setup::setup()?.toolchain;
     let mut host = cargo();
     host.arg("clippy");
     for p in HOST {
@@ -43,7 +45,6 @@ pub fn lint(ws: &Path) -> Result<()> {
     host.args(["--all-targets", "--", "-D", "warnings"]);
     run("clippy (host crates)", &mut host, Output::Inherit)?;
 
-    let tc = toolchain::ensure()?;
     tc.ensure_clippy()?;
     let mut bpf = tc.run("cargo");
     bpf.current_dir(ws)

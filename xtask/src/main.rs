@@ -28,17 +28,19 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  build-ebpf   build the eBPF object (installs the pinned nightly, rust-src and bpf-linker
-               when missing) and print its path
-  test         unit tests, then the lab tests (needs root): what CI runs. One lab test file:
-               cargo xtask build-ebpf && cargo build -p lifeline -p lifeline-tests &&
+  setup        install what the eBPF build needs and `cargo build` never installs: the pinned
+               nightly with rust-src, and bpf-linker built against its LLVM (quick when done;
+               every command below that needs the eBPF object runs it first)
+  build-ebpf   setup, then build the eBPF object and print its path
+  test         setup, unit tests, then the lab tests (needs root): what CI runs. One lab test
+               file: cargo xtask build-ebpf && cargo build -p lifeline -p lifeline-tests &&
                LIFELINE_BIN=$PWD/target/debug/lifeline cargo test -p lifeline-tests --test NAME
     --kernel K     instead, the kernel matrix: boot Debian's cloud kernel K (5.10, 6.1,
                    6.12, a comma-separated list, or all) under qemu and run `lifeline check`
                    and the kernel-dependent lab tests in it (about 4 minutes per kernel);
                    `all` writes docs/KERNELS.md, a subset target/kernels/KERNELS.md
-  lint         cargo fmt --check, clippy pedantic on the host crates, clippy on the eBPF
-               crate with the pinned nightly (installs its clippy when missing)
+  lint         cargo fmt --check, setup, clippy pedantic on the host crates, clippy on the
+               eBPF crate with the pinned nightly (installs its clippy when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
   bench        lifeline against the alternatives, its cost and scale (needs root; about 35
@@ -67,6 +69,11 @@ commands:
                and shell completions: target/debian/lifeline_<version>_<arch>.deb
   image        build the container image (a static musl binary, nothing else) as an OCI
                archive and print its path: target/image/lifeline-<version>.oci.tar
+
+demo, test, bench, deb and image run setup first too. Without the pinned nightly or bpf-linker
+`cargo build -p lifeline` fails with one line naming `cargo xtask setup`;
+LIFELINE_SKIP_EBPF=1 cargo check/clippy -p lifeline need neither (a binary built so refuses
+to run).
 ";
 
 fn main() -> ExitCode {
@@ -74,11 +81,10 @@ fn main() -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut phases = Phases::default();
     let result = match args.as_slice() {
-        ["build-ebpf"] => phases
-            .run("build-ebpf", || xtask::ebpf::build(&workspace()))
-            .map(|object| {
-                println!("{}", object.display());
-            }),
+        ["setup"] => phases.run("setup", xtask::setup::setup).map(drop),
+        ["build-ebpf"] => build_ebpf(&workspace(), &mut phases).map(|object| {
+            println!("{}", object.display());
+        }),
         ["test"] => lab::test(&workspace(), &mut phases),
         ["lint"] => phases.run("lint", || lint::lint(&workspace())),
         ["test", "--kernel", k] => match kernels::parse(k) {
@@ -112,7 +118,16 @@ fn main() -> ExitCode {
                     eprintln!("xtask: error: `test` takes only `--kernel K`, got `{extra}`");
                 }
                 [cmd, extra, ..]
-                    if ["build-ebpf", "test", "demo", "deb", "lint", "image"].contains(cmd) =>
+                    if [
+                        "setup",
+                        "build-ebpf",
+                        "test",
+                        "demo",
+                        "deb",
+                        "lint",
+                        "image",
+                    ]
+                    .contains(cmd) =>
                 {
                     eprintln!("xtask: error: `{cmd}` takes no arguments, got `{extra}`");
                 }
@@ -134,6 +149,13 @@ fn main() -> ExitCode {
             ExitCode::from(u8::try_from(code).ok().filter(|&c| c != 0).unwrap_or(1))
         }
     }
+}
+
+/// Setup, then the eBPF object: what every command that needs the object runs first, so a
+/// fresh machine is set up by it and the agent's build script finds everything installed.
+pub(crate) fn build_ebpf(ws: &Path, phases: &mut Phases) -> Result<PathBuf> {
+    phases.run("setup", xtask::setup::setup)?;
+    phases.run("build-ebpf", || xtask::ebpf::build(ws))
 }
 
 /// xtask lives at `<workspace>/xtask`; known at compile time, so it works from any directory.

@@ -1,8 +1,12 @@
-//! The pinned nightly the eBPF crate is built with: checked on every build, installed once.
+//! The pinned nightly the eBPF crate is built with: found by every build ([`find`]), installed
+//! only by `cargo xtask setup` ([`ensure`]).
 
-use std::{path::PathBuf, process::Command};
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::{cargo_home, install, process::capture, which};
 
@@ -26,14 +30,21 @@ impl Toolchain {
         if self.sysroot.join("bin").join("clippy-driver").is_file() {
             return Ok(());
         }
+        self.add_component("clippy")
+    }
+
+    /// `rustup component add` for the pinned toolchain, logged like any one-time install.
+    fn add_component(&self, component: &str) -> Result<()> {
         let mut cmd = Command::new(&self.rustup);
-        cmd.args(["component", "add", "clippy", "--toolchain", TOOLCHAIN]);
-        install(
-            &format!("adding clippy to {TOOLCHAIN}"),
-            "clippy-install.log",
-            &mut cmd,
-        )
-        .map(drop)
+        cmd.args(["component", "add", component, "--toolchain", TOOLCHAIN]);
+        let step = format!("adding {component} to {TOOLCHAIN}");
+        install(&step, &format!("{component}-install.log"), &mut cmd).map(drop)
+    }
+
+    fn has_rust_src(&self) -> bool {
+        self.sysroot
+            .join("lib/rustlib/src/rust/library/core")
+            .is_dir()
     }
 
     /// `rustup run <TOOLCHAIN> <program>`, with the environment of any outer cargo removed.
@@ -47,17 +58,14 @@ impl Toolchain {
 }
 
 /// Makes sure the pinned toolchain and its rust-src (needed by `-Z build-std=core`) are
-/// installed. `RUSTUP_AUTO_INSTALL=0` on our machines, so nothing installs it implicitly.
+/// installed: `cargo xtask setup`, never a build script. `RUSTUP_AUTO_INSTALL=0` on our
+/// machines, so nothing installs it implicitly.
 ///
 /// # Errors
 /// When rustup is missing or an install fails.
 pub fn ensure() -> Result<Toolchain> {
     let rustup = rustup_path();
-    let list = capture(
-        "listing rustup toolchains",
-        Command::new(&rustup).args(["toolchain", "list"]),
-    )?;
-    if !lists_toolchain(&list) {
+    if !installed(&rustup)? {
         // --no-self-update: installing a toolchain must not replace rustup itself.
         let mut cmd = Command::new(&rustup);
         cmd.args(["toolchain", "install", TOOLCHAIN, "--no-self-update"]);
@@ -65,6 +73,67 @@ pub fn ensure() -> Result<Toolchain> {
         let step = format!("installing toolchain {TOOLCHAIN}");
         install(&step, "toolchain-install.log", &mut cmd)?;
     }
+    let tc = with_sysroot(rustup)?;
+    if !tc.has_rust_src() {
+        tc.add_component("rust-src")?;
+    }
+    if !tc.has_rust_src() {
+        // rustup goes by its component list, not the files: to it a deleted source tree is
+        // "up to date", and it cannot remove the component either.
+        bail!(
+            "adding rust-src to {TOOLCHAIN} failed: rustup lists it but {} is missing; reinstall \
+             the toolchain: rustup toolchain uninstall {TOOLCHAIN} && cargo xtask setup",
+            tc.sysroot
+                .join("lib/rustlib/src/rust/library/core")
+                .display()
+        );
+    }
+    Ok(tc)
+}
+
+/// The pinned toolchain as installed, changing nothing: what the build script uses.
+///
+/// # Errors
+/// [`Missing`] (as the error's root) when the toolchain or its rust-src is not installed;
+/// otherwise when rustup cannot be asked.
+pub fn find() -> Result<Toolchain> {
+    let rustup = rustup_path();
+    if !installed(&rustup)? {
+        return Err(Missing(vec![format!("the toolchain {TOOLCHAIN} (with rust-src)")]).into());
+    }
+    let tc = with_sysroot(rustup)?;
+    if !tc.has_rust_src() {
+        return Err(Missing(vec![format!("rust-src of {TOOLCHAIN}")]).into());
+    }
+    Ok(tc)
+}
+
+/// What the eBPF build lacks, each item named for the one line the build script prints.
+#[derive(Debug)]
+pub struct Missing(pub Vec<String>);
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "missing for the eBPF build: {}; run `cargo xtask setup` (it installs the pinned \
+             nightly, rust-src and bpf-linker), or set LIFELINE_SKIP_EBPF=1 for cargo check/clippy",
+            self.0.join(" and ")
+        )
+    }
+}
+
+impl std::error::Error for Missing {}
+
+fn installed(rustup: &Path) -> Result<bool> {
+    let list = capture(
+        "listing rustup toolchains",
+        Command::new(rustup).args(["toolchain", "list"]),
+    )?;
+    Ok(lists_toolchain(&list))
+}
+
+fn with_sysroot(rustup: PathBuf) -> Result<Toolchain> {
     let mut tc = Toolchain {
         rustup,
         sysroot: PathBuf::new(),
@@ -75,19 +144,6 @@ pub fn ensure() -> Result<Toolchain> {
         cmd.args(["--print", "sysroot"]),
     )?;
     tc.sysroot = PathBuf::from(sysroot);
-    if !tc
-        .sysroot
-        .join("lib/rustlib/src/rust/library/core")
-        .is_dir()
-    {
-        let mut cmd = Command::new(&tc.rustup);
-        cmd.args(["component", "add", "rust-src", "--toolchain", TOOLCHAIN]);
-        install(
-            &format!("adding rust-src to {TOOLCHAIN}"),
-            "rust-src-install.log",
-            &mut cmd,
-        )?;
-    }
     Ok(tc)
 }
 

@@ -108,7 +108,7 @@ pub fn test(ws: &Path, phases: &mut Phases, series: &[&'static Series]) -> Resul
     crate::lab::require_root("test --kernel")?;
     phases.run("packages", crate::packages::ensure)?;
     phases.run("matrix packages", crate::packages::ensure_matrix)?;
-    phases.run("build-ebpf", || xtask::ebpf::build(ws))?;
+    crate::build_ebpf(ws, phases)?;
     let built = phases.run("build", || build::build(ws))?;
     let out = crate::lab::target_dir(ws)?.join("kernels");
     std::fs::create_dir_all(&out)?;
