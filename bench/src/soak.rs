@@ -58,7 +58,7 @@ pub fn run(minutes: u64) -> Result<Soak> {
         stall_timeout: None,
         ports: "6443,443".into(),
         extra: vec!["--endpoint".into(), SERVER.into()],
-        status_socket: None,
+        ..AgentArgs::default()
     };
     let mut agent = Agent::start_with(&lab, &cgroup, &args)?;
     agent.wait_ready(Duration::from_mins(1))?;
