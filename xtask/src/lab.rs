@@ -36,15 +36,13 @@ pub fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
     let bin = phases.run("musl build", || crate::image::release_musl(ws))?;
     let image = phases.run("image", || crate::oci::assemble(ws, &bin))?;
     let lifeline = target_dir(ws)?.join("debug/lifeline");
-    let args = ["test", "-p", LAB, "--tests", "--", "--test-threads=4"];
+    let log = target_dir(ws)?.join("lab-quiet-lane.log");
+    let env = [
+        ("LIFELINE_BIN", lifeline.as_path()),
+        ("LIFELINE_IMAGE", image.archive.as_path()),
+    ];
     phases.run("lab tests", || {
-        run(
-            "lab tests",
-            cargo_cmd(ws, &args)
-                .env("LIFELINE_BIN", &lifeline)
-                .env("LIFELINE_IMAGE", &image.archive),
-            Output::Inherit,
-        )
+        crate::lanes::run_lab_tests(ws, LAB, &env, &log)
     })
 }
 

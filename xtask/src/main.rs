@@ -10,6 +10,7 @@ mod gofixture;
 mod image;
 mod kernels;
 mod lab;
+mod lanes;
 mod lint;
 mod meta;
 mod oci;
