@@ -67,6 +67,20 @@ fn answered_from(agent: &Agent) -> Option<String> {
         .and_then(|(_, v)| Some(v.pointer("/fields/from")?.as_str()?.to_owned()))
 }
 
+/// Starts the agent with `a`, waits until its endpoint's set is `want`, and asserts which
+/// source answered ("hosts file" or "DNS").
+fn start_answered(l: &ApiLab, a: &AgentArgs, want: &[IpAddr], from: &str) -> Result<Agent> {
+    let mut agent = Agent::start_with(&l.lab, &l.cgroup, a)?;
+    agent.wait_ready(Duration::from_mins(1))?;
+    wait_set(&agent, want, Duration::from_secs(20))?;
+    ensure!(
+        answered_from(&agent).as_deref() == Some(from),
+        "{}",
+        agent.proc.stderr_text()
+    );
+    Ok(agent)
+}
+
 fn hosts_text(v4: IpAddr, v6: IpAddr) -> String {
     format!(
         "# the test's own hosts file\n127.0.0.1 localhost\n{v4} {PINNED} k8s-api\n{v6}\tPinned.Lab.Test.  # AAAA too\n"
@@ -93,22 +107,12 @@ fn a_name_only_in_the_hosts_file_is_followed_and_an_edit_migrates() -> Result<()
         "--migrate-spread",
         "5s",
     ];
-    let mut agent = Agent::start_with(
-        &l.lab,
-        &l.cgroup,
+    let agent = start_answered(
+        &l,
         &args(PINNED, &flags, &[(&hosts, "/etc/hosts")]),
-    )?;
-    agent.wait_ready(Duration::from_mins(1))?;
-    wait_set(
-        &agent,
         &[api(1, false), api(1, true)],
-        Duration::from_secs(20),
+        "hosts file",
     )?;
-    ensure!(
-        answered_from(&agent).as_deref() == Some("hosts file"),
-        "{}",
-        agent.proc.stderr_text()
-    );
 
     let hosts_s = hosts.to_str().context("utf-8")?;
     let cargs = [
@@ -174,14 +178,7 @@ fn the_hosts_file_comes_before_dns() -> Result<()> {
         &["--dns-server", &dns],
         &[(&hosts, "/etc/hosts")],
     );
-    let mut agent = Agent::start_with(&l.lab, &l.cgroup, &a)?;
-    agent.wait_ready(Duration::from_mins(1))?;
-    wait_set(&agent, &[api(3, false)], Duration::from_secs(20))?;
-    ensure!(
-        answered_from(&agent).as_deref() == Some("hosts file"),
-        "{}",
-        agent.proc.stderr_text()
-    );
+    let _agent = start_answered(&l, &a, &[api(3, false)], "hosts file")?;
     Ok(())
 }
 
@@ -202,17 +199,6 @@ fn a_short_name_goes_through_the_search_domains() -> Result<()> {
         &[],
         &[(&hosts, "/etc/hosts"), (&resolv, "/etc/resolv.conf")],
     );
-    let mut agent = Agent::start_with(&l.lab, &l.cgroup, &a)?;
-    agent.wait_ready(Duration::from_mins(1))?;
-    wait_set(
-        &agent,
-        &[api(1, false), api(1, true)],
-        Duration::from_secs(20),
-    )?;
-    ensure!(
-        answered_from(&agent).as_deref() == Some("DNS"),
-        "{}",
-        agent.proc.stderr_text()
-    );
+    let _agent = start_answered(&l, &a, &[api(1, false), api(1, true)], "DNS")?;
     Ok(())
 }
