@@ -10,15 +10,19 @@ use tokio::{
 };
 
 use crate::{
-    adopt, cgroup,
     cli::RunArgs,
     daemon::Daemon,
-    diag::SockDiag,
-    endpoint, errors,
+    endpoint,
     judge::{self, Judge},
-    logging, mounts,
-    probe::{Probe, ProbeConfig},
-    readers, status,
+    kernel::adopt,
+    kernel::diag::SockDiag,
+    kernel::errors,
+    kernel::probe::{Probe, ProbeConfig},
+    kernel::readers,
+    node::mounts,
+    report::logging,
+    report::status,
+    watch::cgroup,
     watch::{Targets, Watching, netns},
 };
 
@@ -26,7 +30,7 @@ use crate::{
 /// Bad input, missing privileges or kernel features, each with one clear message.
 pub fn run(args: &RunArgs) -> Result<()> {
     // Before anything is mounted or locked: a binary without its object can do nothing.
-    crate::probe::object()?;
+    crate::kernel::probe::object()?;
     crate::node::validate(args)?;
     let silence = args
         .silence()
@@ -37,8 +41,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let cgroup2 = cgroup::cgroup2_mount()?;
     let targets = Targets::from_args(args, &cgroup2.mount, std::path::Path::new("/"))?;
     errors::check_privileges()?;
-    let _lock = crate::lock::acquire()?; // held until run returns: one agent per node
-    crate::status_socket::prepare(&args.status_socket)?;
+    let _lock = crate::node::lock::acquire()?; // held until run returns: one agent per node
+    crate::report::status::socket::prepare(&args.status_socket)?;
     let root = cgroup::open(&cgroup2.mount)?;
     logging::init(args.log)?;
     cgroup2.log();
@@ -61,7 +65,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             silent_probes: args.silent_probes,
         };
         let mut probe = Probe::load(&cfg)?;
-        crate::metrics::get().follow_probe(&probe);
+        crate::report::metrics::get().follow_probe(&probe);
         readers::spawn_probe_logger(&mut probe)?;
         let wake = Arc::new(Notify::new());
         let inbox = readers::Inbox::default();
@@ -84,7 +88,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             &cgroup2.mount,
         )?;
         let (ask_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
-        crate::status_server::serve(&args.status_socket, ask_tx)?;
+        crate::report::status::server::serve(&args.status_socket, ask_tx)?;
         let judge = new_judge(args, silence, keepalive, restarts.is_some(), &probe);
         let mut daemon = Daemon::new(crate::daemon::Parts {
             probe,
@@ -198,7 +202,7 @@ async fn sweep_until_signal(
     interval: Duration,
     first_wait: Duration,
     wake: &Notify,
-    asks: &mut tokio::sync::mpsc::UnboundedReceiver<crate::status_server::Ask>,
+    asks: &mut tokio::sync::mpsc::UnboundedReceiver<crate::report::status::server::Ask>,
 ) -> Result<()> {
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;

@@ -10,12 +10,6 @@
 )]
 #[path = "../../agent/src/cli/mod.rs"]
 mod cli;
-#[allow(
-    dead_code,
-    reason = "the agent's node flags, compiled here for their definitions only"
-)]
-#[path = "../../agent/src/node_args.rs"]
-mod node_args;
 
 use std::{
     fs,

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use crate::{
-    clock,
     judge::{Action, Kill, Outcome, Reason, Verdict},
+    kernel::clock,
 };
 
 /// The decision event for a kill decided and carried out (or held back).
@@ -70,7 +70,7 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
         "{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}",
         r.owner_pid
     );
-    crate::metrics::get().decision(&crate::metrics::Decision {
+    crate::report::metrics::get().decision(&crate::report::metrics::Decision {
         verdict,
         action,
         outcome,
@@ -113,7 +113,7 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
 pub fn log_orphan_report(rec: &lifeline_common::SockState, endpoint: &str, absent_for: Duration) {
     let (peer, local) = (rec.peer(), rec.local());
     let orphaned_for_ms = u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX);
-    crate::metrics::get().decision(&crate::metrics::Decision {
+    crate::report::metrics::get().decision(&crate::report::metrics::Decision {
         verdict: "orphaned",
         action: "none",
         outcome: "policy: log",

@@ -1,14 +1,16 @@
 //! Carrying out the judge's decisions: the kill itself (`SOCK_DESTROY` over `sock_diag`),
 //! and one structured decision event per decision (target `lifeline::decision`).
 
+pub mod restart;
+
 mod log;
 pub mod owner;
 
 pub use log::{log_decision, log_orphan_report};
 
 use crate::{
-    diag::{Destroyed, DiagError, SockDiag},
     judge::{Action, Kill, Outcome},
+    kernel::diag::{Destroyed, DiagError, SockDiag},
 };
 
 /// The outcome of `action` on `kill`; only `Action::Kill` touches the socket.

@@ -15,9 +15,9 @@ use lifeline_common::{
 };
 
 use crate::{
-    cgroup,
     judge::{Budget, UnitOwned, Whose},
     watch::Targets,
+    watch::cgroup,
 };
 
 /// The subtrees of one batch of kills.

@@ -1,5 +1,7 @@
 //! Command line.
 
+pub mod node_args;
+
 use std::{path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -169,7 +171,7 @@ pub struct RunArgs {
 
     /// Node integration: config file, restart escalation, metrics.
     #[command(flatten)]
-    pub node: crate::node_args::NodeArgs,
+    pub node: crate::cli::node_args::NodeArgs,
 }
 
 /// `--keepalive`: `off`, or the values armed on watched sockets.

@@ -11,13 +11,14 @@ use lifeline_common::SockState;
 use tokio::sync::watch;
 
 use crate::{
-    act, clock,
-    diag::SockDiag,
+    act,
     endpoint::{Follow, Members},
     judge::{self, Judge, Kill, Read, Seen, Socket},
-    mirror::Mirror,
-    probe::Probe,
-    status::Snapshot,
+    kernel::clock,
+    kernel::diag::SockDiag,
+    kernel::mirror::Mirror,
+    kernel::probe::Probe,
+    report::status::Snapshot,
 };
 
 mod execute;
@@ -38,13 +39,13 @@ pub struct Daemon {
     pub unreadable: HashSet<u64>,
     /// Restart requests to the restarter task, and the unit's cgroup; None without
     /// --restart-unit.
-    pub restarts: Option<crate::systemd::restarter::Restarts>,
+    pub restarts: Option<crate::act::restart::restarter::Restarts>,
     /// Following the API endpoint; `None` when no endpoint is configured.
     pub follow: Option<Follow>,
     /// Target cgroups and endpoint peers, kept current every sweep.
     pub watching: crate::watch::Watching,
     /// The probe's news, collected by the ring-buffer reader.
-    pub news: crate::readers::Inbox,
+    pub news: crate::kernel::readers::Inbox,
     /// The probe's records, kept current by its news.
     pub mirror: Mirror,
     /// Which sockets are the endpoint's connections (the fact recorded per socket).
@@ -201,8 +202,8 @@ pub struct Parts {
     pub polled: HashSet<u64>,
     pub judge: Judge,
     pub status: watch::Sender<Snapshot>,
-    pub restarts: Option<crate::systemd::restarter::Restarts>,
+    pub restarts: Option<crate::act::restart::restarter::Restarts>,
     pub follow: Option<Follow>,
     pub watching: crate::watch::Watching,
-    pub news: crate::readers::Inbox,
+    pub news: crate::kernel::readers::Inbox,
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use lifeline_common::{SockState, config::stats};
 
-use crate::status::Snapshot;
+use crate::report::status::Snapshot;
 
 use super::Daemon;
 
@@ -50,10 +50,10 @@ impl Daemon {
         &mut self,
         cookie: u64,
         rec: &SockState,
-        e: &crate::diag::DiagError,
+        e: &crate::kernel::diag::DiagError,
     ) {
         if self.unreadable.insert(cookie) {
-            crate::metrics::get().decision(&crate::metrics::Decision {
+            crate::report::metrics::get().decision(&crate::report::metrics::Decision {
                 verdict: "unknown",
                 action: "none",
                 outcome: "unreadable",

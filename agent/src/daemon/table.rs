@@ -14,9 +14,9 @@ use lifeline_common::SockState;
 
 use super::Daemon;
 use crate::{
-    clock,
     judge::{self, Verdict},
-    snapshot::{self, CLOSING, Extra, Owners},
+    kernel::clock,
+    report::snapshot::{self, CLOSING, Extra, Owners},
 };
 
 struct Table<'a> {

@@ -79,7 +79,7 @@ pub fn spawn_refreshers(
                             s.fail(e.to_string(), now);
                             s.failures
                         };
-                        crate::metrics::get().dns_failure();
+                        crate::report::metrics::get().dns_failure();
                         tracing::warn!(target: "lifeline::endpoint", endpoint = %name, error = %e, failures,
                             "DNS failure; keeping the last good set");
                         let wait = retry;

@@ -34,7 +34,7 @@ impl Trust {
     #[must_use]
     pub fn new(targets: &[PathBuf]) -> Self {
         let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let mount = crate::mounts::mount_point_of(&info, "cgroup2")
+        let mount = crate::node::mounts::mount_point_of(&info, "cgroup2")
             .unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup"));
         let mut cgroups: Vec<(String, PathBuf)> = Vec::new();
         for t in

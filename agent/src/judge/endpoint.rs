@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Judge, Reason, Socket, Verdict};
-use crate::{diag::TcpInfo, endpoint::Membership};
+use crate::{endpoint::Membership, kernel::diag::TcpInfo};
 
 /// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
 /// the same instant.

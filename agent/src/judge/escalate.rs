@@ -23,7 +23,7 @@ use super::{
     budget::{Budget, UnitOwned},
     ticket::{Stage, Ticket},
 };
-use crate::{clock, node_args::ActionMode};
+use crate::{cli::node_args::ActionMode, kernel::clock};
 
 /// Why a restart is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

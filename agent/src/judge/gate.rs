@@ -12,7 +12,7 @@ use std::{
 use lifeline_common::SockState;
 
 use super::{Judge, Verdict};
-use crate::diag::TcpInfo;
+use crate::kernel::diag::TcpInfo;
 
 /// Why a socket is to be killed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use lifeline_common::{
     keepalive::{KA_ARMED, KA_NO_ITERATOR, KA_OFF, KA_PENDING, KA_SET_UNREAD, ka_armed},
 };
 
-use crate::{clock, diag::TcpInfo, due::DueQueue};
+use crate::{judge::due::DueQueue, kernel::clock, kernel::diag::TcpInfo};
 
 pub struct IdleWatch {
     /// The silent rule; `None` when keepalive is off: nothing is ever silent.

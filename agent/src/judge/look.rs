@@ -10,7 +10,7 @@ use super::{
     Judge, Read, Socket,
     verdict::{self, Verdict},
 };
-use crate::{diag::TcpInfo, endpoint::Membership};
+use crate::{endpoint::Membership, kernel::diag::TcpInfo};
 
 /// Why a socket's `tcp_info` is wanted (or not) in this sweep.
 struct Nomination {

@@ -11,6 +11,8 @@
 //! limit, backoff, dry run, `--action restart`), then `outcome` for each kill tried and
 //! `after_sweep` (no recovery after a kill).
 
+pub mod due;
+
 mod budget;
 mod endpoint;
 mod escalate;
@@ -36,7 +38,7 @@ pub use gate::{Action, Kill, Outcome, Reason};
 pub use ticket::Stage;
 pub use verdict::Verdict;
 
-use crate::{diag::TcpInfo, endpoint::Membership};
+use crate::{endpoint::Membership, kernel::diag::TcpInfo};
 
 /// Everything the rules depend on, fixed at start from the flags and the config file.
 #[derive(Clone, Debug)]

@@ -11,7 +11,7 @@
 use std::{collections::HashMap, time::Duration};
 
 use super::Verdict;
-use crate::diag::TcpInfo;
+use crate::kernel::diag::TcpInfo;
 
 /// The kernel's answer for one trouble episode, and until when it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

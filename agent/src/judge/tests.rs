@@ -7,7 +7,7 @@ use lifeline_common::{Keepalive, SockState};
 
 use super::endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK};
 use super::*;
-use crate::{endpoint::Membership, node_args::ActionMode};
+use crate::{cli::node_args::ActionMode, endpoint::Membership};
 
 const S: u64 = 1_000_000_000;
 /// The tests' fixed seed: every jittered moment below is known in advance.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::tests::{kill, settings};
 use super::*;
-use crate::node_args::ActionMode;
+use crate::cli::node_args::ActionMode;
 
 fn noisy(cookie: u64) -> Kill {
     Kill {

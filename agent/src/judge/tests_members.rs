@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use lifeline_common::SockState;
 
 use super::*;
-use crate::node_args::ActionMode;
+use crate::cli::node_args::ActionMode;
 
 fn quiet() -> TcpInfo {
     TcpInfo {

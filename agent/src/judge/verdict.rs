@@ -13,7 +13,7 @@ use lifeline_common::SockState;
 use serde::Serialize;
 
 use super::Silence;
-use crate::diag::TcpInfo;
+use crate::kernel::diag::TcpInfo;
 
 const TCP_ESTABLISHED: u8 = 1;
 

@@ -9,7 +9,7 @@ use std::{collections::HashMap, os::unix::fs::MetadataExt as _, time::Instant};
 use serde::{Deserialize, Serialize};
 
 use super::targets::CgroupTarget;
-use crate::probe::Probe;
+use crate::kernel::probe::Probe;
 
 /// What `lifeline status` shows of one target.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]

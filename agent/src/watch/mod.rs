@@ -6,6 +6,8 @@
 //! is the agent's half: the targets from the flags, the cgroup and endpoint-peer
 //! bookkeeping, and the namespace calibration.
 
+pub mod cgroup;
+
 mod cgroups;
 pub mod netns;
 mod peers;

@@ -11,7 +11,7 @@ use std::{net::SocketAddrV4, os::fd::AsRawFd as _};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::probe::Probe;
+use crate::kernel::probe::Probe;
 
 /// Teach the probe the agent's namespace; returns its cookie.
 ///

@@ -6,7 +6,7 @@
 
 use std::{collections::BTreeSet, net::SocketAddr, time::Duration};
 
-use crate::{endpoint::Endpoints, probe::Probe};
+use crate::{endpoint::Endpoints, kernel::probe::Probe};
 
 #[derive(Default)]
 pub struct PeerSync {

@@ -5,11 +5,11 @@ use std::collections::{BTreeSet, HashSet};
 
 use super::{CgroupWatch, PeerSync, TargetStatus, Targets};
 use crate::{
-    adopt::{self, Selector},
-    cgroup,
-    diag::SockDiag,
     endpoint::Follow,
-    probe::Probe,
+    kernel::adopt::{self, Selector},
+    kernel::diag::SockDiag,
+    kernel::probe::Probe,
+    watch::cgroup,
 };
 
 pub struct Watching {

@@ -1,0 +1,251 @@
+//! The rows of `lifeline check` that act: load and attach the probe to the cgroup v2 root
+//! (then detach it), arm a loopback connection through the TCP iterator (`bpf_setsockopt`),
+//! destroy it with `SOCK_DESTROY` and see the owner get `ECONNABORTED`, ask systemd about
+//! the restart unit. The connection is the check's own, on 127.0.0.1.
+
+use std::{
+    fs::File,
+    io::{ErrorKind, Read as _},
+    net::{TcpListener, TcpStream},
+};
+
+use anyhow::{Context as _, Result, anyhow};
+
+use crate::{
+    act::restart::dbus,
+    cli::RunArgs,
+    cli::node_args::SystemdBus,
+    kernel::diag::{Destroyed, SockDiag},
+    kernel::probe::{Probe, ProbeConfig},
+    watch::Targets,
+};
+
+pub struct Row {
+    pub name: &'static str,
+    pub result: Level,
+    pub detail: String,
+}
+
+/// A row's result: `fail`, the daemon cannot work; `warn`, it works with less.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Pass,
+    Warn,
+    Fail,
+}
+
+impl Level {
+    /// The word the table prints.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Warn => "warn",
+            Self::Fail => "fail",
+        }
+    }
+}
+
+impl std::fmt::Display for Level {
+    /// `pad`, so the table's `{:<6}` column width applies.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl Row {
+    pub fn pass(name: &'static str, detail: String) -> Self {
+        Self {
+            name,
+            result: Level::Pass,
+            detail,
+        }
+    }
+    pub fn warn(name: &'static str, detail: String) -> Self {
+        Self {
+            name,
+            result: Level::Warn,
+            detail,
+        }
+    }
+    pub fn fail(name: &'static str, detail: String) -> Self {
+        Self {
+            name,
+            result: Level::Fail,
+            detail,
+        }
+    }
+}
+
+/// `sock_ops` attach, the cgroup tracepoints, keepalive news, `bpf_setsockopt` through the
+/// iterator, `SOCK_DESTROY`.
+pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let conn = loopback_pair();
+    let probe = match target {
+        None => {
+            rows.push(Row::fail(
+                "sock_ops attach",
+                "no cgroup v2 root to attach to".to_owned(),
+            ));
+            None
+        }
+        Some((root, targets)) => {
+            let cfg = ProbeConfig {
+                root,
+                ports: &args.ports,
+                targets,
+                max_sockets: args.max_sockets,
+                keepalive: crate::run::keepalive_config(args),
+                silent_probes: args.silent_probes,
+            };
+            match Probe::load(&cfg).and_then(|mut p| {
+                let port = args.ports.first().copied().unwrap_or(6443);
+                crate::watch::netns::calibrate(&mut p, port).map(|_| p)
+            }) {
+                Ok(p) => {
+                    rows.push(Row::pass(
+                        "sock_ops attach",
+                        "loaded, attached to the cgroup v2 root, calibrated to this network namespace, detached".to_owned(),
+                    ));
+                    rows.push(if p.tracks_cgroups {
+                        Row::pass(
+                            "cgroup tracepoints",
+                            "a re-created target cgroup is watched before its first process runs".to_owned(),
+                        )
+                    } else {
+                        Row::warn(
+                            "cgroup tracepoints",
+                            format!(
+                                "unavailable ({}): target cgroups are re-checked every sweep, a restarted unit's first connection may be adopted late",
+                                p.tracking_error.as_deref().unwrap_or("unknown")
+                            ),
+                        )
+                    });
+                    rows.push(keepalive_news_row(&p));
+                    Some(p)
+                }
+                Err(e) => {
+                    rows.push(Row::fail("sock_ops attach", format!("{e:#}")));
+                    None
+                }
+            }
+        }
+    };
+    let mut probe = probe;
+    rows.push(match (&conn, probe.as_mut()) {
+        (_, None) => Row::fail("bpf_setsockopt", "the probe did not load".to_owned()),
+        (Err(e), _) => Row::fail("bpf_setsockopt", format!("{e:#}")),
+        (Ok(_), Some(p)) if !p.can_adopt => crate::check::watch::iterator_row(None),
+        (Ok((_, _, cookie)), Some(p)) => crate::check::watch::iterator_row(Some(
+            p.adopt(&[*cookie]).map(|r| r.get(cookie).copied()),
+        )),
+    });
+    if let Some(p) = probe.as_mut() {
+        let want = crate::run::keepalive_config(args);
+        rows.extend(crate::check::watch::new_connection_rows(p, &want));
+    }
+    drop(probe); // detaches every program
+    rows.push(match conn {
+        Ok((client, server, cookie)) => destroy_row(&client, &server, cookie),
+        Err(e) => Row::fail("SOCK_DESTROY", format!("{e:#}")),
+    });
+    rows
+}
+
+/// Whether the kernel reports unanswered keepalive probes (`features::KEEPALIVE_NEWS`).
+fn keepalive_news_row(p: &Probe) -> Row {
+    let since = lifeline_common::features::KEEPALIVE_NEWS.since;
+    match (p.unanswered_news, &p.unanswered_hook) {
+        (true, Ok(hook)) => Row::pass(
+            "unanswered probes",
+            format!(
+                "{hook} attached: the kernel reports unanswered keepalive probes of watched sockets"
+            ),
+        ),
+        (_, hook) => Row::warn(
+            "unanswered probes",
+            format!(
+                "unavailable ({}; needs Linux {}.{} and BTF): idle sockets are looked at through sock_diag on a schedule",
+                hook.as_ref().err().map_or("unknown", String::as_str),
+                since.0,
+                since.1
+            ),
+        ),
+    }
+}
+
+/// A connected pair on 127.0.0.1 and the client socket's cookie.
+fn loopback_pair() -> Result<(TcpStream, TcpStream, u64)> {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").context("cannot listen on 127.0.0.1 (is lo up?)")?;
+    let client =
+        TcpStream::connect(listener.local_addr()?).context("cannot connect on loopback")?;
+    let (server, _) = listener.accept()?;
+    let cookie = crate::watch::netns::socket_cookie(&client)?;
+    Ok((client, server, cookie))
+}
+
+/// `_server` is held open so that only the kill can end the client's read.
+fn destroy_row(client: &TcpStream, _server: &TcpStream, cookie: u64) -> Row {
+    let result = (|| -> Result<String> {
+        let mut diag = SockDiag::open().context("opening sock_diag")?;
+        let (local, peer) = (client.local_addr()?, client.peer_addr()?);
+        match diag.destroy(local, peer, cookie)? {
+            Destroyed::Killed => {}
+            Destroyed::Gone => {
+                return Err(anyhow!("the kernel did not find the check's own socket"));
+            }
+        }
+        client.set_read_timeout(Some(std::time::Duration::from_secs(2)))?;
+        let err = (&*client).read(&mut [0u8; 1]).err().map(|e| e.kind());
+        match err {
+            Some(ErrorKind::ConnectionAborted) => {
+                Ok("destroyed a loopback socket; its owner got ECONNABORTED".to_owned())
+            }
+            other => Err(anyhow!(
+                "the destroyed socket's owner saw {other:?}, not ECONNABORTED"
+            )),
+        }
+    })();
+    match result {
+        Ok(d) => Row::pass("SOCK_DESTROY", d),
+        Err(e) => {
+            let e = format!("{e:#}");
+            let why = if e.contains("not permitted") {
+                "needs CAP_NET_ADMIN"
+            } else {
+                "needs CONFIG_INET_DIAG_DESTROY=y"
+            };
+            Row::fail(
+                "SOCK_DESTROY",
+                format!("{e} ({why}); kills are impossible, only --restart-unit can help"),
+            )
+        }
+    }
+}
+
+/// D-Bus reachable, and the unit known to its manager.
+pub fn dbus_row(bus: &SystemdBus, unit: &str) -> Row {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return Row::fail("systemd unit", format!("starting the runtime: {e}")),
+    };
+    let state = rt.block_on(async {
+        let conn = dbus::connect(bus).await?;
+        dbus::unit_state(&conn, unit).await
+    });
+    match state {
+        Ok((load, active)) if load == "loaded" => {
+            Row::pass("systemd unit", format!("{unit}: {load}, {active}"))
+        }
+        Ok((load, _)) => Row::fail(
+            "systemd unit",
+            format!("{unit}: {load}; --restart-unit must name a unit systemd knows"),
+        ),
+        Err(e) => Row::fail("systemd unit", format!("{unit}: {e:#}")),
+    }
+}

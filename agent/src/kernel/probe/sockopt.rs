@@ -1,0 +1,49 @@
+//! The `setsockopt` hook: loaded with the namespace check where the kernel allows it
+//! (`APP_KEEPALIVE_NETNS`), else without it (`APP_KEEPALIVE`), else not at all, which only
+//! means an application's later keepalive calls win (one warning, and `check` says so).
+
+use std::os::fd::BorrowedFd;
+
+use anyhow::Result;
+use aya::{Ebpf, programs::CgroupSockopt};
+use lifeline_common::{
+    features::{APP_KEEPALIVE, APP_KEEPALIVE_NETNS},
+    programs,
+};
+
+use super::{ATTACH_MODE, program};
+
+/// Which variant of the hook runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AppKeepalive {
+    /// Watched sockets of the agent's namespace only.
+    Merged,
+    /// Matched by addresses and ports alone (no namespace cookie in this hook before 5.15).
+    MergedAnyNetns,
+    /// The hook could not load: why.
+    Unavailable(String),
+}
+
+fn attach(ebpf: &mut Ebpf, name: &str, cgroup: BorrowedFd<'_>) -> Result<()> {
+    let prog: &mut CgroupSockopt = program(ebpf, name)?;
+    prog.load()
+        .map_err(|e| crate::kernel::errors::explain_program(name, &e))?;
+    prog.attach(cgroup, ATTACH_MODE)
+        .map_err(|e| crate::kernel::errors::explain_program(name, &e))?;
+    Ok(())
+}
+
+pub(super) fn load(ebpf: &mut Ebpf, cgroup: BorrowedFd<'_>) -> AppKeepalive {
+    let Err(first) = attach(ebpf, programs::SETSOCKOPT, cgroup) else {
+        return AppKeepalive::Merged;
+    };
+    tracing::debug!(error = %format!("{first:#}"), "setsockopt hook with the namespace check did not load (needs Linux {}.{}); trying without", APP_KEEPALIVE_NETNS.since.0, APP_KEEPALIVE_NETNS.since.1);
+    match attach(ebpf, programs::SETSOCKOPT_ANY_NETNS, cgroup) {
+        Ok(()) => AppKeepalive::MergedAnyNetns,
+        Err(e) => {
+            let why = format!("{e:#}");
+            tracing::warn!(error = %why, "setsockopt hook unavailable (needs Linux {}.{}): an application that sets its own keepalive after connecting loosens lifeline's", APP_KEEPALIVE.since.0, APP_KEEPALIVE.since.1);
+            AppKeepalive::Unavailable(why)
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The keepalive news programs (`agent-ebpf/src/unanswered.rs`): keepalive probes of a
+//! watched idle socket unanswered past the threshold are news. fentry on `tcp_write_wakeup`
+//! where the kernel allows it, else the `timer_expire_entry` tracepoint. Optional: without
+//! either (no BTF, a struct that changed shape) idle sockets are looked at through
+//! `sock_diag` on a schedule, as before; one warning says so and `check` shows it.
+
+use anyhow::{Context as _, Result, ensure};
+use aya::{
+    Ebpf, EbpfLoader,
+    programs::{BtfTracePoint, FEntry},
+};
+use lifeline_common::{
+    features::KEEPALIVE_NEWS,
+    globals::{
+        COOKIE_OFFSET, KEEPALIVE_TIMER, PROBES_OUT_OFFSET, SK_TIMER_OFFSET, TIMER_FUNCTION_OFFSET,
+        UNANSWERED_MIN,
+    },
+    programs,
+};
+
+use super::{btf::Btf, program};
+
+const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+/// The program's load-time globals (`lifeline_common::globals`).
+pub(super) struct Globals {
+    probes_out: u32,
+    cookie: u32,
+    min: u32,
+    timer_function: u32,
+    sk_timer: u32,
+    /// 0 when unknown: no fallback.
+    keepalive_timer: u64,
+}
+
+/// Which program reports (`Probe::unanswered_hook`).
+pub const FENTRY: &str = "fentry on tcp_write_wakeup";
+pub const TIMER: &str = "the timer_expire_entry tracepoint";
+
+/// Unanswered probes from which the next one is news: two before `--silent-probes`, so the
+/// agent looks at the socket while the silent rule is still ahead (at least 1: a probe with
+/// none unanswered before it is a healthy socket's routine one).
+#[must_use]
+fn unanswered_min(silent_probes: u8) -> u32 {
+    u32::from(silent_probes).saturating_sub(2).max(1)
+}
+
+impl Globals {
+    /// The offsets from the running kernel's BTF.
+    pub(super) fn from_kernel(silent_probes: u8) -> Result<Self> {
+        let raw = std::fs::read(VMLINUX).with_context(|| format!("reading {VMLINUX}"))?;
+        let btf = Btf::parse(&raw).with_context(|| format!("parsing {VMLINUX}"))?;
+        let (probes_out, size) = btf.member("inet_connection_sock", "icsk_probes_out")?;
+        ensure!(size == 1, "icsk_probes_out is {size} bytes, not 1");
+        let (cookie, size) = btf.member("sock_common", "skc_cookie")?;
+        ensure!(size == 8, "skc_cookie is {size} bytes, not 8");
+        // The program reads the cookie from the start of `struct sock`.
+        let (common, _) = btf.member("sock", "__sk_common")?;
+        ensure!(
+            common == 0,
+            "struct sock does not start with its sock_common"
+        );
+        let (timer_function, _) = btf.member("timer_list", "function")?;
+        let (sk_timer, _) = btf.member("sock", "sk_timer")?;
+        Ok(Self {
+            probes_out,
+            cookie,
+            min: unanswered_min(silent_probes),
+            timer_function,
+            sk_timer,
+            keepalive_timer: kallsyms("tcp_keepalive_timer").unwrap_or(0),
+        })
+    }
+
+    pub(super) fn set<'a>(&'a self, loader: &mut EbpfLoader<'a>) {
+        loader
+            .override_global(PROBES_OUT_OFFSET, &self.probes_out, true)
+            .override_global(COOKIE_OFFSET, &self.cookie, true)
+            .override_global(UNANSWERED_MIN, &self.min, true)
+            .override_global(TIMER_FUNCTION_OFFSET, &self.timer_function, true)
+            .override_global(SK_TIMER_OFFSET, &self.sk_timer, true)
+            .override_global(KEEPALIVE_TIMER, &self.keepalive_timer, true);
+    }
+}
+
+/// The address of a kernel function (its exact name, not a `.cold` part).
+fn kallsyms(name: &str) -> Option<u64> {
+    let all = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    all.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (addr, kind, sym) = (f.next()?, f.next()?, f.next()?);
+        let addr = u64::from_str_radix(addr, 16).ok()?;
+        // 0: addresses hidden (`kptr_restrict`).
+        (sym == name && matches!(kind, "t" | "T") && addr != 0).then_some(addr)
+    })
+}
+
+/// Load and attach a reporting program when `globals` were found: `Ok(hook)`, or why not
+/// (after one warning).
+pub(super) fn attach(ebpf: &mut Ebpf, globals: &Result<Globals>) -> Result<&'static str, String> {
+    let result = (|| -> Result<&'static str> {
+        let g = globals.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let btf = aya::Btf::from_sys_fs().with_context(|| format!("reading {VMLINUX}"))?;
+        let Err(first) = fentry(ebpf, &btf) else {
+            return Ok(FENTRY);
+        };
+        ensure!(
+            g.keepalive_timer != 0,
+            "{first:#}; no tcp_keepalive_timer in /proc/kallsyms for the fallback"
+        );
+        let name = programs::UNANSWERED_TIMER;
+        let prog: &mut BtfTracePoint = program(ebpf, name)?;
+        prog.load("timer_expire_entry", &btf)
+            .and_then(|()| prog.attach().map(drop))
+            .map_err(|e| crate::kernel::errors::explain_program(name, &e))
+            .with_context(|| format!("{first:#}; fallback"))?;
+        tracing::debug!(error = %format!("{first:#}"), "keepalive news through the timer_expire_entry tracepoint: fentry unavailable");
+        Ok(TIMER)
+    })();
+    result.map_err(|e| {
+        let why = format!("{e:#}");
+        tracing::warn!(error = %why, "keepalive news unavailable (needs Linux {}.{} with BTF): idle sockets are looked at through sock_diag on a schedule",
+            KEEPALIVE_NEWS.since.0, KEEPALIVE_NEWS.since.1);
+        why
+    })
+}
+
+fn fentry(ebpf: &mut Ebpf, btf: &aya::Btf) -> Result<()> {
+    let name = programs::UNANSWERED;
+    let prog: &mut FEntry = program(ebpf, name)?;
+    prog.load("tcp_write_wakeup", btf)
+        .and_then(|()| prog.attach().map(drop))
+        .map_err(|e| crate::kernel::errors::explain_program(name, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_threshold_is_two_probes_before_the_silent_rule() {
+        assert_eq!(super::unanswered_min(11), 9);
+        assert_eq!(super::unanswered_min(3), 1);
+        assert_eq!(super::unanswered_min(1), 1);
+    }
+}

@@ -1,0 +1,109 @@
+//! Tasks that drain the probe's ring buffers, woken by their fds through tokio's `AsyncFd`
+//! rather than polled.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::Result;
+use lifeline_common::news::{self, News};
+use tokio::{
+    io::{Interest, unix::AsyncFd},
+    sync::Notify,
+};
+
+use crate::kernel::probe::Probe;
+
+/// News the reader has taken off the ring buffer and the next sweep has not handled yet.
+#[derive(Clone, Default)]
+pub struct Inbox(Arc<Mutex<Vec<News>>>);
+
+impl Inbox {
+    /// Everything received so far, oldest first; the inbox is empty afterwards.
+    #[must_use]
+    pub fn take(&self) -> Vec<News> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn push(&self, batch: &mut Vec<News>) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .append(batch);
+    }
+}
+
+/// Collect the probe's news into `inbox`, and wake the sweep at once when a watched socket
+/// enters trouble (one event per episode) or its keepalive probes go unanswered, so a peer
+/// probe or a look starts within milliseconds rather than at the next sweep. Other news
+/// waits for the next sweep.
+pub fn spawn_news_reader(probe: &mut Probe, wake: &Arc<Notify>, inbox: &Inbox) -> Result<()> {
+    let ring = probe.take_news()?;
+    // SAFETY: the AsyncFd owns the ring buffer, which owns its fd, so the fd stays open for
+    // as long as it is registered.
+    let mut fd = unsafe { AsyncFd::register_with_interest(ring, Interest::READABLE) }
+        .map_err(|e| anyhow::anyhow!("watching the probe's news buffer: {e}"))?;
+    let (wake, inbox) = (Arc::clone(wake), inbox.clone());
+    tokio::spawn(async move {
+        let mut batch = Vec::new();
+        while let Ok(mut guard) = fd.readable_mut().await {
+            let mut trouble = false;
+            // Bounded: the kernel side holds at most 1 MiB of events.
+            while let Some(item) = guard.get_inner_mut().next() {
+                let Some(n) = decode(&item) else { continue };
+                trouble |= matches!(n.kind, news::TROUBLE | news::UNANSWERED);
+                batch.push(n);
+            }
+            guard.clear_ready();
+            inbox.push(&mut batch);
+            if trouble {
+                wake.notify_one();
+            }
+        }
+    });
+    Ok(())
+}
+
+fn decode(raw: &[u8]) -> Option<News> {
+    let word = |at: usize, n: usize| raw.get(at..at + n);
+    let cookie = u64::from_ne_bytes(word(0, 8)?.try_into().ok()?);
+    let kind = u32::from_ne_bytes(word(8, 4)?.try_into().ok()?);
+    let arg = u32::from_ne_bytes(word(12, 4)?.try_into().ok()?);
+    Some(News { cookie, kind, arg })
+}
+
+/// Forward the probe's aya-log messages (map full, ...) into tracing, woken by the
+/// ring buffer's fd rather than polled.
+pub fn spawn_probe_logger(probe: &mut Probe) -> Result<()> {
+    let logger = probe.take_logger()?;
+    // SAFETY: the AsyncFd owns the logger, which owns the ring buffer's fd, so the fd
+    // stays open for as long as it is registered.
+    let mut fd = unsafe { AsyncFd::register_with_interest(logger, Interest::READABLE) }
+        .map_err(|e| anyhow::anyhow!("watching the probe's log buffer: {e}"))?;
+    tokio::spawn(async move {
+        while let Ok(mut guard) = fd.readable_mut().await {
+            guard.get_inner_mut().flush();
+            guard.clear_ready();
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_decodes_and_a_short_one_is_skipped() {
+        let mut raw = 7u64.to_ne_bytes().to_vec();
+        raw.extend(news::UNANSWERED.to_ne_bytes());
+        raw.extend(9u32.to_ne_bytes());
+        assert_eq!(
+            decode(&raw),
+            Some(News {
+                cookie: 7,
+                kind: news::UNANSWERED,
+                arg: 9
+            })
+        );
+        assert_eq!(decode(&raw[..14]), None);
+    }
+}

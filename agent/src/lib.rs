@@ -1,0 +1,68 @@
+//! `lifeline`: heals black-holed TCP connections of a node daemon. See README.md and the code
+//! map in docs/ARCHITECTURE.md: one folder per stage of the data path, from the kernel up.
+
+mod act;
+mod check;
+mod cli;
+mod daemon;
+mod endpoint;
+mod judge;
+mod kernel;
+mod node;
+mod report;
+mod run;
+mod settings;
+mod watch;
+
+use std::process::ExitCode;
+
+/// The whole `lifeline` command: parse `args` (with the program name first), run the
+/// subcommand, and turn every failure into one line on stderr and an exit code.
+#[must_use]
+pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
+    // A bug must still end in one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!(
+            "lifeline: error: internal error: {}",
+            info.to_string().replace('\n', " ")
+        );
+    }));
+    let cli = match settings::config::parse_cli(args) {
+        Ok(cli) => cli,
+        Err(settings::config::CliError::Clap(e)) if !e.use_stderr() => {
+            let _ = e.print(); // --help, --version
+            return ExitCode::SUCCESS;
+        }
+        Err(settings::config::CliError::Clap(e)) => {
+            // A usage error is bad input like any other: one line, exit 2 (clap's code).
+            eprintln!(
+                "lifeline: error: {} (see --help)",
+                settings::config::one_line_clap(&e)
+            );
+            return ExitCode::from(2);
+        }
+        Err(settings::config::CliError::Config(msg)) => {
+            eprintln!("lifeline: error: {msg}");
+            return ExitCode::from(settings::config::EX_CONFIG);
+        }
+    };
+    let result = match &cli.command {
+        cli::Command::Run(args) => run::run(args),
+        cli::Command::Check(args) => check::run(args),
+        cli::Command::Status(args) if args.json => report::status::print_json(&args.status_socket)
+            .inspect_err(|e| {
+                // Scripts asked for JSON: they get JSON, also about the failure (nothing was
+                // printed unless the answer began as a JSON object).
+                println!("{}", serde_json::json!({ "error": format!("{e:#}") }));
+            }),
+        cli::Command::Status(args) => report::status::fetch(&args.status_socket)
+            .map(|snap| print!("{}", report::status::render(&snap))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lifeline: error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}

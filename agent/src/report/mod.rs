@@ -1,0 +1,7 @@
+//! What the agent tells operators: the status socket and its rows, the Prometheus metrics and
+//! the tracing setup (journald or stderr). Fed from the judge's typed decisions.
+
+pub mod logging;
+pub mod metrics;
+pub mod snapshot;
+pub mod status;

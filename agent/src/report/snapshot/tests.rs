@@ -1,0 +1,57 @@
+//! The row as the status client reads it back.
+
+use super::*;
+use crate::report::status::SocketStatus;
+
+/// 198.51.100.2:40000 -> 203.0.113.7:6443, owned by pid 812 named `comm`.
+pub(super) fn v4_record(comm: &[u8], reasons: u32) -> SockState {
+    let mut rec = SockState {
+        family: 2,
+        local_port: 40_000,
+        peer_port: 6443,
+        owner_pid: 812,
+        reasons,
+        ..SockState::default()
+    };
+    rec.local_addr[..4].copy_from_slice(&[198, 51, 100, 2]);
+    rec.peer_addr[..4].copy_from_slice(&[203, 0, 113, 7]);
+    rec.owner_comm[..comm.len()].copy_from_slice(comm);
+    rec
+}
+
+#[test]
+fn a_row_reads_back_as_the_status_client_expects() {
+    let rec = SockState {
+        established_ns: 1_000_000_000,
+        last_ack_ns: 3_000_000_000,
+        ..v4_record(b"kubelet", BY_CGROUP | BY_ENDPOINT)
+    };
+    let x = Extra {
+        verdict: Some(Verdict::Idle),
+        kernel: None,
+        owner: Owner::Holds,
+        keepalive: "2s,1s,20",
+        endpoint: Some(("api:6443", "in-set")),
+        endpoint_socket: Some(true),
+    };
+    let mut json = Vec::new();
+    row(7, &rec, &x, 5_000_000_000).write_json(&mut json);
+    let back: SocketStatus = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        (back.local.as_str(), back.peer.as_str()),
+        ("198.51.100.2:40000", "203.0.113.7:6443")
+    );
+    assert_eq!(back.owner_comm.as_deref(), Some("kubelet"));
+    assert_eq!(
+        (back.established_age_ms, back.last_ack_age_ms),
+        (4_000, 2_000)
+    );
+    assert_eq!(
+        (back.verdict.as_str(), back.keepalive.as_str()),
+        ("idle", "2s,1s,20")
+    );
+    assert_eq!(back.endpoint_member.as_deref(), Some("in-set"));
+    assert_eq!(back.endpoint_socket, Some(true));
+    assert_eq!(back.watched_by, ["cgroup", "endpoint"]);
+    assert_eq!((back.source.as_str(), back.polled), ("sock_ops", None));
+}

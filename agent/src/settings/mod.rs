@@ -1,0 +1,3 @@
+//! The command line and the config file turned into the values the stages run with.
+
+pub mod config;
