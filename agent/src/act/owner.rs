@@ -16,7 +16,7 @@ use lifeline_common::{
 
 use crate::{
     judge::{Budget, UnitOwned, Whose},
-    watch::Targets,
+    settings::Targets,
     watch::cgroup,
 };
 

@@ -7,8 +7,10 @@ use std::path::Path;
 use crate::{
     check::probe::Row,
     kernel::errors,
-    node::mounts::{self, Outcome},
-    node::seccomp,
+    node::{
+        mounts::{self, Outcome},
+        seccomp,
+    },
 };
 
 /// `bpf(2)` and `perf_event_open(2)` reach the kernel, or what refuses them.

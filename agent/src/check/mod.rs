@@ -22,7 +22,7 @@ use crate::{
     endpoint::setup::{self, Configured},
     kernel::errors,
     node::mounts,
-    watch::Targets,
+    settings::Targets,
     watch::cgroup,
 };
 

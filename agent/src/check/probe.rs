@@ -13,11 +13,12 @@ use anyhow::{Context as _, Result, anyhow};
 
 use crate::{
     act::restart::dbus,
-    cli::RunArgs,
-    cli::node_args::SystemdBus,
-    kernel::diag::{Destroyed, SockDiag},
-    kernel::probe::{Probe, ProbeConfig},
-    watch::Targets,
+    cli::{RunArgs, node_args::SystemdBus},
+    kernel::{
+        diag::{Destroyed, SockDiag},
+        probe::{Probe, ProbeConfig},
+    },
+    settings::Targets,
 };
 
 pub struct Row {

@@ -14,10 +14,7 @@ use crate::{
     act,
     endpoint::{Follow, Members},
     judge::{self, Judge, Kill, Read, Seen, Socket},
-    kernel::clock,
-    kernel::diag::SockDiag,
-    kernel::mirror::Mirror,
-    kernel::probe::Probe,
+    kernel::{clock, diag::SockDiag, mirror::Mirror, probe::Probe},
     report::status::Snapshot,
 };
 

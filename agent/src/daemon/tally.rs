@@ -8,7 +8,7 @@ use std::{collections::HashMap, time::Duration};
 
 use lifeline_common::SockState;
 
-use crate::{judge::Verdict, judge::due::DueQueue};
+use crate::judge::{Verdict, due::DueQueue};
 
 #[derive(Default)]
 pub struct Tally {

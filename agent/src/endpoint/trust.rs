@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::watch::DEFAULT_CGROUP;
+use crate::settings::DEFAULT_CGROUP;
 
 /// A process named `kubelet` that discovery did not trust, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,7 +14,10 @@ use lifeline_common::{
     keepalive::{KA_ARMED, KA_NO_ITERATOR, KA_OFF, KA_PENDING, KA_SET_UNREAD, ka_armed},
 };
 
-use crate::{judge::due::DueQueue, kernel::clock, kernel::diag::TcpInfo};
+use crate::{
+    judge::due::DueQueue,
+    kernel::{clock, diag::TcpInfo},
+};
 
 pub struct IdleWatch {
     /// The silent rule; `None` when keepalive is off: nothing is ever silent.

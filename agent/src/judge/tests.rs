@@ -5,8 +5,10 @@ use std::time::{Duration, Instant};
 
 use lifeline_common::{Keepalive, SockState};
 
-use super::endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK};
-use super::*;
+use super::{
+    endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK},
+    *,
+};
 use crate::{cli::node_args::ActionMode, endpoint::Membership};
 
 const S: u64 = 1_000_000_000;

@@ -3,8 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use super::tests::{kill, settings};
-use super::*;
+use super::{
+    tests::{kill, settings},
+    *,
+};
 use crate::cli::node_args::ActionMode;
 
 fn noisy(cookie: u64) -> Kill {

@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 
 use lifeline_common::SockState;
 
-use super::endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK};
-use super::*;
+use super::{
+    endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK},
+    *,
+};
 
 const SPREAD: Duration = Duration::from_mins(1);
 

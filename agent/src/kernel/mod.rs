@@ -2,7 +2,6 @@
 //! probe's records, the adoption of sockets that predate the agent, and the few syscalls the
 //! other stages need (the monotonic clock, keepalive options). Nothing here decides anything.
 
-pub mod adopt;
 pub mod clock;
 pub mod diag;
 pub mod errors;
@@ -11,3 +10,4 @@ pub mod owners;
 pub mod probe;
 pub mod readers;
 pub mod sockopts;
+pub mod tracefs;

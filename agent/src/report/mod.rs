@@ -3,5 +3,6 @@
 
 pub mod logging;
 pub mod metrics;
+pub mod notify;
 pub mod snapshot;
 pub mod status;

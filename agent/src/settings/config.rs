@@ -15,7 +15,7 @@ use clap::{
     Arg, ArgAction, ArgMatches, CommandFactory as _, FromArgMatches as _, parser::ValueSource,
 };
 
-use crate::{cli::Cli, cli::node_args::DEFAULT_CONFIG};
+use crate::cli::{Cli, node_args::DEFAULT_CONFIG};
 
 /// sysexits.h `EX_CONFIG`: the configuration is wrong (documented in the README).
 pub const EX_CONFIG: u8 = 78;

@@ -137,9 +137,9 @@ fn configmap_toml(manifest: &str) -> String {
         .join("\n")
 }
 
-fn targets(args: &crate::cli::RunArgs) -> crate::watch::Targets {
+fn targets(args: &crate::cli::RunArgs) -> crate::settings::Targets {
     let root = std::path::Path::new("/");
-    crate::watch::Targets::from_args(args, std::path::Path::new("/sys/fs/cgroup"), root)
+    crate::settings::Targets::from_args(args, std::path::Path::new("/sys/fs/cgroup"), root)
         .expect("targets")
 }
 

@@ -8,8 +8,7 @@ use std::{collections::HashMap, os::unix::fs::MetadataExt as _, time::Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::targets::CgroupTarget;
-use crate::kernel::probe::Probe;
+use crate::{kernel::probe::Probe, settings::CgroupTarget};
 
 /// What `lifeline status` shows of one target.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]

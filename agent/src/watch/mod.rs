@@ -3,21 +3,17 @@
 //! The probe attaches once, to the cgroup v2 root, which no unit restart can remove, and
 //! selects in the kernel (see `lifeline_common::watch`): target cgroups by id, kept current
 //! by tracepoints as systemd re-creates them; process names; the endpoint's addresses. Here
-//! is the agent's half: the targets from the flags, the cgroup and endpoint-peer
+//! is the agent's half (the targets themselves are settings: `settings::targets`): the cgroup and endpoint-peer
 //! bookkeeping, and the namespace calibration.
 
+pub mod adopt;
 pub mod cgroup;
 
 mod cgroups;
 pub mod netns;
 mod peers;
 mod state;
-mod targets;
-pub mod tracefs;
 
 pub use cgroups::{CgroupWatch, TargetStatus};
 pub use peers::PeerSync;
 pub use state::Watching;
-#[cfg(test)]
-pub use targets::CgroupTarget;
-pub use targets::{DEFAULT_CGROUP, Targets};

@@ -3,13 +3,15 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use super::{CgroupWatch, PeerSync, TargetStatus, Targets};
+use super::{CgroupWatch, PeerSync, TargetStatus};
 use crate::{
     endpoint::Follow,
-    kernel::adopt::{self, Selector},
-    kernel::diag::SockDiag,
-    kernel::probe::Probe,
-    watch::cgroup,
+    kernel::{diag::SockDiag, probe::Probe},
+    settings::Targets,
+    watch::{
+        adopt::{self, Selector},
+        cgroup,
+    },
 };
 
 pub struct Watching {

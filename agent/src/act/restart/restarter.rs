@@ -16,8 +16,10 @@ use super::{
     policy::{Gate, RestartPolicy, jitter},
     scope::UnitScope,
 };
-use crate::cli::node_args::SystemdBus;
-use crate::judge::{RestartRequest as Request, Stage};
+use crate::{
+    cli::node_args::SystemdBus,
+    judge::{RestartRequest as Request, Stage},
+};
 
 /// While systemd has not told us the unit's cgroup (the unit not started yet, the bus not
 /// reachable), ask again this often.

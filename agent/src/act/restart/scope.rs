@@ -10,7 +10,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use crate::watch::Targets;
+use crate::settings::Targets;
 
 #[derive(Clone, Debug)]
 pub struct UnitScope {
@@ -76,7 +76,7 @@ impl UnitScope {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::watch::CgroupTarget;
+    use crate::settings::CgroupTarget;
 
     fn targets(dirs: &[&str]) -> Targets {
         Targets {

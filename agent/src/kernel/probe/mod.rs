@@ -65,7 +65,7 @@ pub struct ProbeConfig<'a> {
     /// The cgroup v2 root: attached there, the probe outlives every unit's cgroup.
     pub root: &'a File,
     pub ports: &'a [u16],
-    pub targets: &'a crate::watch::Targets,
+    pub targets: &'a crate::settings::Targets,
     pub max_sockets: u32,
     /// What to arm watched sockets with; `idle_s` 0: no keepalive.
     pub keepalive: Keepalive,
@@ -299,7 +299,7 @@ fn attach_tracepoints(ebpf: &mut Ebpf) -> Result<()> {
             (programs::CGROUP_MKDIR, "cgroup_mkdir"),
             (programs::CGROUP_RMDIR, "cgroup_rmdir"),
         ] {
-            crate::watch::tracefs::check_layout(event)?;
+            crate::kernel::tracefs::check_layout(event)?;
             let tp: &mut TracePoint = program(ebpf, name)?;
             tp.load()
                 .map_err(|e| crate::kernel::errors::explain_program(name, &e))?;

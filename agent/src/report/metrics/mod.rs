@@ -22,7 +22,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::{report::metrics::probe::ProbeCounters, report::status::Snapshot};
+use crate::report::{metrics::probe::ProbeCounters, status::Snapshot};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {

@@ -8,8 +8,10 @@ use std::{collections::HashMap, time::Duration};
 
 use crate::{
     judge::{Silence, Verdict, verdict},
-    kernel::diag::{DiagError, DiagSock, SockDiag, states},
-    kernel::mirror::Mirror,
+    kernel::{
+        diag::{DiagError, DiagSock, SockDiag, states},
+        mirror::Mirror,
+    },
 };
 
 /// `AF_INET`, `AF_INET6`: the kernel dumps one family at a time.

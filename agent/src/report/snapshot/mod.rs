@@ -19,8 +19,10 @@ use serde::{Serialize, Serializer, ser::SerializeSeq};
 
 use crate::{
     judge::Verdict,
-    kernel::clock,
-    kernel::diag::{DiagSock, states},
+    kernel::{
+        clock,
+        diag::{DiagSock, states},
+    },
 };
 
 mod json;

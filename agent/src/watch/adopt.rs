@@ -17,11 +17,13 @@ use lifeline_common::{
 };
 
 use crate::{
-    kernel::clock,
-    kernel::diag::{DiagSock, STATE_ESTABLISHED, SockDiag},
-    kernel::owners,
-    kernel::probe::Probe,
-    watch::Targets,
+    kernel::{
+        clock,
+        diag::{DiagSock, STATE_ESTABLISHED, SockDiag},
+        owners,
+        probe::Probe,
+    },
+    settings::Targets,
 };
 
 /// Which existing sockets are targets, and why (`lifeline_common::watch::BY_*`; 0: not one).

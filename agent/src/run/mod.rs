@@ -9,21 +9,23 @@ use tokio::{
     sync::{Notify, watch},
 };
 
+mod node;
+
 use crate::{
     cli::RunArgs,
     daemon::Daemon,
     endpoint,
     judge::{self, Judge},
-    kernel::adopt,
-    kernel::diag::SockDiag,
-    kernel::errors,
-    kernel::probe::{Probe, ProbeConfig},
-    kernel::readers,
+    kernel::{
+        diag::SockDiag,
+        errors,
+        probe::{Probe, ProbeConfig},
+        readers,
+    },
     node::mounts,
-    report::logging,
-    report::status,
-    watch::cgroup,
-    watch::{Targets, Watching, netns},
+    report::{logging, status},
+    settings::Targets,
+    watch::{Watching, adopt, cgroup, netns},
 };
 
 /// # Errors
@@ -31,7 +33,7 @@ use crate::{
 pub fn run(args: &RunArgs) -> Result<()> {
     // Before anything is mounted or locked: a binary without its object can do nothing.
     crate::kernel::probe::object()?;
-    crate::node::validate(args)?;
+    node::validate(args)?;
     let silence = args
         .silence()
         .map_err(anyhow::Error::msg)?
@@ -80,7 +82,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let follow = endpoint::setup::start(args, &endpoints, &wake)?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let no_endpoints = endpoint::Endpoints::default();
-        let (node, restarts) = crate::node::Node::start(
+        let (node, restarts) = node::Node::start(
             args,
             &rx,
             follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints),

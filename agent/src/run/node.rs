@@ -1,0 +1,98 @@
+//! Node integration, wired into `lifeline run` through three calls: `validate`
+//! before anything is attached, `start` once the status channel exists, `ready`/`stop`
+//! around the sweep loop. Behind them: systemd notify, the restart escalation, metrics.
+
+use anyhow::{Result, bail};
+use tokio::{sync::watch, task::JoinHandle};
+
+use crate::{
+    act::restart::{
+        restarter::{Restarter, Restarts},
+        scope::UnitScope,
+    },
+    cli::{RunArgs, node_args::ActionMode},
+    report::{notify, status::Snapshot},
+    settings::Targets,
+};
+
+/// Flag combinations that make no sense, refused before anything is attached.
+///
+/// # Errors
+/// One line naming the flags.
+pub fn validate(args: &RunArgs) -> Result<()> {
+    let n = &args.node;
+    if n.action == ActionMode::Restart && n.restart_unit.is_none() {
+        bail!(
+            "invalid --action restart: it needs --restart-unit (the unit to restart, e.g. kubelet.service)"
+        );
+    }
+    if let Some(addr) = n
+        .metrics_addr
+        .filter(|a| !a.ip().is_loopback() && !n.metrics_allow_remote)
+    {
+        bail!(
+            "invalid --metrics-addr {addr}: not a loopback address; add --metrics-allow-remote to serve metrics beyond this node"
+        );
+    }
+    Ok(())
+}
+
+pub struct Node {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Node {
+    /// Starts the background tasks; returns where the daemon sends restart requests (None
+    /// without --restart-unit: then lifeline never restarts anything). `targets` and
+    /// `cgroup_mount`: to find the unit's cgroup when systemd has not said it yet.
+    ///
+    /// # Errors
+    /// When the metrics address cannot be bound.
+    pub fn start(
+        args: &RunArgs,
+        snapshots: &watch::Receiver<Snapshot>,
+        endpoints: &crate::endpoint::Endpoints,
+        targets: &Targets,
+        cgroup_mount: &std::path::Path,
+    ) -> Result<(Self, Option<Restarts>)> {
+        let mut tasks = Vec::new();
+        if let Some(addr) = args.node.metrics_addr {
+            tasks.extend(crate::report::metrics::http::serve(
+                addr,
+                snapshots.clone(),
+            )?);
+        }
+        tasks.extend(notify::spawn(snapshots.clone(), args.sweep_interval));
+        let restarts = args.node.restart_unit.as_ref().map(|unit| {
+            let restarter = Restarter {
+                bus: args.node.systemd_bus.clone(),
+                unit: unit.clone(),
+                max_per_hour: args.node.max_restarts,
+                first_pause: args.node.restart_backoff,
+                endpoints: endpoints.clone(),
+                scope: UnitScope::new(unit, cgroup_mount, targets),
+            };
+            let (tx, task) = restarter.spawn();
+            tasks.push(task);
+            tx
+        });
+        Ok((Self { tasks }, restarts))
+    }
+
+    /// The probe is attached: tell systemd.
+    #[allow(
+        clippy::unused_self,
+        reason = "a method so that it can only be called once started"
+    )]
+    pub fn ready(&self, snapshot: &Snapshot) {
+        notify::ready(snapshot);
+    }
+
+    /// Leaving: tell systemd, end the tasks.
+    pub fn stop(self) {
+        notify::stopping();
+        for t in self.tasks {
+            t.abort();
+        }
+    }
+}
