@@ -4,6 +4,7 @@
 //! agent and is kept to anyhow alone, and a handful of subcommands with a few flags each do not need clap.
 
 mod bench;
+mod cargo_run;
 mod deb;
 mod docs;
 mod gofixture;
