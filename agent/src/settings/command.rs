@@ -28,11 +28,11 @@ pub enum Command {
 /// As `CliError` says; the messages are `parse_cli`'s.
 pub fn read(argv: Vec<OsString>) -> Result<Command, CliError> {
     Ok(match parse_cli(argv)?.command {
-        cli::Command::Run(args) => Command::Run(Box::new(Run::from_args(&args))),
-        cli::Command::Check(args) => Command::Check(Box::new(Run::from_args(&args))),
-        cli::Command::Status(args) => Command::Status {
-            socket: args.status_socket,
-            json: args.json,
+        cli::Command::Run(flags) => Command::Run(Box::new(Run::from_args(&flags))),
+        cli::Command::Check(flags) => Command::Check(Box::new(Run::from_args(&flags))),
+        cli::Command::Status(flags) => Command::Status {
+            socket: flags.status_socket,
+            json: flags.json,
         },
     })
 }
