@@ -21,7 +21,7 @@ use crate::{
     endpoint::setup::{self, Configured},
     kernel::errors,
     node::mounts,
-    settings::{Run, Targets},
+    settings::{Run, Targets, run::Watch},
     watch::cgroup,
 };
 
@@ -38,7 +38,7 @@ pub fn run(args: &Run) -> Result<()> {
     // exits): the rows then say what `run` will manage, and the probe rows see what the
     // daemon will (the cgroup tracepoints need tracefs).
     let private = mounts::private_namespace();
-    let target = targets(args, &mut rows);
+    let target = targets(&args.watch, &mut rows);
     rows.push(host::mount_row(
         "bpffs",
         "bpf",
@@ -137,7 +137,7 @@ fn privileges() -> Row {
 
 /// The cgroup2 mount (where the probe attaches) and each target, resolved as `run` does.
 /// A target cgroup that does not exist yet is a warning: `run` waits for it.
-fn targets(args: &Run, rows: &mut Vec<Row>) -> Option<(std::fs::File, Targets)> {
+fn targets(watch: &Watch, rows: &mut Vec<Row>) -> Option<(std::fs::File, Targets)> {
     let cgroup2 = match cgroup::cgroup2_mount() {
         Ok(m) => m,
         Err(e) => {
@@ -164,7 +164,7 @@ fn targets(args: &Run, rows: &mut Vec<Row>) -> Option<(std::fs::File, Targets)> 
             mount.display().to_string()
         },
     ));
-    let targets = match Targets::new(&args.watch, &mount, std::path::Path::new("/")) {
+    let targets = match Targets::new(watch, &mount, std::path::Path::new("/")) {
         Ok(t) => t,
         Err(e) => {
             rows.push(Row::fail("targets", format!("{e:#}")));
