@@ -207,7 +207,7 @@ fn endpoint_row(args: &crate::settings::run::Endpoint) -> Row {
     match setup::configured(args) {
         Ok(Configured::Endpoints { list, source }) => Row::pass(
             "endpoint",
-            format!("{} from {source}", setup::names(&list)),
+            format!("{} from {source}", crate::endpoint::names(&list)),
         ),
         Ok(Configured::Nothing) => Row::warn(
             "endpoint",

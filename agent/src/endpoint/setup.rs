@@ -41,13 +41,6 @@ impl Configured {
     }
 }
 
-/// `NAME:PORT, ...` as `lifeline status` names them.
-#[must_use]
-pub fn names(list: &[(String, u16)]) -> String {
-    let names: Vec<String> = list.iter().map(|(h, p)| super::set::name(h, *p)).collect();
-    names.join(", ")
-}
-
 /// The endpoints to follow: `--endpoint`s, else the `server:` of `--kubeconfig`, else of the
 /// kubeconfig discovery finds (`discover::find`: only a root kubelet in kubelet's cgroup
 /// counts). A bad explicit kubeconfig is an error; a bad discovered one is `Unusable`.
@@ -124,7 +117,7 @@ pub fn start(args: &Settings, found: &Configured, wake: &Arc<Notify>) -> Result<
             return Ok(None);
         }
     };
-    tracing::info!(source = %source, "API endpoint {} from {source}", names(list));
+    tracing::info!(source = %source, "API endpoint {} from {source}", super::names(list));
     let endpoints = Endpoints::new(list);
     // A discovered endpoint moves when kubelet restarts with another kubeconfig.
     let discovered = matches!(source, Source::Kubelet { .. } | Source::WellKnown(_));
