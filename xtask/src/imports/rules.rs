@@ -49,3 +49,29 @@ pub fn broken(krate: &str, graph: &Graph, rules: &[OnlyFrom]) -> Vec<String> {
     }
     out
 }
+
+/// One line per import that goes up the layers: a module in a top-level module of group `i`
+/// importing one of group `j >= i` (other than its own top-level module). Modules outside
+/// every group (the crate root) are not judged.
+#[must_use]
+pub fn upward(krate: &str, graph: &Graph, layers: &[&[&str]]) -> Vec<String> {
+    let layer = |m: &Module| {
+        m.first()
+            .and_then(|top| layers.iter().position(|g| g.contains(&top.as_str())))
+    };
+    let mut out = Vec::new();
+    for (from, to) in &graph.edges {
+        let Some(lf) = layer(from) else { continue };
+        for t in to {
+            let Some(lt) = layer(t) else { continue };
+            if lt >= lf && from.first() != t.first() {
+                out.push(format!(
+                    "import layer in {krate}: {} imports {}, a stage at or above its own",
+                    show(from),
+                    show(t)
+                ));
+            }
+        }
+    }
+    out
+}

@@ -27,7 +27,7 @@ fn written(src: &str, module: &str) -> BTreeSet<String> {
 }
 
 fn run(list: &[(&str, &str)], rules: &[OnlyFrom]) -> Report {
-    analyse("demo", &files(list), rules)
+    analyse("demo", &files(list), rules, &[])
 }
 
 #[test]
@@ -135,13 +135,35 @@ fn an_only_from_rule_names_the_importer_it_refuses() {
 }
 
 #[test]
+fn an_import_up_the_layers_is_named_and_one_down_is_not() {
+    let files: Vec<(Vec<String>, String)> = [
+        ("", "mod kernel; mod judge; mod report;"),
+        ("kernel", "mod probe; fn f() { crate::report::show() }"),
+        ("kernel::probe", "use super::*;"),
+        ("judge", "use crate::kernel::probe::Probe;"),
+        ("report", "use crate::{judge::Verdict, kernel::probe};"),
+    ]
+    .iter()
+    .map(|(m, s)| {
+        let m = m.split("::").filter(|p| !p.is_empty()).map(str::to_owned);
+        (m.collect(), (*s).to_owned())
+    })
+    .collect();
+    let r = analyse("demo", &files, &[], &[&["kernel"], &["judge"], &["report"]]);
+    assert_eq!(
+        r.problems,
+        ["import layer in demo: kernel imports report, a stage at or above its own"]
+    );
+}
+
+#[test]
 fn this_workspace_has_no_circles_outside_the_agent() {
     let ws = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap();
     for krate in super::CRATES.iter().filter(|c| c.name != "agent") {
         let files = super::read_tree(&ws.join(krate.src)).unwrap();
-        let r = analyse(krate.name, &files, krate.rules);
+        let r = analyse(krate.name, &files, krate.rules, krate.layers);
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         assert!(r.chain.len() > 1, "{} has imports", krate.name);
     }
