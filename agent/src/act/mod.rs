@@ -3,9 +3,11 @@
 
 pub mod restart;
 
+pub mod count;
 mod log;
 pub mod owner;
 
+pub use count::{Class, Counts, Decided, Did};
 pub use log::{log_decision, log_orphan_report};
 
 use crate::{
