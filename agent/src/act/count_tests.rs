@@ -2,6 +2,7 @@
 //! labels agree for every outcome the judge can give.
 
 use super::*;
+use crate::judge::{Action, Outcome};
 
 #[test]
 fn every_judge_outcome_is_counted_under_its_events_class() {

@@ -1,11 +1,14 @@
 //! The decision event: one structured `tracing` event per decision, target
 //! `lifeline::decision`, with its evidence as fields (journald: `LIFELINE_*`), and the kill
 //! budget it spent or found spent (`budget`: the socket's target). Each event is counted in
-//! the metrics from the same typed values (`count.rs`).
+//! the metrics from the same typed values (`decided.rs`).
 
 use std::time::Duration;
 
-use super::count::{Class, Counts, Decided, Did};
+use super::{
+    count::Counts,
+    decided::{Class, Decided, Did},
+};
 use crate::{
     judge::{Action, Kill, Outcome, Reason, Verdict},
     kernel::clock,

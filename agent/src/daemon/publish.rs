@@ -66,7 +66,7 @@ impl Daemon {
             };
             self.counts.count(&d);
             tracing::warn!(target: "lifeline::decision", peer = %rec.peer(), local = %rec.local(), action = d.did.label(),
-                outcome = d.class.label(), error = %e, "cannot read the kernel's state of a suspect socket; not acting on it");
+                outcome = d.class.text(), error = %e, "cannot read the kernel's state of a suspect socket; not acting on it");
         }
     }
 

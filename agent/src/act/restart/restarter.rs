@@ -17,7 +17,7 @@ use super::{
     scope::UnitScope,
 };
 use crate::{
-    act::count::{Class, Counts, Decided, Did},
+    act::{Class, Counts, Decided, Did},
     cli::node_args::SystemdBus,
     judge::{RestartRequest as Request, Stage},
 };
