@@ -88,8 +88,7 @@ impl Class {
     /// Why an action was held back (the `reason` label of the holds), if it was.
     pub(super) const fn held_for(self) -> Option<&'static str> {
         match self {
-            Self::RateLimited => Some("rate-limited"),
-            Self::Backoff => Some("backoff"),
+            Self::RateLimited | Self::Backoff => Some(self.label()),
             Self::Held => Some("no-healthy-endpoint"),
             _ => None,
         }
