@@ -1,16 +1,21 @@
 //! The decision event: one structured `tracing` event per decision, target
 //! `lifeline::decision`, with its evidence as fields (journald: `LIFELINE_*`), and the kill
-//! budget it spent or found spent (`budget`: the socket's target).
+//! budget it spent or found spent (`budget`: the socket's target). Each event is counted in
+//! the metrics from the same typed values (`decided.rs`).
 
 use std::time::Duration;
 
+use super::{
+    count::Counts,
+    decided::{Class, Decided, Did},
+};
 use crate::{
     judge::{Action, Kill, Outcome, Reason, Verdict},
     kernel::clock,
 };
 
 /// The decision event for a kill decided and carried out (or held back).
-pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
+pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcome) {
     // Decided on the typed values; the strings below are only what the event shows.
     let failed = matches!(outcome, Outcome::Failed(_));
     let hold = match (action, outcome) {
@@ -21,11 +26,9 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
         ),
         _ => String::new(),
     };
-    let action = match action {
-        Action::DryRun => "none",
-        Action::Hold => "hold",
-        _ => "kill",
-    };
+    let did = Did::from(action);
+    let action = did.label();
+    let class = Class::from(outcome);
     let outcome = outcome.label();
     let outcome = outcome.as_ref();
     let r = &ev.rec;
@@ -70,10 +73,10 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
         "{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}",
         r.owner_pid
     );
-    crate::report::metrics::get().decision(&crate::report::metrics::Decision {
+    counts.count(&Decided {
         verdict,
-        action,
-        outcome,
+        did,
+        class,
         trouble_age_ms,
     });
     macro_rules! decision {
@@ -110,16 +113,22 @@ pub fn log_decision(ev: &Kill, action: Action, outcome: &Outcome) {
 }
 
 /// `--on-orphan log`: an orphaned socket, reported once and left alone.
-pub fn log_orphan_report(rec: &lifeline_common::SockState, endpoint: &str, absent_for: Duration) {
+pub fn log_orphan_report(
+    counts: &Counts,
+    rec: &lifeline_common::SockState,
+    endpoint: &str,
+    absent_for: Duration,
+) {
     let (peer, local) = (rec.peer(), rec.local());
     let orphaned_for_ms = u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX);
-    crate::report::metrics::get().decision(&crate::report::metrics::Decision {
+    let d = Decided {
         verdict: "orphaned",
-        action: "none",
-        outcome: "policy: log",
+        did: Did::Nothing,
+        class: Class::Policy,
         trouble_age_ms: 0,
-    });
-    tracing::warn!(target: "lifeline::decision", peer = %peer, local = %local, verdict = "orphaned",
-        action = "none", outcome = "policy: log", endpoint = %endpoint, orphaned_for_ms,
+    };
+    counts.count(&d);
+    tracing::warn!(target: "lifeline::decision", peer = %peer, local = %local, verdict = d.verdict,
+        action = d.did.label(), outcome = d.class.text(), endpoint = %endpoint, orphaned_for_ms,
         "orphaned socket {local} -> {peer}: its peer left {endpoint}'s DNS set; --on-orphan log: not acting");
 }

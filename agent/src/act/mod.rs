@@ -3,9 +3,13 @@
 
 pub mod restart;
 
+pub mod count;
+pub mod decided;
 mod log;
 pub mod owner;
 
+pub use count::Counts;
+pub use decided::{Class, Decided, Did};
 pub use log::{log_decision, log_orphan_report};
 
 use crate::{

@@ -63,7 +63,7 @@ impl Daemon {
             let Some(outcome) = act::execute(&mut self.diag, &kill, action) else {
                 continue;
             };
-            act::log_decision(&kill, action, &outcome);
+            act::log_decision(&self.counts, &kill, action, &outcome);
             let req = self.judge.outcome(&kill, &outcome, at);
             self.request_restart(req);
         }

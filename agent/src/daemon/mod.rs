@@ -48,6 +48,10 @@ pub struct Daemon {
     /// Which sockets are the endpoint's connections (the fact recorded per socket).
     pub members: Members,
     tally: tally::Tally,
+    /// Where every decision logged here is counted (the metrics).
+    counts: act::Counts,
+    /// The probe's counters as read at the last sweep, published in the summary.
+    probe_stats: [u64; lifeline_common::config::stats::LEN as usize],
 }
 
 impl Daemon {
@@ -68,6 +72,8 @@ impl Daemon {
             mirror: Mirror::default(),
             members: Members::default(),
             tally: tally::Tally::default(),
+            counts: parts.counts,
+            probe_stats: Default::default(),
         }
     }
 
@@ -127,7 +133,7 @@ impl Daemon {
                     f.prober.request(rec.peer(), why);
                 }
                 if let Some((endpoint, absent_for)) = &call.report_orphan {
-                    act::log_orphan_report(&rec, endpoint, *absent_for);
+                    act::log_orphan_report(&self.counts, &rec, endpoint, *absent_for);
                 }
                 wake = wake.min(call.wake.unwrap_or(interval));
                 reason = call.reason;
@@ -203,4 +209,5 @@ pub struct Parts {
     pub follow: Option<Follow>,
     pub watching: crate::watch::Watching,
     pub news: crate::kernel::readers::Inbox,
+    pub counts: act::Counts,
 }

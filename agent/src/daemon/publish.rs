@@ -1,4 +1,5 @@
-//! What the daemon tells others after every sweep: the counts (metrics, systemd's STATUS=).
+//! What the daemon tells others after every sweep: the counts (metrics, systemd's STATUS=),
+//! the probe's own counters among them.
 //! The table of sockets is built only when `lifeline status` asks (`table.rs`).
 
 use std::time::{Duration, Instant};
@@ -6,7 +7,10 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use lifeline_common::{SockState, config::stats};
 
-use crate::report::status::Snapshot;
+use crate::{
+    act::{Class, Decided, Did},
+    report::status::Snapshot,
+};
 
 use super::Daemon;
 
@@ -41,6 +45,7 @@ impl Daemon {
                 .counts()
                 .map(|(v, n)| (v.label().to_owned(), n))
                 .collect(),
+            probe_stats: self.probe_stats,
             kernel_error: None,
             sockets: Vec::new(),
         }
@@ -53,21 +58,23 @@ impl Daemon {
         e: &crate::kernel::diag::DiagError,
     ) {
         if self.unreadable.insert(cookie) {
-            crate::report::metrics::get().decision(&crate::report::metrics::Decision {
+            let d = Decided {
                 verdict: "unknown",
-                action: "none",
-                outcome: "unreadable",
+                did: Did::Nothing,
+                class: Class::Unreadable,
                 trouble_age_ms: 0,
-            });
-            tracing::warn!(target: "lifeline::decision", peer = %rec.peer(), local = %rec.local(), action = "none",
-                outcome = "unreadable", error = %e, "cannot read the kernel's state of a suspect socket; not acting on it");
+            };
+            self.counts.count(&d);
+            tracing::warn!(target: "lifeline::decision", peer = %rec.peer(), local = %rec.local(), action = d.did.label(),
+                outcome = d.class.text(), error = %e, "cannot read the kernel's state of a suspect socket; not acting on it");
         }
     }
 
-    /// A full map means sockets go unwatched: say so loudly, every time it grows. Returns
-    /// the probe's count of lost news.
+    /// A full map means sockets go unwatched: say so loudly, every time it grows. Keeps the
+    /// probe's counters for the summary; returns its count of lost news.
     pub(super) fn check_capacity(&mut self) -> Result<u64> {
         let counters = self.probe.stats()?;
+        self.probe_stats = counters;
         let full = counters[stats::SOCKETS_FULL as usize];
         if full > self.sockets_full {
             tracing::error!(

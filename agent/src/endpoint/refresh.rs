@@ -6,6 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use prometheus_client::metrics::counter::Counter;
 use tokio::sync::Notify;
 
 use super::{Endpoints, Resolver};
@@ -19,13 +20,14 @@ pub struct Refresh {
 
 /// Spawns the refresh tasks; they end with the runtime. A fixed set (an IP literal) needs
 /// none, unless re-discovery may point it at a name (`retargetable`): its task then waits
-/// for `Endpoints::retarget`.
+/// for `Endpoints::retarget`. `failures` counts the failed resolutions (a metric).
 pub fn spawn_refreshers(
     endpoints: &Endpoints,
     resolver: Resolver,
     refresh: Refresh,
     wake: &Arc<Notify>,
     retargetable: bool,
+    failures: &Counter,
 ) {
     let resolver = Arc::new(resolver);
     for set in endpoints.sets() {
@@ -34,6 +36,7 @@ pub fn spawn_refreshers(
         }
         let (set, resolver, wake) = (Arc::clone(set), Arc::clone(&resolver), Arc::clone(wake));
         let retargeted = Arc::clone(endpoints.retargeted());
+        let failed = failures.clone();
         tokio::spawn(async move {
             let mut retry = refresh.min;
             loop {
@@ -79,7 +82,7 @@ pub fn spawn_refreshers(
                             s.fail(e.to_string(), now);
                             s.failures
                         };
-                        crate::report::metrics::get().dns_failure();
+                        failed.inc();
                         tracing::warn!(target: "lifeline::endpoint", endpoint = %name, error = %e, failures,
                             "DNS failure; keeping the last good set");
                         let wait = retry;

@@ -96,11 +96,17 @@ pub fn check(args: &Settings) -> Result<()> {
     Ok(())
 }
 
-/// Starts the refresh tasks (inside the runtime). `None` when there is no endpoint.
+/// Starts the refresh tasks (inside the runtime), which count their failed resolutions in
+/// `dns_failures`. `None` when there is no endpoint.
 ///
 /// # Errors
 /// When the system's DNS configuration is needed and cannot be read.
-pub fn start(args: &Settings, found: &Configured, wake: &Arc<Notify>) -> Result<Option<Follow>> {
+pub fn start(
+    args: &Settings,
+    found: &Configured,
+    wake: &Arc<Notify>,
+    dns_failures: &prometheus_client::metrics::counter::Counter,
+) -> Result<Option<Follow>> {
     const OFF: &str = "DNS following, peer probes and the healthy-endpoint check are off";
     let (list, source) = match found {
         Configured::Endpoints { list, source } => (list, source),
@@ -132,7 +138,14 @@ pub fn start(args: &Settings, found: &Configured, wake: &Arc<Notify>) -> Result<
     };
     if !fixed || discovered {
         match Resolver::new(&args.dns_servers, &args.hosts_file) {
-            Ok(resolver) => spawn_refreshers(&endpoints, resolver, refresh, wake, discovered),
+            Ok(resolver) => spawn_refreshers(
+                &endpoints,
+                resolver,
+                refresh,
+                wake,
+                discovered,
+                dns_failures,
+            ),
             // A discovered IP literal needs no resolver until kubelet names a host.
             Err(e) if fixed => tracing::warn!(
                 "{e:#}: a name a restarted kubelet's kubeconfig may name will not be resolved"

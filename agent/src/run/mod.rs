@@ -22,7 +22,7 @@ use crate::{
         readers,
     },
     node::mounts,
-    report::{logging, status},
+    report::{logging, metrics::Metrics, status},
     settings::{Run, Targets},
     watch::{Watching, adopt, cgroup, netns},
 };
@@ -67,7 +67,8 @@ pub fn run(args: &Run) -> Result<()> {
             silent_probes: args.watch.silent_probes,
         };
         let mut probe = Probe::load(&cfg)?;
-        crate::report::metrics::get().follow_probe(&probe);
+        // The one set of metrics: each part that counts gets its handle.
+        let metrics = Metrics::new();
         readers::spawn_probe_logger(&mut probe)?;
         let wake = Arc::new(Notify::new());
         let inbox = readers::Inbox::default();
@@ -79,7 +80,8 @@ pub fn run(args: &Run) -> Result<()> {
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
         let armed = keepalive != Keepalive::default();
         let polled = adopt::adopt(&mut probe, &mut diag, &watching.selector(), armed)?;
-        let follow = endpoint::setup::start(&args.endpoint, &endpoints, &wake)?;
+        let follow =
+            endpoint::setup::start(&args.endpoint, &endpoints, &wake, &metrics.dns_failures())?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let no_endpoints = endpoint::Endpoints::default();
         let (node, restarts) = node::Node::start(
@@ -88,6 +90,7 @@ pub fn run(args: &Run) -> Result<()> {
             follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints),
             &watching.targets,
             &cgroup2.mount,
+            &metrics,
         )?;
         let (ask_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
         crate::report::status::server::serve(&args.report.status_socket, ask_tx)?;
@@ -102,6 +105,7 @@ pub fn run(args: &Run) -> Result<()> {
             follow,
             watching,
             news: inbox,
+            counts: metrics.counts(),
         });
         tracing::info!(
             event = "ready",

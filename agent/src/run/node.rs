@@ -10,7 +10,7 @@ use crate::{
         restarter::{Restarter, Restarts},
         scope::UnitScope,
     },
-    report::{notify, status::Snapshot},
+    report::{metrics::Metrics, notify, status::Snapshot},
     settings::{ActionMode, Run, Targets},
 };
 
@@ -44,7 +44,8 @@ pub struct Node {
 impl Node {
     /// Starts the background tasks; returns where the daemon sends restart requests (None
     /// without --restart-unit: then lifeline never restarts anything). `targets` and
-    /// `cgroup_mount`: to find the unit's cgroup when systemd has not said it yet.
+    /// `cgroup_mount`: to find the unit's cgroup when systemd has not said it yet; `metrics`:
+    /// served at `--metrics-addr`, and where the restarter counts its decisions.
     ///
     /// # Errors
     /// When the metrics address cannot be bound.
@@ -54,12 +55,14 @@ impl Node {
         endpoints: &crate::endpoint::Endpoints,
         targets: &Targets,
         cgroup_mount: &std::path::Path,
+        metrics: &Metrics,
     ) -> Result<(Self, Option<Restarts>)> {
         let mut tasks = Vec::new();
         if let Some(addr) = args.report.metrics_addr {
             tasks.extend(crate::report::metrics::http::serve(
                 addr,
                 snapshots.clone(),
+                metrics.clone(),
             )?);
         }
         tasks.extend(notify::spawn(snapshots.clone(), args.sweep.interval));
@@ -71,6 +74,7 @@ impl Node {
                 first_pause: args.node.restart_backoff,
                 endpoints: endpoints.clone(),
                 scope: UnitScope::new(unit, cgroup_mount, targets),
+                counts: metrics.counts(),
             };
             let (tx, task) = restarter.spawn();
             tasks.push(task);

@@ -17,6 +17,7 @@ use super::{
     scope::UnitScope,
 };
 use crate::{
+    act::{Class, Counts, Decided, Did},
     judge::{RestartRequest as Request, Stage},
     settings::SystemdBus,
 };
@@ -30,16 +31,23 @@ const CGROUP_RECHECK: Duration = Duration::from_secs(30);
 enum Ended {
     Restarted,
     Failed(String),
-    /// Not attempted: `held: no healthy endpoint`, `rate-limited`, `backoff`.
-    Declined(&'static str),
+    /// Not attempted: `Held` (no healthy endpoint), `RateLimited`, `Backoff`.
+    Declined(Class),
 }
 
 impl Ended {
+    const fn class(&self) -> Class {
+        match self {
+            Self::Restarted => Class::Restarted,
+            Self::Failed(_) => Class::Failed,
+            Self::Declined(class) => *class,
+        }
+    }
+
     fn label(&self) -> Cow<'static, str> {
         match self {
-            Self::Restarted => "restarted".into(),
-            Self::Failed(e) => format!("failed: {e}").into(),
-            Self::Declined(why) => (*why).into(),
+            Self::Failed(e) => format!("{}: {e}", Class::Failed.label()).into(),
+            _ => self.class().text().into(),
         }
     }
 }
@@ -55,6 +63,8 @@ pub struct Restarter {
     pub endpoints: crate::endpoint::Endpoints,
     /// The unit's cgroup, kept current here from systemd's `ControlGroup`.
     pub scope: UnitScope,
+    /// Where each restart decision is counted.
+    pub counts: Counts,
 }
 
 /// Where the daemon sends restart requests, and which sockets may send one.
@@ -99,12 +109,12 @@ impl Restarter {
                 continue;
             }
             if !self.endpoints.is_empty() && !self.endpoints.any_accepts().await {
-                self.decline(&req, "held: no healthy endpoint", None);
+                self.decline(&req, Class::Held, None);
                 continue;
             }
             match policy.gate(Instant::now()) {
-                Gate::RateLimited(d) => self.decline(&req, "rate-limited", Some(d)),
-                Gate::Backoff(d) => self.decline(&req, "backoff", Some(d)),
+                Gate::RateLimited(d) => self.decline(&req, Class::RateLimited, Some(d)),
+                Gate::Backoff(d) => self.decline(&req, Class::Backoff, Some(d)),
                 // The last step before RestartUnit: a kill that recovered meanwhile (while
                 // the connect test above ran) is not restarted.
                 Gate::Go if req.ticket.take() => {
@@ -121,7 +131,7 @@ impl Restarter {
         }
     }
 
-    fn decline(&self, req: &Request, why: &'static str, retry_in: Option<Duration>) {
+    fn decline(&self, req: &Request, why: Class, retry_in: Option<Duration>) {
         self.log(req, &Ended::Declined(why), retry_in);
         req.ticket.close();
     }
@@ -187,16 +197,16 @@ impl Restarter {
             "restart {unit} ({reason}: {} -> {}, {}/{}): {outcome}",
             r.local, r.peer, r.owner_comm, r.owner_pid
         );
-        crate::report::metrics::get().decision(&crate::report::metrics::Decision {
+        self.counts.count(&Decided {
             verdict: r.verdict,
-            action: "restart",
-            outcome,
+            did: Did::Restart,
+            class: ended.class(),
             trouble_age_ms: r.trouble_age_ms,
         });
         macro_rules! decision {
             ($lvl:ident) => {
                 tracing::$lvl!(target: "lifeline::decision", peer = %r.peer, local = %r.local, owner_pid = r.owner_pid,
-                    owner_comm = %r.owner_comm, verdict = r.verdict, action = "restart", outcome, reason,
+                    owner_comm = %r.owner_comm, verdict = r.verdict, action = Did::Restart.label(), outcome, reason,
                     unit, trouble_age_ms = r.trouble_age_ms, retry_in_ms, "{message}")
             };
         }

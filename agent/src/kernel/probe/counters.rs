@@ -1,35 +1,11 @@
 //! The probe's counters (`STATS`, indexed by `lifeline_common::config::stats`), summed over
-//! CPUs, also through a handle of their own for the metrics, which are served apart from
-//! the daemon that owns the probe.
+//! CPUs. Read by the daemon only, every sweep; the metrics get them from its summary.
 
-use std::{borrow::Borrow, os::fd::AsFd};
+use std::borrow::Borrow;
 
-use anyhow::{Context as _, Result};
-use aya::maps::{Map, MapData, PerCpuArray};
+use anyhow::Result;
+use aya::maps::{MapData, PerCpuArray};
 use lifeline_common::config::stats;
-
-/// A duplicate of the `STATS` fd (not a reopening by id, which needs `CAP_SYS_ADMIN`):
-/// scraping the metrics never waits for the daemon.
-pub struct StatsReader(PerCpuArray<MapData, u64>);
-
-impl StatsReader {
-    pub(super) fn open(map: &Map) -> Result<Self> {
-        let Map::PerCpuArray(data) = map else {
-            anyhow::bail!("map STATS is not a per-CPU array");
-        };
-        let fd = data.fd().as_fd().try_clone_to_owned();
-        let again = MapData::from_fd(fd.context("duplicating the STATS map's fd")?)?;
-        Ok(Self(PerCpuArray::try_from(Map::PerCpuArray(again))?))
-    }
-
-    /// Every counter, summed over CPUs.
-    ///
-    /// # Errors
-    /// When the map cannot be read.
-    pub fn read(&self) -> Result<[u64; stats::LEN as usize]> {
-        sum(&self.0)
-    }
-}
 
 pub(super) fn sum<T: Borrow<MapData>>(
     map: &PerCpuArray<T, u64>,

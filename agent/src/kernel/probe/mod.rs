@@ -33,7 +33,6 @@ mod records;
 mod sockopt;
 mod unanswered;
 mod watch_maps;
-pub use counters::StatsReader;
 use maps_setup::{configure, load_iter, raise_memlock};
 pub use sockopt::AppKeepalive;
 
@@ -213,14 +212,6 @@ impl Probe {
     pub fn stats(&self) -> Result<[u64; stats::LEN as usize]> {
         let map: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map(maps::STATS)?)?;
         counters::sum(&map)
-    }
-
-    /// A reader of the same counters that lives apart from the probe (for the metrics).
-    ///
-    /// # Errors
-    /// When the map cannot be opened again.
-    pub fn stats_reader(&self) -> Result<StatsReader> {
-        StatsReader::open(self.map(maps::STATS)?)
     }
 
     /// Record a socket found by `sock_diag` unless the kernel side already has it; `true`

@@ -1,35 +1,24 @@
-//! Prometheus metrics (prometheus-client, `OpenMetrics` text). The decision counters are
-//! fed, as typed values, by the code that logs each decision event, right beside that event
-//! (so they count what the journal says, whatever the log filter lets through); the socket
-//! gauges follow the daemon's status snapshots.
+//! Prometheus metrics (prometheus-client, `OpenMetrics` text), as one cheap clonable handle
+//! made once by `run`. The decision counters (`act::Counts`) are fed, as typed values, by
+//! the code that logs each decision event, right beside that event; the DNS failures by the
+//! endpoint refreshers through their own counter; the socket gauges and the probe's counters
+//! follow the daemon's status snapshots.
 
 pub mod http;
 pub mod probe;
 
-use std::{
-    collections::HashSet,
-    sync::{Arc, OnceLock},
-};
+use std::{collections::HashSet, sync::Arc};
 
 use prometheus_client::{
     encoding::EncodeLabelSet,
-    metrics::{
-        counter::Counter,
-        family::Family,
-        gauge::Gauge,
-        histogram::{Histogram, exponential_buckets},
-    },
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
     registry::Registry,
 };
 
-use crate::report::{metrics::probe::ProbeCounters, status::Snapshot};
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DecisionLabels {
-    verdict: String,
-    action: String,
-    outcome: String,
-}
+use crate::{
+    act::Counts,
+    report::{metrics::probe::ProbeCounters, status::Snapshot},
+};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VerdictLabel {
@@ -41,110 +30,95 @@ struct TargetLabel {
     target: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResultLabel {
-    result: String,
-}
+/// The registry and what feeds it; a clone is the same metrics.
+#[derive(Clone)]
+pub struct Metrics(Arc<Inner>);
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct HoldLabels {
-    action: String,
-    reason: String,
-}
-
-pub struct Metrics {
+struct Inner {
     registry: Registry,
     watched: Gauge,
     sockets: Family<VerdictLabel, Gauge>,
     target_present: Family<TargetLabel, Gauge>,
-    decisions: Family<DecisionLabels, Counter>,
-    kills: Counter,
-    restarts: Family<ResultLabel, Counter>,
-    holds: Family<HoldLabels, Counter>,
+    counts: Counts,
     dns_failures: Counter,
-    latency: Histogram,
-    probe: Arc<ProbeCounters>,
-}
-
-/// The process's metrics, created on first use.
-pub fn get() -> &'static Metrics {
-    static METRICS: OnceLock<Metrics> = OnceLock::new();
-    METRICS.get_or_init(Metrics::new)
+    probe: ProbeCounters,
 }
 
 impl Metrics {
-    fn new() -> Self {
-        let mut m = Self {
-            registry: Registry::with_prefix("lifeline"),
-            watched: Gauge::default(),
-            sockets: Family::default(),
-            target_present: Family::default(),
-            decisions: Family::default(),
-            kills: Counter::default(),
-            restarts: Family::default(),
-            holds: Family::default(),
-            dns_failures: Counter::default(),
-            latency: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
-            probe: Arc::default(),
-        };
-        let r = &mut m.registry;
+    #[must_use]
+    pub fn new() -> Self {
+        let counts = Counts::default();
+        let (watched, sockets, target_present) =
+            (Gauge::default(), Family::default(), Family::default());
+        let (dns_failures, probe) = (Counter::default(), ProbeCounters::default());
+        let mut r = Registry::with_prefix("lifeline");
         r.register(
             "watched_sockets",
             "TCP sockets the probe watches",
-            m.watched.clone(),
+            watched.clone(),
         );
         r.register(
             "sockets",
             "Watched sockets by current verdict",
-            m.sockets.clone(),
+            sockets.clone(),
         );
         r.register(
             "target_present",
             "1 while a watch target exists (a cgroup target is 0 while its unit is stopped or not yet started)",
-            m.target_present.clone(),
+            target_present.clone(),
         );
         r.register(
             "decisions",
             "Decisions on stalled sockets, by verdict, action and outcome",
-            m.decisions.clone(),
+            counts.decisions.clone(),
         );
         r.register(
             "kills",
             "Sockets destroyed with SOCK_DESTROY",
-            m.kills.clone(),
+            counts.kills.clone(),
         );
         r.register(
             "restarts",
             "Restarts of --restart-unit, by result (restarted, failed)",
-            m.restarts.clone(),
+            counts.restarts.clone(),
         );
         r.register(
             "holds",
             "Actions held back (rate limit, backoff, no healthy endpoint)",
-            m.holds.clone(),
+            counts.holds.clone(),
         );
         r.register(
             "dns_failures",
             "Endpoint resolutions that failed (the last good set was kept)",
-            m.dns_failures.clone(),
+            dns_failures.clone(),
         );
         r.register(
             "detection_latency_seconds",
             "From a socket's first unanswered retransmission to the decision to act on it",
-            m.latency.clone(),
+            counts.latency.clone(),
         );
-        r.register_collector(Box::new(Arc::clone(&m.probe)));
-        m
+        r.register_collector(Box::new(probe.clone()));
+        Self(Arc::new(Inner {
+            registry: r,
+            watched,
+            sockets,
+            target_present,
+            counts,
+            dns_failures,
+            probe,
+        }))
     }
 
-    /// Export the probe's counters (`crate::report::metrics::probe`) from now on.
-    pub fn follow_probe(&self, probe: &crate::kernel::probe::Probe) {
-        match probe.stats_reader() {
-            Ok(r) => self.probe.follow(r),
-            Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "the probe's counters are not in the metrics");
-            }
-        }
+    /// Where the decisions are counted (the kill log, the restarter).
+    #[must_use]
+    pub fn counts(&self) -> Counts {
+        self.0.counts.clone()
+    }
+
+    /// Where the endpoint refreshers count their failed resolutions.
+    #[must_use]
+    pub fn dns_failures(&self) -> Counter {
+        self.0.dns_failures.clone()
     }
 
     /// The `OpenMetrics` text exposition.
@@ -152,79 +126,38 @@ impl Metrics {
     pub fn encode(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.0.registry);
         out
     }
 
-    /// A failed endpoint resolution.
-    pub fn dns_failure(&self) {
-        self.dns_failures.inc();
-    }
-
-    /// Socket gauges from a status snapshot; verdicts seen before and gone now drop to 0.
+    /// Socket gauges and the probe's counters from a status snapshot; verdicts seen before
+    /// and gone now drop to 0.
     pub fn observe(&self, s: &Snapshot, seen: &mut HashSet<String>) {
-        self.watched
-            .set(i64::try_from(s.watched).unwrap_or(i64::MAX));
+        let m = &*self.0;
+        m.probe.observe(&s.probe_stats);
+        m.watched.set(i64::try_from(s.watched).unwrap_or(i64::MAX));
         seen.extend(s.verdicts.keys().cloned());
         for v in seen.iter() {
             let n = s.verdicts.get(v).copied().unwrap_or(0);
-            self.sockets
+            m.sockets
                 .get_or_create(&VerdictLabel { verdict: v.clone() })
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
         for t in &s.targets {
-            self.target_present
+            m.target_present
                 .get_or_create(&TargetLabel {
                     target: t.target.clone(),
                 })
                 .set(i64::from(t.state != "waiting" && t.state != "no endpoint"));
         }
     }
+}
 
-    /// Count a decision.
-    pub fn decision(&self, d: &Decision<'_>) {
-        // "failed: <why>" carries free text: the label keeps the class only.
-        let outcome = d.outcome.split(':').next().unwrap_or_default().to_owned();
-        let labels = DecisionLabels {
-            verdict: d.verdict.to_owned(),
-            action: d.action.to_owned(),
-            outcome: outcome.clone(),
-        };
-        self.decisions.get_or_create(&labels).inc();
-        match (d.action, outcome.as_str()) {
-            ("kill", "killed") => {
-                self.kills.inc();
-            }
-            ("restart", "restarted" | "failed") => {
-                self.restarts
-                    .get_or_create(&ResultLabel {
-                        result: outcome.clone(),
-                    })
-                    .inc();
-            }
-            (action, "rate-limited" | "backoff" | "held") => {
-                let reason = d.outcome.trim_start_matches("held: ").replace(' ', "-");
-                self.holds
-                    .get_or_create(&HoldLabels {
-                        action: action.to_owned(),
-                        reason,
-                    })
-                    .inc();
-            }
-            _ => return,
-        }
-        // Acted (or tried, or was held): how long the socket had been in trouble.
-        #[allow(clippy::cast_precision_loss, reason = "milliseconds far below 2^52")]
-        self.latency.observe(d.trouble_age_ms as f64 / 1000.0);
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
-/// One decision as the metrics count it: the same words its decision event carries, handed
-/// over as values by whoever logs the decision (never parsed back from the log).
-pub struct Decision<'a> {
-    pub verdict: &'a str,
-    pub action: &'a str,
-    /// "killed", "held: no healthy endpoint", "failed: ...": the class before `:` is a label.
-    pub outcome: &'a str,
-    pub trouble_age_ms: u64,
-}
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,11 @@
-//! The probe's own counters as metrics, read from its `STATS` map at each scrape (so they
-//! are exactly the kernel's counts, with nothing to keep in step).
+//! The probe's own counters as metrics: the `STATS` map as the daemon read it at its last
+//! sweep (it reads the map every sweep anyway, for the map-full check) and published in
+//! its summary, so the map has one reader. A sweep follows each piece of news at once.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
+};
 
 use lifeline_common::config::stats;
 use prometheus_client::{
@@ -10,8 +14,6 @@ use prometheus_client::{
     metrics::counter::ConstCounter,
 };
 
-use crate::kernel::probe::StatsReader;
-
 /// Which counters are exported, as (name, help, `stats` index).
 const EXPORTED: [(&str, &str, u32); 1] = [(
     "probe_unanswered_news",
@@ -19,36 +21,23 @@ const EXPORTED: [(&str, &str, u32); 1] = [(
     stats::UNANSWERED,
 )];
 
-/// 0 until the daemon hands over its probe's counters.
-#[derive(Debug, Default)]
-pub struct ProbeCounters(Mutex<Option<StatsReaderDebug>>);
-
-/// `StatsReader` holds an fd; the collector only needs to be `Debug`.
-pub struct StatsReaderDebug(StatsReader);
-
-impl std::fmt::Debug for StatsReaderDebug {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StatsReader")
-    }
-}
+/// 0 until the first sweep; a clone shows the same values.
+#[derive(Clone, Debug, Default)]
+pub struct ProbeCounters(Arc<[AtomicU64; stats::LEN as usize]>);
 
 impl ProbeCounters {
-    pub fn follow(&self, reader: StatsReader) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(StatsReaderDebug(reader));
+    /// The counters as of a sweep (`Snapshot::probe_stats`).
+    pub fn observe(&self, values: &[u64; stats::LEN as usize]) {
+        for (slot, value) in self.0.iter().zip(values) {
+            slot.store(*value, Ordering::Relaxed);
+        }
     }
 }
 
 impl Collector for ProbeCounters {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let values = self
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .and_then(|r| r.0.read().ok())
-            .unwrap_or_default();
         for (name, help, index) in EXPORTED {
-            let counter = ConstCounter::new(values[index as usize]);
+            let counter = ConstCounter::new(self.0[index as usize].load(Ordering::Relaxed));
             counter.encode(encoder.encode_descriptor(
                 name,
                 help,

@@ -34,6 +34,10 @@ pub struct Snapshot {
     pub watched: u64,
     #[serde(default)]
     pub verdicts: std::collections::BTreeMap<String, u64>,
+    /// The probe's counters (`STATS`, indexed by `lifeline_common::config::stats`) as read
+    /// at the sweep: for the metrics, not part of what `lifeline status` shows.
+    #[serde(skip)]
+    pub probe_stats: [u64; lifeline_common::config::stats::LEN as usize],
     /// Why the rows are the agent's records of its last sweep rather than the kernel's view
     /// at the request: the `sock_diag` dump failed. Left out when it worked.
     #[serde(default, skip_serializing_if = "Option::is_none")]

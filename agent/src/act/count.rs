@@ -1,0 +1,106 @@
+//! What every decision adds to the metrics, counted right beside its decision event and
+//! from the same typed values (`decided.rs`), so the counters say what the journal says,
+//! whatever the log filter lets through. The counters are prometheus-client handles made
+//! once in `run` and registered by `report::metrics`: this stage never reaches up to it.
+
+use std::fmt::Write as _;
+
+use prometheus_client::{
+    encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder},
+    metrics::{
+        counter::Counter,
+        family::Family,
+        histogram::{Histogram, exponential_buckets},
+    },
+};
+
+use super::decided::{Class, Decided, Did};
+
+impl EncodeLabelValue for Did {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        encoder.write_str(self.label())
+    }
+}
+
+impl EncodeLabelValue for Class {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        encoder.write_str(self.label())
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DecisionLabels {
+    verdict: &'static str,
+    action: Did,
+    outcome: Class,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    result: Class,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HoldLabels {
+    action: Did,
+    reason: &'static str,
+}
+
+/// The decision counters; a clone counts into the same series.
+#[derive(Clone, Debug)]
+pub struct Counts {
+    pub decisions: Family<DecisionLabels, Counter>,
+    pub kills: Counter,
+    pub restarts: Family<ResultLabel, Counter>,
+    pub holds: Family<HoldLabels, Counter>,
+    pub latency: Histogram,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Self {
+            decisions: Family::default(),
+            kills: Counter::default(),
+            restarts: Family::default(),
+            holds: Family::default(),
+            latency: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+        }
+    }
+}
+
+impl Counts {
+    /// Count a decision.
+    pub fn count(&self, d: &Decided) {
+        let labels = DecisionLabels {
+            verdict: d.verdict,
+            action: d.did,
+            outcome: d.class,
+        };
+        self.decisions.get_or_create(&labels).inc();
+        match (d.did, d.class) {
+            (Did::Kill, Class::Killed) => {
+                self.kills.inc();
+            }
+            (Did::Restart, Class::Restarted | Class::Failed) => {
+                self.restarts
+                    .get_or_create(&ResultLabel { result: d.class })
+                    .inc();
+            }
+            (action, class) => {
+                let Some(reason) = class.held_for() else {
+                    return;
+                };
+                self.holds
+                    .get_or_create(&HoldLabels { action, reason })
+                    .inc();
+            }
+        }
+        // Acted (or tried, or was held): how long the socket had been in trouble.
+        #[allow(clippy::cast_precision_loss, reason = "milliseconds far below 2^52")]
+        self.latency.observe(d.trouble_age_ms as f64 / 1000.0);
+    }
+}
+
+#[cfg(test)]
+#[path = "count_tests.rs"]
+mod tests;

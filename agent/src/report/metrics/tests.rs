@@ -1,0 +1,92 @@
+//! The exposition, series by series, as the lab and the README know it: every decision the
+//! agent logs, counted through the handles `run` hands out.
+
+use std::collections::HashSet;
+
+use lifeline_common::config::stats;
+
+use super::Metrics;
+use crate::{
+    act::{Class, Decided, Did},
+    report::status::Snapshot,
+};
+
+/// The series (no comments), sorted: a family's series come in hash order.
+fn series(m: &Metrics) -> Vec<String> {
+    let mut lines: Vec<String> = m
+        .encode()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn every_decision_lands_in_its_series() {
+    let m = Metrics::new();
+    let counts = m.counts();
+    for (verdict, did, class, trouble_age_ms) in [
+        ("stalled", Did::Kill, Class::Killed, 4200),
+        ("silent", Did::Kill, Class::Gone, 1),
+        ("stalled", Did::Kill, Class::Failed, 2),
+        ("stalled", Did::Nothing, Class::DryRun, 3),
+        ("stalled", Did::Kill, Class::RateLimited, 4),
+        ("dead-peer", Did::Hold, Class::Held, 5),
+        ("stalled", Did::Restart, Class::Restarted, 6),
+        ("stalled", Did::Restart, Class::Failed, 7),
+        ("unrecovered", Did::Restart, Class::Backoff, 8),
+        ("stalled", Did::Restart, Class::RateLimited, 9),
+        ("stalled", Did::Restart, Class::Held, 10),
+        ("orphaned", Did::Nothing, Class::Policy, 0),
+        ("unknown", Did::Nothing, Class::Unreadable, 0),
+    ] {
+        counts.count(&Decided {
+            verdict,
+            did,
+            class,
+            trouble_age_ms,
+        });
+    }
+    m.dns_failures().inc();
+    let expected = include_str!("tests_expected.txt");
+    let mut want: Vec<&str> = expected.lines().collect();
+    want.extend([
+        "lifeline_probe_unanswered_news_total 0",
+        "lifeline_watched_sockets 0",
+    ]);
+    want.sort_unstable();
+    assert_eq!(series(&m), want);
+}
+
+#[test]
+fn gauges_and_probe_counters_follow_the_snapshots() {
+    let m = Metrics::new();
+    let mut s = Snapshot {
+        watched: 3,
+        ..Snapshot::default()
+    };
+    s.verdicts.insert("healthy".to_owned(), 2);
+    s.verdicts.insert("idle".to_owned(), 1);
+    s.probe_stats[stats::UNANSWERED as usize] = 7;
+    s.probe_stats[stats::SOCKETS_FULL as usize] = 5;
+    let mut seen = HashSet::new();
+    m.clone().observe(&s, &mut seen);
+    let text = m.encode();
+    for line in [
+        "lifeline_watched_sockets 3",
+        "lifeline_sockets{verdict=\"healthy\"} 2",
+        "lifeline_sockets{verdict=\"idle\"} 1",
+        "lifeline_probe_unanswered_news_total 7",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in {text}");
+    }
+    // A verdict gone from the snapshot drops to 0 rather than vanishing.
+    s.verdicts.remove("idle");
+    m.observe(&s, &mut seen);
+    assert!(
+        m.encode()
+            .contains("lifeline_sockets{verdict=\"idle\"} 0\n")
+    );
+}
