@@ -10,6 +10,7 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, anyhow};
+use lifeline_common::hooks::Hook;
 
 use crate::{
     act::restart::dbus,
@@ -154,14 +155,15 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> 
     rows
 }
 
-/// Whether the kernel reports unanswered keepalive probes (`features::KEEPALIVE_NEWS`).
+/// Whether the kernel reports unanswered keepalive probes (`Hook::Unanswered`'s feature).
 fn keepalive_news_row(p: &Probe) -> Row {
-    let since = lifeline_common::features::KEEPALIVE_NEWS.since;
+    let since = Hook::Unanswered.since();
     match (p.unanswered_news, &p.unanswered_hook) {
         (true, Ok(hook)) => Row::pass(
             "unanswered probes",
             format!(
-                "{hook} attached: the kernel reports unanswered keepalive probes of watched sockets"
+                "{} attached: the kernel reports unanswered keepalive probes of watched sockets",
+                hook.attach()
             ),
         ),
         (_, hook) => Row::warn(
