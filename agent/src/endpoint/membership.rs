@@ -1,0 +1,36 @@
+//! Where a peer address stands relative to an endpoint's set, as the set's rule says
+//! (`set.rs`) and as status and logs name it.
+
+use std::time::Duration;
+
+/// Where a peer address stands relative to the endpoint's set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Membership {
+    InSet,
+    /// Missing from the answers, for less than the grace so far.
+    Leaving {
+        absent_for: Duration,
+    },
+    /// Missing from every successful answer for at least the grace.
+    Orphaned {
+        absent_for: Duration,
+    },
+    /// No successful answer yet: nothing can be said.
+    Unknown,
+    /// No answer lifeline got ever held it (or it left them over `set::FORGET_AFTER` ago): a
+    /// socket to it is not the endpoint's by DNS, whatever its port.
+    NeverHeld,
+}
+
+impl Membership {
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::InSet => "in-set",
+            Self::Leaving { .. } => "leaving",
+            Self::Orphaned { .. } => "orphaned",
+            Self::Unknown => "unknown",
+            Self::NeverHeld => "never-held",
+        }
+    }
+}
