@@ -13,7 +13,7 @@ use std::{
 };
 
 use crate::{
-    check::probe::Row,
+    check::row::Row,
     cli::RunArgs,
     endpoint::{
         EndpointSet, Resolver,
