@@ -174,3 +174,7 @@ fn socket_line(out: &mut String, k: &Row<'_>) {
 fn secs(ms: u64) -> String {
     format!("{}.{}s", ms / 1000, (ms % 1000) / 100)
 }
+
+#[cfg(test)]
+#[path = "table_tests.rs"]
+mod tests;
