@@ -27,8 +27,8 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             info.to_string().replace('\n', " ")
         );
     }));
-    let cli = match settings::config::parse_cli(args) {
-        Ok(cli) => cli,
+    let command = match settings::command::read(args) {
+        Ok(command) => command,
         Err(settings::config::CliError::Clap(e)) if !e.use_stderr() => {
             let _ = e.print(); // --help, --version
             return ExitCode::SUCCESS;
@@ -46,17 +46,19 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             return ExitCode::from(settings::config::EX_CONFIG);
         }
     };
-    let result = match &cli.command {
-        cli::Command::Run(args) => run::run(args),
-        cli::Command::Check(args) => check::run(args),
-        cli::Command::Status(args) if args.json => report::status::print_json(&args.status_socket)
+    let result = match &command {
+        settings::Command::Run(settings) => run::run(settings),
+        settings::Command::Check(settings) => check::run(settings),
+        settings::Command::Status { socket, json: true } => report::status::print_json(socket)
             .inspect_err(|e| {
                 // Scripts asked for JSON: they get JSON, also about the failure (nothing was
                 // printed unless the answer began as a JSON object).
                 println!("{}", serde_json::json!({ "error": format!("{e:#}") }));
             }),
-        cli::Command::Status(args) => report::status::fetch(&args.status_socket)
-            .map(|snap| print!("{}", report::status::render(&snap))),
+        settings::Command::Status {
+            socket,
+            json: false,
+        } => report::status::fetch(socket).map(|snap| print!("{}", report::status::render(&snap))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -51,7 +51,7 @@ impl Runs {
 /// `cgroup_inet4_connect`, ...), and its unanswered-probe hook (`UNANSWERED`: the fentry
 /// program and its tracepoint fallback, whichever is attached), with their ids.
 pub fn hooks(pid: u32) -> Result<BTreeMap<String, Vec<u32>>> {
-    let root = lifeline_tests::cgroup::cgroup2_mount()?;
+    let root = lifeline_tests::cgroup2_mount()?;
     let out = lifeline_tests::cmd::output(
         std::process::Command::new("bpftool")
             .args(["cgroup", "show", "-j"])

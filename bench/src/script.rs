@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-use lifeline_tests::apilab::DNS_V4;
+use lifeline_tests::api_addrs::DNS_V4;
 use lifeline_tests::dnsquery::lookup;
 use lifeline_tests::{API_NAME, ApiLab, mono_ms};
 

@@ -2,49 +2,20 @@
 //! bridge. api1 is the basic lab's server host; every API host runs `kube-server` (HTTP/2)
 //! on port 6443, and dnsmasq serves `api.lab.test` for them.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use crate::agent::AgentArgs;
+use crate::api_addrs::{API_NAME, API_V4, API_V6, DNS_V4, DNS_V6, ENDPOINT};
 use crate::cgroup::Cgroup;
 use crate::client::Client;
 use crate::dns::Dnsmasq;
-use crate::lab::{Lab, SERVER_V4, SERVER_V6};
+use crate::lab::Lab;
 use crate::netns::NetNs;
 use crate::paths::fixture;
 use crate::proc::Proc;
-
-/// The API server's name as the client and the agent know it.
-pub const API_NAME: &str = "api.lab.test";
-/// `--endpoint` for the agent, and the `endpoint` field of its events.
-pub const ENDPOINT: &str = "api.lab.test:6443";
-pub const API_V4: [Ipv4Addr; 3] = [
-    SERVER_V4,
-    Ipv4Addr::new(198, 51, 100, 3),
-    Ipv4Addr::new(198, 51, 100, 4),
-];
-pub const API_V6: [Ipv6Addr; 3] = [
-    SERVER_V6,
-    Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 3),
-    Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 4),
-];
-pub const DNS_V4: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 53);
-pub const DNS_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x53);
-
-/// API server `n` (1, 2 or 3) in the given family.
-///
-/// # Panics
-/// When `n` is not 1, 2 or 3.
-#[must_use]
-pub fn api(n: usize, v6: bool) -> IpAddr {
-    if v6 {
-        API_V6[n - 1].into()
-    } else {
-        API_V4[n - 1].into()
-    }
-}
 
 /// Everything a scenario needs. Fields drop top to bottom: the servers and dnsmasq, the
 /// cgroup, then the hosts and the basic lab (each namespace kills what still runs in it).

@@ -2,41 +2,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use crate::mountinfo::cgroup2_mount;
+use crate::teardown;
 use crate::util::unique_name;
-
-/// Where cgroup2 is mounted, read from /proc/self/mountinfo: `/sys/fs/cgroup` on pure-v2
-/// nodes, `/sys/fs/cgroup/unified` on hybrid ones such as this project's machines.
-///
-/// # Errors
-/// When mountinfo cannot be read or has no cgroup2 mount.
-pub fn cgroup2_mount() -> Result<PathBuf> {
-    cgroup2_mounts()?
-        .into_iter()
-        .next()
-        .context("no cgroup2 mount in /proc/self/mountinfo")
-}
-
-/// Every cgroup2 mount point (normally one).
-///
-/// # Errors
-/// When /proc/self/mountinfo cannot be read.
-pub fn cgroup2_mounts() -> Result<Vec<PathBuf>> {
-    let info =
-        std::fs::read_to_string("/proc/self/mountinfo").context("read /proc/self/mountinfo")?;
-    // Fields: id parent maj:min root mountpoint opts [optional...] - fstype source superopts
-    Ok(info
-        .lines()
-        .filter_map(|l| {
-            let (pre, post) = l.split_once(" - ")?;
-            let mountpoint = pre.split_whitespace().nth(4)?;
-            (post.split_whitespace().next()? == "cgroup2").then(|| PathBuf::from(mountpoint))
-        })
-        .collect())
-}
 
 /// A child cgroup of the cgroup2 root; its processes are killed and it is removed on drop.
 pub struct Cgroup {
@@ -63,11 +34,6 @@ impl Cgroup {
         Ok(Self {
             path: path.to_owned(),
         })
-    }
-
-    /// Takes ownership of an existing cgroup (a leftover to remove).
-    pub(crate) fn adopt(path: PathBuf) -> Self {
-        Self { path }
     }
 
     /// The absolute path, as passed to `lifeline run --cgroup`.
@@ -109,34 +75,12 @@ impl Cgroup {
     /// Pids currently in the cgroup.
     #[must_use]
     pub fn pids(&self) -> Vec<i32> {
-        std::fs::read_to_string(self.path.join("cgroup.procs"))
-            .map(|s| s.lines().filter_map(|p| p.trim().parse().ok()).collect())
-            .unwrap_or_default()
+        teardown::cgroup_pids(&self.path)
     }
 }
 
 impl Drop for Cgroup {
     fn drop(&mut self) {
-        // cgroup.kill (Linux 5.14+) kills everything at once; kill(2) per pid as a fallback.
-        let _ = std::fs::write(self.path.join("cgroup.kill"), "1");
-        for _ in 0..50 {
-            let pids = self.pids();
-            if pids.is_empty() {
-                break;
-            }
-            for pid in pids {
-                // SAFETY: kill(2) on pids that live in the test's own cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // rmdir fails while a (zombie) member is being torn down; retry briefly.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.path).is_ok() || !self.path.exists() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        eprintln!("lab: cannot remove cgroup {}", self.path.display());
+        teardown::cgroup(&self.path);
     }
 }

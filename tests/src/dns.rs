@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 
-use crate::apilab::{API_NAME, DNS_V4, DNS_V6};
+use crate::api_addrs::{API_NAME, DNS_V4, DNS_V6};
 use crate::dnsquery::{Answer, lookup};
 use crate::netns::NetNs;
 use crate::proc::Proc;

@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 
 use crate::agent::Agent;
-use crate::apilab::{ApiLab, ENDPOINT, api};
+use crate::api_addrs::{ENDPOINT, api};
+use crate::apilab::ApiLab;
 use crate::client::Client;
 use crate::decision::Decision;
 use crate::endpoint_log::RESOLVED;

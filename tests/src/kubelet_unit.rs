@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::apilab::{ApiLab, DNS_V4};
+use crate::api_addrs::DNS_V4;
+use crate::apilab::ApiLab;
 use crate::client::ClientEvent;
 use crate::lab::Lab;
 use crate::paths::fixture;

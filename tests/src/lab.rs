@@ -17,6 +17,8 @@ pub const CLIENT_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
 pub const SERVER_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
 /// The API server's port, one of the agent's watched ports.
 pub const SERVER_PORT: u16 = 6443;
+/// The nft table (bridge family) in the wire namespace that holds the faults (`nft.rs`).
+pub(crate) const FAULT_TABLE: &str = "lifeline_lab";
 
 /// Three namespaces wired together. Fields drop in declaration order; each `NetNs` kills its
 /// processes and deletes itself, which also removes the veths and the bridge.
@@ -48,7 +50,14 @@ impl Lab {
         ] {
             lab.attach(host, port, v4, v6)?;
         }
-        crate::nft::init(&lab.wire)?;
+        // The empty table and forward chain the faults are added to.
+        let chain = "{ type filter hook forward priority 0; policy accept; }";
+        lab.wire
+            .exec("nft", &["add", "table", "bridge", FAULT_TABLE])?;
+        lab.wire.exec(
+            "nft",
+            &["add", "chain", "bridge", FAULT_TABLE, "forward", chain],
+        )?;
         Ok(lab)
     }
 

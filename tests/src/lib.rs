@@ -10,6 +10,7 @@
 //! HTTP/2 kubelet-like client (`kube-client`) that re-resolves and re-dials on errors.
 
 pub mod agent;
+pub mod api_addrs;
 pub mod apilab;
 pub mod cgroup;
 pub mod client;
@@ -31,6 +32,7 @@ pub mod kubelet_unit;
 pub mod lab;
 pub mod manifest;
 pub mod metrics;
+pub mod mountinfo;
 pub mod netns;
 pub mod nft;
 mod nft_flows;
@@ -46,6 +48,7 @@ mod stale;
 pub mod status;
 mod status_endpoint;
 pub mod systemd;
+mod teardown;
 pub mod timeline;
 pub mod tracefs;
 pub mod unit_agent;
@@ -53,14 +56,16 @@ pub mod util;
 pub mod watched;
 
 pub use agent::{Agent, AgentArgs};
-pub use apilab::{API_NAME, ApiLab, ENDPOINT, api};
-pub use cgroup::{Cgroup, cgroup2_mount};
+pub use api_addrs::{API_NAME, ENDPOINT, api};
+pub use apilab::ApiLab;
+pub use cgroup::Cgroup;
 pub use client::{Client, ClientEvent};
 pub use decision::Decision;
 pub use dns::Dnsmasq;
 pub use dns_rotate::Rotation;
 pub use fake_kubelet::FakeKubelet;
 pub use lab::{CLIENT_V4, CLIENT_V6, Lab, SERVER_PORT, SERVER_V4, SERVER_V6};
+pub use mountinfo::cgroup2_mount;
 pub use netns::NetNs;
 pub use nft::Fault;
 pub use proc::Proc;

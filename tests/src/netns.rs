@@ -1,11 +1,11 @@
 //! A named network namespace that is deleted when the guard is dropped.
 
 use std::process::Command;
-use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::cmd::{in_netns, run, run_args};
+use crate::teardown;
 use crate::util::unique_name;
 
 /// A network namespace created with `ip netns add`, so tools can address it by name and
@@ -27,13 +27,6 @@ impl NetNs {
         let ns = Self { name };
         ns.ip(&["link", "set", "lo", "up"])?;
         Ok(ns)
-    }
-
-    /// Takes ownership of an existing namespace (a leftover to remove).
-    pub(crate) fn adopt(name: &str) -> Self {
-        Self {
-            name: name.to_owned(),
-        }
     }
 
     #[must_use]
@@ -72,33 +65,12 @@ impl NetNs {
     /// Pids of processes whose network namespace is this one.
     #[must_use]
     pub fn pids(&self) -> Vec<i32> {
-        run_args(&["ip", "netns", "pids", &self.name])
-            .map(|s| {
-                s.split_whitespace()
-                    .filter_map(|p| p.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default()
+        teardown::netns_pids(&self.name)
     }
 }
 
 impl Drop for NetNs {
     fn drop(&mut self) {
-        // Kill stragglers first: a namespace with live processes outlives `ip netns del`
-        // (only its name goes), and its sockets and veths would linger.
-        for _ in 0..20 {
-            let pids = self.pids();
-            if pids.is_empty() {
-                break;
-            }
-            for pid in pids {
-                // SAFETY: plain kill(2) on a pid we found in our own namespace.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if let Err(e) = run_args(&["ip", "netns", "del", &self.name]) {
-            eprintln!("lab: cannot delete netns {}: {e:#}", self.name);
-        }
+        teardown::netns(&self.name);
     }
 }

@@ -6,10 +6,7 @@ use std::net::IpAddr;
 
 use anyhow::{Context, Result};
 
-use crate::lab::Lab;
-use crate::netns::NetNs;
-
-const TABLE: &str = "lifeline_lab";
+use crate::lab::{FAULT_TABLE, Lab};
 
 /// Rules added for one fault, by nft handle, so the fault can be lifted again.
 #[derive(Debug)]
@@ -17,14 +14,6 @@ const TABLE: &str = "lifeline_lab";
 pub struct Fault {
     handles: Vec<u64>,
     pub description: String,
-}
-
-/// Creates the empty table and chain; called once by `Lab::new`.
-pub(crate) fn init(wire: &NetNs) -> Result<()> {
-    let chain = "{ type filter hook forward priority 0; policy accept; }";
-    wire.exec("nft", &["add", "table", "bridge", TABLE])?;
-    wire.exec("nft", &["add", "chain", "bridge", TABLE, "forward", chain])?;
-    Ok(())
 }
 
 impl Lab {
@@ -114,7 +103,15 @@ impl Lab {
             let h = h.to_string();
             self.wire.exec(
                 "nft",
-                &["delete", "rule", "bridge", TABLE, "forward", "handle", &h],
+                &[
+                    "delete",
+                    "rule",
+                    "bridge",
+                    FAULT_TABLE,
+                    "forward",
+                    "handle",
+                    &h,
+                ],
             )?;
         }
         Ok(())
@@ -142,7 +139,7 @@ impl Lab {
     pub fn rule_counts(&self, fault: &Fault) -> Result<Vec<Vec<u64>>> {
         let listing = self
             .wire
-            .exec("nft", &["-a", "list", "table", "bridge", TABLE])?;
+            .exec("nft", &["-a", "list", "table", "bridge", FAULT_TABLE])?;
         let mut by_handle = std::collections::HashMap::new();
         for line in listing.lines() {
             let Some((rule, handle)) = line.rsplit_once("# handle ") else {
@@ -176,7 +173,7 @@ impl Lab {
     #[must_use]
     pub fn nft_ruleset(&self) -> String {
         self.wire
-            .exec("nft", &["-a", "list", "table", "bridge", TABLE])
+            .exec("nft", &["-a", "list", "table", "bridge", FAULT_TABLE])
             .unwrap_or_else(|e| format!("{e:#}"))
     }
 
@@ -187,7 +184,7 @@ impl Lab {
         };
         for rule in rules {
             // -e -a echoes the rule with its handle: "add rule ... # handle 7".
-            let mut args = vec!["-e", "-a", "add", "rule", "bridge", TABLE, "forward"];
+            let mut args = vec!["-e", "-a", "add", "rule", "bridge", FAULT_TABLE, "forward"];
             args.extend_from_slice(rule);
             let out = self.wire.exec("nft", &args)?;
             let handle = out

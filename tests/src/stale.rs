@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::sync::Once;
 
-use crate::netns::NetNs;
+use crate::mountinfo::cgroup2_mount;
+use crate::teardown;
 
 /// Removes leftover namespaces, cgroups and temp dirs of dead lab processes, once per process.
 pub fn sweep() {
@@ -15,13 +16,13 @@ pub fn sweep() {
         for name in netns.lines().filter_map(|l| l.split_whitespace().next()) {
             if is_stale(name) {
                 eprintln!("lab: removing leftover netns {name}");
-                drop(NetNs::adopt(name));
+                teardown::netns(name);
             }
         }
-        if let Ok(mount) = crate::cgroup::cgroup2_mount() {
+        if let Ok(mount) = cgroup2_mount() {
             for dir in stale_entries(&mount) {
                 eprintln!("lab: removing leftover cgroup {}", dir.display());
-                drop(crate::cgroup::Cgroup::adopt(dir));
+                teardown::cgroup(&dir);
             }
         }
         for dir in stale_entries(&std::env::temp_dir()) {

@@ -5,7 +5,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use lifeline_tests::cgroup::cgroup2_mounts;
+use lifeline_tests::mountinfo::cgroup2_mounts;
 use lifeline_tests::paths::lifeline;
 use lifeline_tests::{NetNs, Proc, TempDir, require_root};
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::apilab::DNS_V4;
+use lifeline_tests::api_addrs::DNS_V4;
 use lifeline_tests::endpoint_scenario::watched_on;
 use lifeline_tests::fake_kubelet::kubeconfig;
 use lifeline_tests::{

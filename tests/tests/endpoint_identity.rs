@@ -142,7 +142,7 @@ fn another_service_on_the_endpoint_port_is_never_judged_by_dns() -> Result<()> {
 
 /// `lifeline check` in the lab's client namespace, following the lab's endpoint.
 fn check(l: &ApiLab) -> Result<String> {
-    let dns = lifeline_tests::apilab::DNS_V4.to_string();
+    let dns = lifeline_tests::api_addrs::DNS_V4.to_string();
     let mut cmd = Command::new("nsenter");
     cmd.arg(format!("--net={}", l.lab.client.path()))
         .args(["--", "unshare", "--mount", "--propagation", "private"])

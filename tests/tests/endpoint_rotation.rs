@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::apilab::{DNS_V4, DNS_V6};
+use lifeline_tests::api_addrs::{DNS_V4, DNS_V6};
 use lifeline_tests::endpoint_checks::check_dropped;
 use lifeline_tests::endpoint_scenario::{
     agent_resolved, back_on, check_kill, rotate_away_from_api1, wait_kill, watched_on,

@@ -206,7 +206,7 @@ fn scope_was_said(a: &Agent, m: &UserManager) -> Result<()> {
 /// The unit's cgroup path from the hierarchy's root, as the budget names it.
 fn unit_key(m: &UserManager) -> Result<String> {
     let dir = kubelet_unit::cgroup_dir(m);
-    let mount = lifeline_tests::cgroup::cgroup2_mount()?;
+    let mount = lifeline_tests::cgroup2_mount()?;
     let rel = dir
         .strip_prefix(&mount)
         .context("the unit's cgroup under the mount")?;

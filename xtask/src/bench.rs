@@ -11,7 +11,8 @@ use anyhow::Result;
 use xtask::process::{Output, run};
 
 use crate::Phases;
-use crate::lab::{cargo, require_root, target_dir};
+use crate::cargo_run::{cargo, target_dir};
+use crate::lab::require_root;
 
 /// `cargo xtask bench`'s flags, passed on to lab-bench (which checks the values).
 #[derive(Debug, Default, PartialEq, Eq)]

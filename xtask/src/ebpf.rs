@@ -26,7 +26,7 @@ pub const OBJECT_ENV: &str = "LIFELINE_EBPF_OBJECT";
 /// Builds the eBPF object from the workspace at `workspace` and returns its path
 /// (`<workspace>/target/ebpf/bpfel-unknown-none/release/lifeline`) with what is installed:
 /// it installs nothing and uses no network beyond what cargo does for the eBPF crate itself
-/// ([`crate::setup`] installs the pinned toolchain, its rust-src and bpf-linker).
+/// (`cargo xtask setup` installs the pinned toolchain, its rust-src and bpf-linker).
 ///
 /// Always runs cargo, whose own fingerprints decide what to rebuild: the returned object is
 /// never older than the sources. Safe to call from a build script.

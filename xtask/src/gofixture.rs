@@ -9,7 +9,7 @@ use std::process::Command;
 use anyhow::Result;
 use xtask::process::{Output, run};
 
-use crate::lab::target_dir;
+use crate::cargo_run::target_dir;
 
 /// The Go sources, relative to the workspace.
 pub const SOURCE: &str = "tests/go/go-watch.go";

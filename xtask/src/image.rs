@@ -10,7 +10,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 use xtask::process::{Output, capture, run};
 
-use crate::{Phases, lab, oci};
+use crate::{Phases, cargo_run, oci};
 
 /// The one target the image is built for: static, no libc needed at run time.
 pub const MUSL: &str = "x86_64-unknown-linux-musl";
@@ -51,8 +51,10 @@ pub fn release_musl(ws: &Path) -> Result<PathBuf> {
         )?;
     }
     let args = ["build", "--release", "-p", "lifeline", "--target", MUSL];
-    lab::cargo(ws, "building lifeline for musl", &args)?;
-    let bin = lab::target_dir(ws)?.join(MUSL).join("release/lifeline");
+    cargo_run::cargo(ws, "building lifeline for musl", &args)?;
+    let bin = cargo_run::target_dir(ws)?
+        .join(MUSL)
+        .join("release/lifeline");
     if has_interpreter(&bin)? {
         bail!(
             "{} is dynamically linked; the image has no libc for it",

@@ -1,16 +1,13 @@
 //! `cargo xtask test` and `cargo xtask demo`. The lab builds network namespaces, mounts and
 //! loads eBPF, so both need root; unit tests alone are a plain `cargo test`.
 
-use std::{
-    env, fs,
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::{fs, path::Path, process::Command};
 
-use anyhow::{Result, anyhow, bail};
-use xtask::process::{Output, capture, run};
+use anyhow::{Result, bail};
+use xtask::process::{Output, run};
 
 use crate::Phases;
+use crate::cargo_run::{cargo, target_dir};
 
 const LAB: &str = "lifeline-tests";
 
@@ -62,48 +59,6 @@ pub fn demo(ws: &Path, phases: &mut Phases) -> Result<()> {
     phases.run("demo", || run("the demo", &mut demo, Output::Inherit))
 }
 
-pub(crate) fn cargo(ws: &Path, step: &str, args: &[&str]) -> Result<()> {
-    run(step, &mut cargo_cmd(ws, args), Output::Inherit)
-}
-
-/// The cargo that runs us (`cargo run` sets CARGO), so every step uses one toolchain.
-pub(crate) fn cargo_cmd(ws: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(ws).args(args);
-    cmd
-}
-
-/// The target directory cargo really uses (`CARGO_TARGET_DIR` or config may move it), to hand the
-/// lab the absolute path of the `lifeline` binary.
-pub(crate) fn target_dir(ws: &Path) -> Result<PathBuf> {
-    let mut cmd = cargo_cmd(ws, &["metadata", "--format-version", "1", "--no-deps"]);
-    let json = capture("finding the target directory", &mut cmd)?;
-    json_string(&json, "target_directory")
-        .map(PathBuf::from)
-        .ok_or_else(|| {
-            anyhow!("finding the target directory failed: no target_directory in `cargo metadata`")
-        })
-}
-
-/// The string value of the first `"key":"..."` in `json`: enough for cargo metadata's
-/// top-level path fields, without a JSON dependency.
-pub(crate) fn json_string(json: &str, key: &str) -> Option<String> {
-    let rest = &json[json.find(&format!("\"{key}\":\""))? + key.len() + 4..];
-    let mut value = String::new();
-    let mut chars = rest.chars();
-    loop {
-        match chars.next()? {
-            '"' => return Some(value),
-            '\\' => value.push(match chars.next()? {
-                'n' => '\n',
-                't' => '\t',
-                other => other,
-            }),
-            c => value.push(c),
-        }
-    }
-}
-
 /// The lab creates network namespaces and nftables rules and loads eBPF: root only. Checked
 /// first, so a plain user learns it at once rather than after the unit tests.
 pub(crate) fn require_root(command: &str) -> Result<()> {
@@ -118,19 +73,4 @@ pub(crate) fn require_root(command: &str) -> Result<()> {
     bail!(
         "`cargo xtask {command}` needs root for the lab (network namespaces, nftables, eBPF); run it as root, e.g. `sudo -E env PATH=\"$PATH\" cargo xtask {command}`"
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::json_string;
-
-    #[test]
-    fn reads_a_string_field_from_cargo_metadata() {
-        let json = r#"{"packages":[],"target_directory":"/w/t\"x\\y","version":1}"#;
-        assert_eq!(
-            json_string(json, "target_directory").as_deref(),
-            Some("/w/t\"x\\y")
-        );
-        assert_eq!(json_string(json, "workspace_root"), None);
-    }
 }

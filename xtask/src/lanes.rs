@@ -13,7 +13,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 use xtask::process::{Output, run};
 
-use crate::lab::cargo_cmd;
+use crate::cargo_run::cargo_cmd;
 
 /// Files whose tests last minutes and mostly sleep between checks: the second lane.
 const QUIET_LANE: [&str; 2] = ["endpoint_identity", "loss_soak"];

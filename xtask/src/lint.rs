@@ -1,6 +1,7 @@
-//! `cargo xtask lint`: the gates CI runs, in two clippy passes like aya-template's: the host
-//! crates with the stable toolchain, the eBPF crate with the pinned nightly for its own target
-//! (the workspace build cannot lint both at once: the eBPF crate needs `-Z build-std=core`).
+//! `cargo xtask lint`: the gates CI runs: formatting, the import gate (`imports/`), and two
+//! clippy passes like aya-template's: the host crates with the stable toolchain, the eBPF
+//! crate with the pinned nightly for its own target (the workspace build cannot lint both at
+//! once: the eBPF crate needs `-Z build-std=core`).
 
 use std::{path::Path, process::Command};
 
@@ -34,6 +35,8 @@ pub fn lint(ws: &Path) -> Result<()> {
         Output::Inherit,
     )?;
     crate::gofixture::check_format(ws)?;
+    // Reads sources only: seconds, so before the builds as well.
+    crate::imports::check(ws)?;
     // After the formatting gate (it needs no build, and fails in seconds): the host clippy
     // pass runs the agent's build script, which needs the pinned nightly and bpf-linker.
     let tc = xtask::setup::setup()?.toolchain;

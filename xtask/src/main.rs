@@ -4,10 +4,12 @@
 //! agent and is kept to anyhow alone, and a handful of subcommands with a few flags each do not need clap.
 
 mod bench;
+mod cargo_run;
 mod deb;
 mod docs;
 mod gofixture;
 mod image;
+mod imports;
 mod kernels;
 mod lab;
 mod lanes;
@@ -40,8 +42,9 @@ commands:
                    6.12, a comma-separated list, or all) under qemu and run `lifeline check`
                    and the kernel-dependent lab tests in it (about 4 minutes per kernel);
                    `all` writes docs/KERNELS.md, a subset target/kernels/KERNELS.md
-  lint         cargo fmt --check, setup, clippy pedantic on the host crates, clippy on the
-               eBPF crate with the pinned nightly (installs its clippy when missing)
+  lint         cargo fmt --check, the import gate (no import circles; prints each crate's
+               longest import chain), setup, clippy pedantic on the host crates, clippy on
+               the eBPF crate with the pinned nightly (installs its clippy when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
   bench        lifeline against the alternatives, its cost and scale (needs root; about 35

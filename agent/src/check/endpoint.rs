@@ -14,18 +14,18 @@ use std::{
 
 use crate::{
     check::row::Row,
-    cli::RunArgs,
     endpoint::{
         EndpointSet, Resolver,
         setup::{self, Configured},
     },
     kernel::diag::{STATE_ESTABLISHED, SockDiag},
+    settings::run::Endpoint as Settings,
 };
 
 const NAME: &str = "endpoint peers";
 
 /// One row per configured endpoint; none without an endpoint (the `endpoint` row says so).
-pub fn rows(args: &RunArgs) -> Vec<Row> {
+pub fn rows(args: &Settings) -> Vec<Row> {
     let Ok(Configured::Endpoints { list, .. }) = setup::configured(args) else {
         return Vec::new();
     };
@@ -58,7 +58,7 @@ fn established() -> Result<Vec<SocketAddr>, crate::kernel::diag::DiagError> {
     Ok(out)
 }
 
-fn row(args: &RunArgs, host: &str, port: u16, peers: &[SocketAddr]) -> Row {
+fn row(args: &Settings, host: &str, port: u16, peers: &[SocketAddr]) -> Row {
     let set = EndpointSet::new(host, port);
     let addrs = if set.fixed {
         set.current.clone()
@@ -105,7 +105,7 @@ fn row(args: &RunArgs, host: &str, port: u16, peers: &[SocketAddr]) -> Row {
 }
 
 /// The endpoint's addresses as `run` resolves them.
-fn resolve(args: &RunArgs, host: &str) -> anyhow::Result<BTreeSet<IpAddr>> {
+fn resolve(args: &Settings, host: &str) -> anyhow::Result<BTreeSet<IpAddr>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -20,28 +20,27 @@ use lifeline_common::features;
 use row::{Level, Row};
 
 use crate::{
-    cli::RunArgs,
     endpoint::setup::{self, Configured},
     kernel::errors,
     node::mounts,
-    settings::Targets,
+    settings::{Run, Targets, run::Watch},
     watch::cgroup,
 };
 
 /// # Errors
 /// When any row fails (the table is printed first).
-pub fn run(args: &RunArgs) -> Result<()> {
+pub fn run(args: &Run) -> Result<()> {
     let mut rows = vec![kernel(), btf(), privileges(), host::seccomp()];
-    if let Some(path) = crate::settings::config::source(args) {
+    if let Some(path) = crate::settings::config::source(args.config.as_deref()) {
         rows.push(Row::pass("config", path.display().to_string()));
     }
-    rows.push(endpoint_row(args));
-    rows.extend(crate::check::endpoint::rows(args));
+    rows.push(endpoint_row(&args.endpoint));
+    rows.extend(crate::check::endpoint::rows(&args.endpoint));
     // Mount what `run` would mount, in a mount namespace of the check's own (gone when it
     // exits): the rows then say what `run` will manage, and the probe rows see what the
     // daemon will (the cgroup tracepoints need tracefs).
     let private = mounts::private_namespace();
-    let target = targets(args, &mut rows);
+    let target = targets(&args.watch, &mut rows);
     rows.push(host::mount_row(
         "bpffs",
         "bpf",
@@ -54,15 +53,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
         "/sys/kernel/tracing",
         private.as_ref(),
     ));
-    rows.extend(probe::probe_rows(args, target.as_ref()));
+    rows.extend(probe::probe_rows(&args.watch, target.as_ref()));
     if let Some(unit) = &args.node.restart_unit {
         rows.push(probe::dbus_row(&args.node.systemd_bus, unit));
     }
     rows.push(resolver());
-    rows.push(match crate::endpoint::lookup_order(&args.hosts_file) {
-        Ok(order) => Row::pass("name lookup", order),
-        Err(e) => Row::fail("name lookup", e),
-    });
+    rows.push(
+        match crate::endpoint::lookup_order(&args.endpoint.hosts_file) {
+            Ok(order) => Row::pass("name lookup", order),
+            Err(e) => Row::fail("name lookup", e),
+        },
+    );
     print!("{}", render(&rows));
     let failed: Vec<&str> = rows
         .iter()
@@ -138,7 +139,7 @@ fn privileges() -> Row {
 
 /// The cgroup2 mount (where the probe attaches) and each target, resolved as `run` does.
 /// A target cgroup that does not exist yet is a warning: `run` waits for it.
-fn targets(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(std::fs::File, Targets)> {
+fn targets(watch: &Watch, rows: &mut Vec<Row>) -> Option<(std::fs::File, Targets)> {
     let cgroup2 = match cgroup::cgroup2_mount() {
         Ok(m) => m,
         Err(e) => {
@@ -165,7 +166,7 @@ fn targets(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(std::fs::File, Target
             mount.display().to_string()
         },
     ));
-    let targets = match Targets::from_args(args, &mount, std::path::Path::new("/")) {
+    let targets = match Targets::new(watch, &mount, std::path::Path::new("/")) {
         Ok(t) => t,
         Err(e) => {
             rows.push(Row::fail("targets", format!("{e:#}")));
@@ -204,11 +205,11 @@ fn targets(args: &RunArgs, rows: &mut Vec<Row>) -> Option<(std::fs::File, Target
 }
 
 /// The endpoint `run` would follow, and the file it would read it from.
-fn endpoint_row(args: &RunArgs) -> Row {
+fn endpoint_row(args: &crate::settings::run::Endpoint) -> Row {
     match setup::configured(args) {
         Ok(Configured::Endpoints { list, source }) => Row::pass(
             "endpoint",
-            format!("{} from {source}", setup::names(&list)),
+            format!("{} from {source}", crate::endpoint::names(&list)),
         ),
         Ok(Configured::Nothing) => Row::warn(
             "endpoint",

@@ -13,14 +13,13 @@ use super::{
 };
 use crate::{
     act::restart::dbus,
-    cli::{RunArgs, node_args::SystemdBus},
     kernel::probe::{Probe, ProbeConfig},
-    settings::Targets,
+    settings::{SystemdBus, Targets, run::Watch},
 };
 
 /// `sock_ops` attach, the cgroup tracepoints, keepalive news, `bpf_setsockopt` through the
 /// iterator, `SOCK_DESTROY`.
-pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> {
+pub fn probe_rows(args: &Watch, target: Option<&(File, Targets)>) -> Vec<Row> {
     let mut rows = Vec::new();
     let conn = loopback_pair();
     let probe = match target {
@@ -37,7 +36,7 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> 
                 ports: &args.ports,
                 targets,
                 max_sockets: args.max_sockets,
-                keepalive: crate::run::keepalive_config(args),
+                keepalive: args.keepalive_map(),
                 silent_probes: args.silent_probes,
             };
             match Probe::load(&cfg).and_then(|mut p| {
@@ -83,7 +82,7 @@ pub fn probe_rows(args: &RunArgs, target: Option<&(File, Targets)>) -> Vec<Row> 
         )),
     });
     if let Some(p) = probe.as_mut() {
-        let want = crate::run::keepalive_config(args);
+        let want = args.keepalive_map();
         rows.extend(crate::check::watch::new_connection_rows(p, &want));
     }
     drop(probe); // detaches every program

@@ -186,30 +186,6 @@ pub struct KeepaliveArg {
     pub count: u32,
 }
 
-impl RunArgs {
-    /// The silent rule from `--silent-probes` and `--silent-timeout` (default IDLE + N x
-    /// INTERVAL), as (timeout, probes); `None` when keepalive is off.
-    ///
-    /// # Errors
-    /// When COUNT does not exceed the probes: the kernel would abort the connection itself
-    /// before lifeline could ever judge it (and log why).
-    pub fn silence(&self) -> Result<Option<(Duration, u8)>, String> {
-        let Some(ka) = self.keepalive.0 else {
-            return Ok(None);
-        };
-        if ka.count <= u32::from(self.silent_probes) {
-            return Err(format!(
-                "--keepalive COUNT {} must exceed --silent-probes {}: the kernel aborts an idle connection after COUNT unanswered probes, before lifeline could judge it",
-                ka.count, self.silent_probes
-            ));
-        }
-        let after = self
-            .silent_timeout
-            .unwrap_or(ka.idle + ka.interval * u32::from(self.silent_probes));
-        Ok(Some((after, self.silent_probes)))
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Unix socket of the running agent.
@@ -237,28 +213,7 @@ pub enum LogTarget {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
-    use clap::Parser as _;
-
     use super::*;
-
-    #[test]
-    fn silent_rule_defaults_to_eleven_probes_after_idle() {
-        let run = |args: &[&str]| {
-            let cli = Cli::try_parse_from([&["lifeline", "run"], args].concat()).unwrap();
-            let Command::Run(run) = cli.command else {
-                panic!("not run")
-            };
-            run.silence()
-        };
-        assert_eq!(run(&[]), Ok(Some((Duration::from_secs(13), 11))));
-        assert_eq!(run(&["--keepalive", "off"]), Ok(None));
-        let e = run(&["--keepalive", "2s,1s,9"]).unwrap_err();
-        assert!(e.contains("COUNT 9 must exceed --silent-probes 11"), "{e}");
-        let s = run(&["--keepalive", "5s,2s,6", "--silent-probes", "3"]);
-        assert_eq!(s, Ok(Some((Duration::from_secs(11), 3))));
-    }
 
     #[test]
     fn cli_definition_is_consistent() {

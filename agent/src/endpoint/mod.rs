@@ -239,3 +239,10 @@ pub struct Follow {
     pub guard: Guard,
     pub grace: Duration,
 }
+
+/// `NAME:PORT, ...` as `lifeline status` names them.
+#[must_use]
+pub fn names(list: &[(String, u16)]) -> String {
+    let names: Vec<String> = list.iter().map(|(h, p)| set::name(h, *p)).collect();
+    names.join(", ")
+}

@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use super::{
     Endpoints,
     discover::{self, Followed, Source},
-    kubeconfig, setup,
+    kubeconfig,
     trust::{Ignored, Trust},
 };
 
@@ -90,14 +90,14 @@ impl Rediscover {
         match kubeconfig::server(file) {
             Ok(server) if self.list == [server.clone()] => {
                 tracing::info!(target: "lifeline::endpoint", source = %found,
-                    "kubelet is now {found} (was {now}); the API endpoint {} is the same", setup::names(&self.list));
+                    "kubelet is now {found} (was {now}); the API endpoint {} is the same", super::names(&self.list));
                 self.followed.set(found);
             }
             Ok(server) => {
-                let was = setup::names(&self.list);
+                let was = super::names(&self.list);
                 self.list = vec![server];
                 self.endpoints.retarget(&self.list);
-                let names = setup::names(&self.list);
+                let names = super::names(&self.list);
                 tracing::info!(target: "lifeline::endpoint", source = %found, endpoint = %names, previous = %was,
                     "API endpoint {names} from {found}: kubelet restarted with another kubeconfig (was {was} from {now})");
                 if let Some(p) = self
@@ -115,7 +115,7 @@ impl Rediscover {
             Err(e) => {
                 if self.logged.insert(pid_start) {
                     tracing::warn!(target: "lifeline::endpoint", source = %found,
-                        "{e:#} (found as {found}); still following {} from {now}", setup::names(&self.list));
+                        "{e:#} (found as {found}); still following {} from {now}", super::names(&self.list));
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! From the command line to a running endpoint follower.
+//! From the endpoint settings to a running endpoint follower.
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use super::{
     spawn_refreshers,
     trust::Trust,
 };
-use crate::cli::RunArgs;
+use crate::settings::run::Endpoint as Settings;
 
 /// The endpoints `run` follows, decided before anything is attached.
 #[derive(Debug)]
@@ -41,20 +41,13 @@ impl Configured {
     }
 }
 
-/// `NAME:PORT, ...` as `lifeline status` names them.
-#[must_use]
-pub fn names(list: &[(String, u16)]) -> String {
-    let names: Vec<String> = list.iter().map(|(h, p)| super::set::name(h, *p)).collect();
-    names.join(", ")
-}
-
 /// The endpoints to follow: `--endpoint`s, else the `server:` of `--kubeconfig`, else of the
 /// kubeconfig discovery finds (`discover::find`: only a root kubelet in kubelet's cgroup
 /// counts). A bad explicit kubeconfig is an error; a bad discovered one is `Unusable`.
 ///
 /// # Errors
 /// When an explicit kubeconfig cannot be read or has no server URL.
-pub fn configured(args: &RunArgs) -> Result<Configured> {
+pub fn configured(args: &Settings) -> Result<Configured> {
     if !args.endpoints.is_empty() {
         return Ok(Configured::Endpoints {
             list: args.endpoints.clone(),
@@ -67,7 +60,7 @@ pub fn configured(args: &RunArgs) -> Result<Configured> {
             source: Source::KubeconfigFlag(path.clone()),
         });
     }
-    let Some(source) = discover::find(&Trust::new(&args.cgroups)) else {
+    let Some(source) = discover::find(&Trust::new(&args.trusted_cgroups)) else {
         return Ok(Configured::Nothing);
     };
     Ok(match source.file().map(kubeconfig::server) {
@@ -89,7 +82,7 @@ pub fn configured(args: &RunArgs) -> Result<Configured> {
 /// # Errors
 /// When --min-refresh exceeds --max-refresh, or the hosts file exists but cannot be read
 /// (a missing one is an empty one, as for glibc and Go).
-pub fn check(args: &RunArgs) -> Result<()> {
+pub fn check(args: &Settings) -> Result<()> {
     if let Err(e) = super::hosts::read(&args.hosts_file) {
         bail!("invalid --hosts-file: {e}");
     }
@@ -107,7 +100,7 @@ pub fn check(args: &RunArgs) -> Result<()> {
 ///
 /// # Errors
 /// When the system's DNS configuration is needed and cannot be read.
-pub fn start(args: &RunArgs, found: &Configured, wake: &Arc<Notify>) -> Result<Option<Follow>> {
+pub fn start(args: &Settings, found: &Configured, wake: &Arc<Notify>) -> Result<Option<Follow>> {
     const OFF: &str = "DNS following, peer probes and the healthy-endpoint check are off";
     let (list, source) = match found {
         Configured::Endpoints { list, source } => (list, source),
@@ -124,7 +117,7 @@ pub fn start(args: &RunArgs, found: &Configured, wake: &Arc<Notify>) -> Result<O
             return Ok(None);
         }
     };
-    tracing::info!(source = %source, "API endpoint {} from {source}", names(list));
+    tracing::info!(source = %source, "API endpoint {} from {source}", super::names(list));
     let endpoints = Endpoints::new(list);
     // A discovered endpoint moves when kubelet restarts with another kubeconfig.
     let discovered = matches!(source, Source::Kubelet { .. } | Source::WellKnown(_));
@@ -149,7 +142,7 @@ pub fn start(args: &RunArgs, found: &Configured, wake: &Arc<Notify>) -> Result<O
     }
     if discovered {
         Rediscover::new(
-            Trust::new(&args.cgroups),
+            Trust::new(&args.trusted_cgroups),
             (followed.clone(), list.clone()),
             endpoints.clone(),
             watched(args, list),
@@ -167,14 +160,14 @@ pub fn start(args: &RunArgs, found: &Configured, wake: &Arc<Notify>) -> Result<O
 }
 
 /// Logs, once, each process named kubelet that discovery did not trust.
-fn log_ignored(args: &RunArgs) {
-    for i in discover::kubelet_source(&Trust::new(&args.cgroups)).1 {
+fn log_ignored(args: &Settings) {
+    for i in discover::kubelet_source(&Trust::new(&args.trusted_cgroups)).1 {
         rediscover::log_ignored(&i);
     }
 }
 
 /// The ports `run` watches: `--ports` and the endpoints' (see `run::watched_ports`).
-fn watched(args: &RunArgs, list: &[(String, u16)]) -> Vec<u16> {
+fn watched(args: &Settings, list: &[(String, u16)]) -> Vec<u16> {
     let mut ports = args.ports.clone();
     ports.extend(list.iter().map(|(_, p)| *p));
     ports

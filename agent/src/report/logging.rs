@@ -7,7 +7,7 @@ use tracing_subscriber::{
     EnvFilter, Layer, layer::SubscriberExt as _, util::SubscriberInitExt as _,
 };
 
-use crate::cli::LogTarget;
+use crate::settings::LogTarget;
 
 /// systemd sets `JOURNAL_STREAM` to stderr's `dev:inode` when stderr is the journal
 /// (systemd.exec(5)); a shell with an inherited variable does not match.

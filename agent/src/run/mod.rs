@@ -12,7 +12,6 @@ use tokio::{
 mod node;
 
 use crate::{
-    cli::RunArgs,
     daemon::Daemon,
     endpoint,
     judge::{self, Judge},
@@ -24,47 +23,48 @@ use crate::{
     },
     node::mounts,
     report::{logging, status},
-    settings::Targets,
+    settings::{Run, Targets},
     watch::{Watching, adopt, cgroup, netns},
 };
 
 /// # Errors
 /// Bad input, missing privileges or kernel features, each with one clear message.
-pub fn run(args: &RunArgs) -> Result<()> {
+pub fn run(args: &Run) -> Result<()> {
     // Before anything is mounted or locked: a binary without its object can do nothing.
     crate::kernel::probe::object()?;
     node::validate(args)?;
     let silence = args
+        .watch
         .silence()
         .map_err(anyhow::Error::msg)?
         .map(|(after, probes)| judge::Silence { after, probes });
-    endpoint::setup::check(args)?;
-    let endpoints = endpoint::setup::configured(args)?;
+    endpoint::setup::check(&args.endpoint)?;
+    let endpoints = endpoint::setup::configured(&args.endpoint)?;
     let cgroup2 = cgroup::cgroup2_mount()?;
-    let targets = Targets::from_args(args, &cgroup2.mount, std::path::Path::new("/"))?;
+    let targets = Targets::new(&args.watch, &cgroup2.mount, std::path::Path::new("/"))?;
     errors::check_privileges()?;
     let _lock = crate::node::lock::acquire()?; // held until run returns: one agent per node
-    crate::report::status::socket::prepare(&args.status_socket)?;
+    crate::report::status::socket::prepare(&args.report.status_socket)?;
     let root = cgroup::open(&cgroup2.mount)?;
-    logging::init(args.log)?;
+    logging::init(args.report.log)?;
     cgroup2.log();
     mounts::ensure("bpf", "/sys/fs/bpf");
     mounts::ensure("tracefs", "/sys/kernel/tracing");
-    let ports = watched_ports(args, &targets, endpoints.list());
+    let ports = watched_ports(&args.watch.ports, &targets, endpoints.list());
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     rt.block_on(async {
-        let keepalive = keepalive_config(args);
+        let keepalive = args.watch.keepalive_map();
         let cfg = ProbeConfig {
             root: &root,
             ports: &ports,
             targets: &targets,
-            max_sockets: args.max_sockets,
+            max_sockets: args.watch.max_sockets,
             keepalive,
-            silent_probes: args.silent_probes,
+            silent_probes: args.watch.silent_probes,
         };
         let mut probe = Probe::load(&cfg)?;
         crate::report::metrics::get().follow_probe(&probe);
@@ -79,7 +79,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
         let armed = keepalive != Keepalive::default();
         let polled = adopt::adopt(&mut probe, &mut diag, &watching.selector(), armed)?;
-        let follow = endpoint::setup::start(args, &endpoints, &wake)?;
+        let follow = endpoint::setup::start(&args.endpoint, &endpoints, &wake)?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let no_endpoints = endpoint::Endpoints::default();
         let (node, restarts) = node::Node::start(
@@ -90,7 +90,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             &cgroup2.mount,
         )?;
         let (ask_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
-        crate::report::status::server::serve(&args.status_socket, ask_tx)?;
+        crate::report::status::server::serve(&args.report.status_socket, ask_tx)?;
         let judge = new_judge(args, silence, keepalive, restarts.is_some(), &probe);
         let mut daemon = Daemon::new(crate::daemon::Parts {
             probe,
@@ -107,22 +107,22 @@ pub fn run(args: &RunArgs) -> Result<()> {
             event = "ready",
             targets = ?described,
             ports = ?ports,
-            stall_timeout_ms = u64::try_from(args.stall_timeout.as_millis()).unwrap_or(u64::MAX),
-            keepalive = %args.keepalive.0.map_or_else(|| "off".to_owned(), |k| format!("{:?},{:?},{}", k.idle, k.interval, k.count)),
+            stall_timeout_ms = u64::try_from(args.judge.stall_timeout.as_millis()).unwrap_or(u64::MAX),
+            keepalive = %args.watch.keepalive_text(),
             silent_timeout_ms = silence.map(|s| u64::try_from(s.after.as_millis()).unwrap_or(u64::MAX)),
             silent_probes = silence.map(|s| s.probes),
-            dry_run = args.dry_run,
+            dry_run = args.judge.dry_run,
             endpoints = ?endpoints.list(),
             "probe attached to the cgroup v2 root; watching"
         );
         // The first snapshot (with the targets' states) before READY, so that STATUS and
         // `lifeline status` say at once what is watched and what is waiting.
-        let wait = daemon.sweep(args.sweep_interval).await?;
+        let wait = daemon.sweep(args.sweep.interval).await?;
         node.ready(&daemon.status.borrow());
         let result =
-            sweep_until_signal(&mut daemon, args.sweep_interval, wait, &wake, &mut asks).await;
+            sweep_until_signal(&mut daemon, args.sweep.interval, wait, &wake, &mut asks).await;
         node.stop();
-        let _ = std::fs::remove_file(&args.status_socket);
+        let _ = std::fs::remove_file(&args.report.status_socket);
         drop(daemon); // closes the links: every program is detached
         tracing::info!(event = "stopped", "probe detached");
         result
@@ -131,24 +131,24 @@ pub fn run(args: &RunArgs) -> Result<()> {
 
 /// The judge, from the flags; `restarts`: a restarter runs (`--restart-unit`).
 fn new_judge(
-    args: &RunArgs,
+    args: &Run,
     silence: Option<judge::Silence>,
     keepalive: Keepalive,
     restarts: bool,
     probe: &Probe,
 ) -> Judge {
     let settings = judge::Settings {
-        stall: args.stall_timeout,
+        stall: args.judge.stall_timeout,
         silent: silence,
         want: keepalive,
-        migrate: args.on_orphan == crate::cli::OnOrphan::Migrate,
-        spread: args.migrate_spread,
-        dry_run: args.dry_run,
-        max_kills_per_minute: args.max_kills_per_minute,
-        seed: random_seed(),
+        migrate: args.judge.migrate,
+        spread: args.judge.migrate_spread,
+        dry_run: args.judge.dry_run,
+        max_kills_per_minute: args.judge.max_kills_per_minute,
+        seed: judge::Seed(args.sweep.seed),
     };
     let escalation =
-        restarts.then(|| judge::Escalation::new(args.node.action, args.node.escalate_after));
+        restarts.then(|| judge::Escalation::new(args.node.action.into(), args.node.escalate_after));
     let mut judge = Judge::new(settings, escalation);
     // With the kernel's news of unanswered keepalive probes, a healthy idle socket is never
     // looked at; without it, on a schedule.
@@ -156,47 +156,16 @@ fn new_judge(
     judge
 }
 
-/// A seed of the process's own for the judge's jitter, from std's random hash keys (drawn from
-/// the kernel's random source): two agents never spread alike.
-fn random_seed() -> judge::Seed {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    judge::Seed(
-        std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish(),
-    )
-}
-
 /// `--ports`, plus the endpoints' ports when their clients are targets (the hooks select
 /// by port first).
-fn watched_ports(args: &RunArgs, targets: &Targets, endpoints: &[(String, u16)]) -> Vec<u16> {
-    let mut ports = args.ports.clone();
+fn watched_ports(flag: &[u16], targets: &Targets, endpoints: &[(String, u16)]) -> Vec<u16> {
+    let mut ports = flag.to_vec();
     if targets.endpoint_clients {
         ports.extend(endpoints.iter().map(|(_, p)| *p));
     }
     ports.sort_unstable();
     ports.dedup();
     ports
-}
-
-/// `--keepalive` and `--user-timeout` as the probe's `KEEPALIVE` map entry.
-pub(crate) fn keepalive_config(args: &RunArgs) -> Keepalive {
-    let secs = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
-    let user_timeout_ms = args
-        .user_timeout
-        .map_or(0, |d| u32::try_from(d.as_millis()).unwrap_or(u32::MAX));
-    args.keepalive.0.map_or(
-        Keepalive {
-            user_timeout_ms,
-            ..Keepalive::default()
-        },
-        |k| Keepalive {
-            idle_s: secs(k.idle),
-            intvl_s: secs(k.interval),
-            cnt: k.count,
-            user_timeout_ms,
-        },
-    )
 }
 
 async fn sweep_until_signal(

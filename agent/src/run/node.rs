@@ -10,25 +10,25 @@ use crate::{
         restarter::{Restarter, Restarts},
         scope::UnitScope,
     },
-    cli::{RunArgs, node_args::ActionMode},
     report::{notify, status::Snapshot},
-    settings::Targets,
+    settings::{ActionMode, Run, Targets},
 };
 
 /// Flag combinations that make no sense, refused before anything is attached.
 ///
 /// # Errors
 /// One line naming the flags.
-pub fn validate(args: &RunArgs) -> Result<()> {
+pub fn validate(args: &Run) -> Result<()> {
     let n = &args.node;
+    let r = &args.report;
     if n.action == ActionMode::Restart && n.restart_unit.is_none() {
         bail!(
             "invalid --action restart: it needs --restart-unit (the unit to restart, e.g. kubelet.service)"
         );
     }
-    if let Some(addr) = n
+    if let Some(addr) = r
         .metrics_addr
-        .filter(|a| !a.ip().is_loopback() && !n.metrics_allow_remote)
+        .filter(|a| !a.ip().is_loopback() && !r.metrics_allow_remote)
     {
         bail!(
             "invalid --metrics-addr {addr}: not a loopback address; add --metrics-allow-remote to serve metrics beyond this node"
@@ -49,20 +49,20 @@ impl Node {
     /// # Errors
     /// When the metrics address cannot be bound.
     pub fn start(
-        args: &RunArgs,
+        args: &Run,
         snapshots: &watch::Receiver<Snapshot>,
         endpoints: &crate::endpoint::Endpoints,
         targets: &Targets,
         cgroup_mount: &std::path::Path,
     ) -> Result<(Self, Option<Restarts>)> {
         let mut tasks = Vec::new();
-        if let Some(addr) = args.node.metrics_addr {
+        if let Some(addr) = args.report.metrics_addr {
             tasks.extend(crate::report::metrics::http::serve(
                 addr,
                 snapshots.clone(),
             )?);
         }
-        tasks.extend(notify::spawn(snapshots.clone(), args.sweep_interval));
+        tasks.extend(notify::spawn(snapshots.clone(), args.sweep.interval));
         let restarts = args.node.restart_unit.as_ref().map(|unit| {
             let restarter = Restarter {
                 bus: args.node.systemd_bus.clone(),

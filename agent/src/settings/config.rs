@@ -182,14 +182,11 @@ fn one_line(text: &str) -> String {
         .join("; ")
 }
 
-/// For `check`: the file the settings came from, if any.
+/// For `check`: the file the settings came from, if any (`given`: `--config`).
 #[must_use]
-pub fn source(args: &crate::cli::RunArgs) -> Option<&Path> {
+pub fn source(given: Option<&Path>) -> Option<&Path> {
     let default = Path::new(DEFAULT_CONFIG);
-    args.node
-        .config
-        .as_deref()
-        .or_else(|| default.exists().then_some(default))
+    given.or_else(|| default.exists().then_some(default))
 }
 
 #[cfg(test)]

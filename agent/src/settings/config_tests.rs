@@ -139,7 +139,8 @@ fn configmap_toml(manifest: &str) -> String {
 
 fn targets(args: &crate::cli::RunArgs) -> crate::settings::Targets {
     let root = std::path::Path::new("/");
-    crate::settings::Targets::from_args(args, std::path::Path::new("/sys/fs/cgroup"), root)
+    let watch = crate::settings::Run::from_args(args).watch;
+    crate::settings::Targets::new(&watch, std::path::Path::new("/sys/fs/cgroup"), root)
         .expect("targets")
 }
 

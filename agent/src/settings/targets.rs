@@ -1,4 +1,4 @@
-//! What lifeline watches, from the command line: cgroups, process names, and the clients of
+//! What lifeline watches, from the watch settings: cgroups, process names, and the clients of
 //! the API endpoint. Explicit targets replace the default; the default for a node is
 //! kubelet's unit cgroup plus every client of the endpoint.
 
@@ -10,7 +10,7 @@ use lifeline_common::{
     watch::{CGROUP_PATH_LEN, WATCH_CGROUPS, WATCH_COMMS, WATCH_ENDPOINT},
 };
 
-use crate::cli::RunArgs;
+use super::run::Watch;
 
 /// Default cgroup target: kubelet's systemd unit.
 pub const DEFAULT_CGROUP: &str = "system.slice/kubelet.service";
@@ -38,7 +38,7 @@ impl Targets {
     ///
     /// # Errors
     /// A process name or cgroup path the kernel side cannot match, named in one line.
-    pub fn from_args(args: &RunArgs, mount: &Path, mount_root: &Path) -> Result<Self> {
+    pub fn new(args: &Watch, mount: &Path, mount_root: &Path) -> Result<Self> {
         let explicit = !args.cgroups.is_empty() || !args.comms.is_empty() || args.endpoint_clients;
         let (cgroups, endpoint_clients) = if explicit {
             (args.cgroups.clone(), args.endpoint_clients)

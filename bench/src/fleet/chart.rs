@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
-use super::run::Raw;
+use super::raw::Raw;
 use super::tally::Tally;
 
 const COLORS: [RGBColor; 4] = [

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::Machine;
 use super::contender::Contender;
-use super::run::Raw;
+use super::raw::Raw;
 use super::scenario::Scenario;
 use super::tally::Tally;
 

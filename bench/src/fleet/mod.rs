@@ -8,6 +8,7 @@ mod contender;
 mod dump;
 mod goals;
 mod nodes;
+mod raw;
 mod report;
 mod run;
 mod scenario;

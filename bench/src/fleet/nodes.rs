@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::apilab::DNS_V4;
+use lifeline_tests::api_addrs::DNS_V4;
 use lifeline_tests::dnsquery::lookup;
 use lifeline_tests::paths::fixture;
 use lifeline_tests::{API_NAME, Agent, Proc, mono_ms, wait_until};
@@ -119,7 +119,7 @@ pub fn start_agents(fleet: &Fleet) -> Result<Vec<Agent>> {
     println!(
         "fleet: {} agents ready in {:.1} s",
         agents.len(),
-        super::tally::secs(mono_ms() - t0)
+        super::raw::secs(mono_ms() - t0)
     );
     Ok(agents)
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::Machine;
-use super::run::Raw;
+use super::raw::Raw;
 use super::tally::Tally;
 
 pub fn section(m: &Machine, results: &[(Raw, Vec<Tally>)]) -> String {
@@ -157,7 +157,7 @@ fn scenario(s: &mut String, raw: &Raw, tallies: &[Tally]) {
         let _ = writeln!(
             s,
             "\nAfter the control plane came back ({:.0} s):\n",
-            super::tally::secs(at - raw.t0)
+            super::raw::secs(at - raw.t0)
         );
         for t in tallies {
             if let Some([one, none, more]) = t.after_second {

@@ -8,39 +8,13 @@ use anyhow::Result;
 use lifeline_tests::{Agent, mono_ms, wait_until};
 
 use super::nodes::{dig_tick, start_clients, stop_clients};
+use super::raw::{Raw, secs};
 use super::scenario::{Applied, Scenario, first_step, heal, second_step};
 use super::serverlog::{
     dns_query_node, first_requests, flows_to_api1, requests, server_events, server_of_nodes,
     without_requests,
 };
 use super::topo::Fleet;
-
-/// What one scenario produced, in `CLOCK_MONOTONIC` ms and node indexes.
-pub struct Raw {
-    pub scenario: Scenario,
-    pub t0: u64,
-    pub second: Option<u64>,
-    pub end: u64,
-    /// Connections accepted that never carried a request: the agents' probes of the
-    /// endpoint (a connect, then a close): (ms, node).
-    pub probes: Vec<(u64, usize)>,
-    /// Client connections: the first request of each (node, port), when it came.
-    pub client_conns: Vec<(u64, usize)>,
-    /// Heartbeats received: (ms, node).
-    pub heartbeats: Vec<(u64, usize)>,
-    /// Watches (re-lists) opened: (ms, node).
-    pub watches: Vec<(u64, usize)>,
-    /// The agents' kills: (ms, node).
-    pub kills: Vec<(u64, usize)>,
-    /// DNS queries dnsmasq logged from each node during the window.
-    pub dns_queries: Vec<usize>,
-    /// The dig script's client restarts per node.
-    pub restarts: Vec<usize>,
-    /// Per node, the API server it was on when the first step came.
-    pub on_server: Vec<Option<usize>>,
-    /// Nodes that never sent a heartbeat before the fault (a broken start, reported).
-    pub never_started: usize,
-}
 
 /// Runs scenario `s`; `agents[i]` runs on node `first_agent + i`.
 pub fn scenario(fleet: &Fleet, agents: &[Agent], first_agent: usize, s: Scenario) -> Result<Raw> {
@@ -73,11 +47,7 @@ pub fn scenario(fleet: &Fleet, agents: &[Agent], first_agent: usize, s: Scenario
     let flows = flows_to_api1(fleet, start);
     let t0 = first_step(fleet, s, &flows, &mut applied)?;
     let on_server = server_of_nodes(fleet, start, t0);
-    println!(
-        "fleet: {} at {:.0} s",
-        s.label(),
-        super::tally::secs(t0 - start)
-    );
+    println!("fleet: {} at {:.0} s", s.label(), secs(t0 - start));
     let mut second = None;
     let end = t0 + s.window_s() * 1000;
     let outcome = (|| -> Result<()> {

@@ -90,7 +90,7 @@ pub fn first_step(
             fleet.lab.dns.set(&others)?;
         }
         Scenario::FlowOnly => {
-            let api1 = lifeline_tests::apilab::API_V4[0];
+            let api1 = lifeline_tests::api_addrs::API_V4[0];
             applied
                 .faults
                 .push(wire.blackhole_flows(api1, flows_to_api1)?);

@@ -4,7 +4,7 @@
 //! re-lists are counted in 1 s windows from the first step to the end of the window.
 
 use super::contender::Contender;
-use super::run::Raw;
+use super::raw::{Raw, secs};
 
 pub const NOT_READY_MS: u64 = 40_000;
 pub const HEALTHY_MS: u64 = 15_000;
@@ -121,12 +121,6 @@ impl Tally {
         let rank = (s.len() * 99).div_ceil(100);
         s.get(rank.saturating_sub(1)).copied().unwrap_or(0)
     }
-}
-
-/// Milliseconds as seconds, for rates and printing.
-#[expect(clippy::cast_precision_loss, reason = "durations of minutes")]
-pub fn secs(ms: u64) -> f64 {
-    ms as f64 / 1000.0
 }
 
 fn per_second(events: &[(u64, usize)], t0: u64, secs: usize) -> Vec<usize> {

@@ -13,7 +13,7 @@ use anyhow::{Result, anyhow};
 use xtask::process::capture;
 
 use super::TESTS;
-use crate::lab::{cargo, cargo_cmd, json_string, target_dir};
+use crate::cargo_run::{cargo, cargo_cmd, json_string, target_dir};
 
 pub struct Built {
     pub lifeline: PathBuf,

@@ -110,7 +110,7 @@ pub fn test(ws: &Path, phases: &mut Phases, series: &[&'static Series]) -> Resul
     phases.run("matrix packages", crate::packages::ensure_matrix)?;
     crate::build_ebpf(ws, phases)?;
     let built = phases.run("build", || build::build(ws))?;
-    let out = crate::lab::target_dir(ws)?.join("kernels");
+    let out = crate::cargo_run::target_dir(ws)?.join("kernels");
     std::fs::create_dir_all(&out)?;
     let kernels = phases.run("fetch kernels", || fetch::kernels(series, &out))?;
     let mut runs = Vec::new();

@@ -8,7 +8,7 @@ use std::fs;
 use lifeline_common::features::Feature;
 
 use super::{TESTS, vm::Run};
-use crate::lab::json_string;
+use crate::cargo_run::json_string;
 
 /// One guest's results, read back from its directory.
 pub struct Guest<'a> {

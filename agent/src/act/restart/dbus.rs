@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result, anyhow};
 use futures_lite::StreamExt as _;
 use zbus::{Connection, zvariant::OwnedObjectPath};
 
-use crate::cli::node_args::SystemdBus;
+use crate::settings::SystemdBus;
 
 /// A restart job that takes longer than this is reported as not finished.
 const JOB_TIMEOUT: Duration = Duration::from_mins(2);

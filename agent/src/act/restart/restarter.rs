@@ -17,8 +17,8 @@ use super::{
     scope::UnitScope,
 };
 use crate::{
-    cli::node_args::SystemdBus,
     judge::{RestartRequest as Request, Stage},
+    settings::SystemdBus,
 };
 
 /// While systemd has not told us the unit's cgroup (the unit not started yet, the bus not

@@ -1,0 +1,76 @@
+//! The enums the stages take, owned here so that nothing below the loop imports the command
+//! line: each is converted once from its clap twin in `cli/` (which must compile alone, by
+//! path, in docgen, and so cannot name these).
+
+use crate::cli;
+
+/// Where logs go (`--log`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogTarget {
+    /// journald when stderr is the journal (started by systemd), else stderr.
+    Auto,
+    Stderr,
+    Journald,
+    /// JSON lines on stderr.
+    Json,
+}
+
+/// Which systemd manager owns the restart unit (`--systemd-bus`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SystemdBus {
+    System,
+    /// A user manager, on the session bus of `DBUS_SESSION_BUS_ADDRESS`.
+    User,
+    /// A D-Bus address such as `unix:path=/host/run/dbus/system_bus_socket`.
+    Address(String),
+}
+
+/// What to do with a confirmed stalled socket (`--action`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActionMode {
+    /// Kill it; restart the unit only when that does not help.
+    Kill,
+    /// Restart the unit straight away.
+    Restart,
+}
+
+impl From<cli::LogTarget> for LogTarget {
+    fn from(t: cli::LogTarget) -> Self {
+        match t {
+            cli::LogTarget::Auto => Self::Auto,
+            cli::LogTarget::Stderr => Self::Stderr,
+            cli::LogTarget::Journald => Self::Journald,
+            cli::LogTarget::Json => Self::Json,
+        }
+    }
+}
+
+impl From<&cli::node_args::SystemdBus> for SystemdBus {
+    fn from(b: &cli::node_args::SystemdBus) -> Self {
+        match b {
+            cli::node_args::SystemdBus::System => Self::System,
+            cli::node_args::SystemdBus::User => Self::User,
+            cli::node_args::SystemdBus::Address(a) => Self::Address(a.clone()),
+        }
+    }
+}
+
+impl From<cli::node_args::ActionMode> for ActionMode {
+    fn from(m: cli::node_args::ActionMode) -> Self {
+        match m {
+            cli::node_args::ActionMode::Kill => Self::Kill,
+            cli::node_args::ActionMode::Restart => Self::Restart,
+        }
+    }
+}
+
+/// The judge still takes the command line's enum; this is the one place that knows it, until
+/// the judge owns an enum of its own (then this converts into that one).
+impl From<ActionMode> for cli::node_args::ActionMode {
+    fn from(m: ActionMode) -> Self {
+        match m {
+            ActionMode::Kill => Self::Kill,
+            ActionMode::Restart => Self::Restart,
+        }
+    }
+}
