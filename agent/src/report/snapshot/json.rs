@@ -28,7 +28,7 @@ impl Row<'_> {
             out.extend_from_slice(b",\"owner_comm\":");
             text(out, comm);
         }
-        if let Some(o) = &self.owner_state {
+        if let Some(o) = self.owner_state.label() {
             let _ = write!(out, ",\"owner_state\":\"{o}\"");
         }
         let _ = write!(
@@ -72,7 +72,7 @@ impl Row<'_> {
         if let Some(b) = self.endpoint_socket {
             let _ = write!(out, ",\"endpoint_socket\":{b}");
         }
-        let _ = write!(out, ",\"source\":\"{}\"", self.source);
+        let _ = write!(out, ",\"source\":\"{}\"", self.source.as_str());
         if let Some(p) = &self.polled {
             out.extend_from_slice(b",\"polled\":");
             text(out, p);

@@ -40,8 +40,8 @@ pub struct Row<'a> {
     pub owner_comm: Option<Cow<'a, str>>,
     /// "no owner" (no process holds the socket any more) or "exited" (the recorded owner
     /// has exited, another process holds it); absent while the owner holds it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner_state: Option<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Owner::holds")]
+    pub owner_state: Owner,
     pub established_age_ms: u64,
     pub last_ack_age_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,8 +77,7 @@ pub struct Row<'a> {
     /// judged by DNS; the others by stall and silence alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_socket: Option<bool>,
-    /// "`sock_ops`" (seen at its connect) or "adopted" (older than the agent).
-    pub source: Cow<'a, str>,
+    pub source: Source,
     /// For an adopted socket whose callbacks the kernel could not arm: why; the agent then
     /// reads its `tcp_info` every sweep (shown as SOURCE `polled`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,6 +85,28 @@ pub struct Row<'a> {
     /// Why it is watched (what `--cgroup`, `--comm` and `--endpoint-clients` select).
     #[serde(default)]
     pub watched_by: WatchedBy,
+}
+
+/// How the probe came to watch a socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Source {
+    /// Seen at its connect.
+    #[serde(rename = "sock_ops")]
+    SockOps,
+    /// Older than the agent, found by `sock_diag`.
+    #[serde(rename = "adopted")]
+    Adopted,
+}
+
+impl Source {
+    /// As the row's JSON and the table's SOURCE column name it.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::SockOps => "sock_ops",
+            Self::Adopted => "adopted",
+        }
+    }
 }
 
 fn display<S: Serializer>(v: &impl Display, s: S) -> Result<S::Ok, S::Error> {

@@ -9,7 +9,7 @@ use lifeline_common::{
     sock::{ADOPT_NO_ITERATOR, ADOPT_PENDING, SOURCE_ADOPTED, adopt_armed},
 };
 
-use super::{Owner, Row, WatchedBy};
+use super::{Owner, Row, Source, WatchedBy};
 use crate::{
     judge::Verdict,
     kernel::{
@@ -62,7 +62,7 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
         state: x.kernel.map(|k| Cow::Borrowed(states::name(k.state))),
         owner_pid: (r.owner_pid != 0).then_some(r.owner_pid),
         owner_comm: r.comm().map(Cow::Borrowed),
-        owner_state: x.owner.label().map(Cow::Borrowed),
+        owner_state: x.owner,
         established_age_ms: clock::age_ms(now, r.established_ns),
         last_ack_age_ms: info.map_or_else(
             || clock::age_ms(now, r.last_ack_ns),
@@ -89,11 +89,11 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
         endpoint: x.endpoint.map(|e| Cow::Borrowed(e.0)),
         endpoint_member: x.endpoint.map(|e| Cow::Borrowed(e.1)),
         endpoint_socket: x.endpoint.and(x.endpoint_socket),
-        source: Cow::Borrowed(if r.source == SOURCE_ADOPTED {
-            "adopted"
+        source: if r.source == SOURCE_ADOPTED {
+            Source::Adopted
         } else {
-            "sock_ops"
-        }),
+            Source::SockOps
+        },
         polled: (r.source == SOURCE_ADOPTED && !adopt_armed(r.adopt))
             .then(|| Cow::Owned(polled_why(r.adopt))),
         watched_by: WatchedBy(r.reasons),

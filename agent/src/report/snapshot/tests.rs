@@ -58,5 +58,6 @@ fn a_row_reads_back_as_the_status_client_expects() {
     assert_eq!(back.endpoint_member.as_deref(), Some("in-set"));
     assert_eq!(back.endpoint_socket, Some(true));
     assert!(back.watched_by.names().eq(["cgroup", "endpoint"]));
-    assert_eq!((&*back.source, back.polled), ("sock_ops", None));
+    assert_eq!((back.source, back.polled), (Source::SockOps, None));
+    assert_eq!(back.owner_state, Owner::Holds);
 }

@@ -2,7 +2,7 @@
 //! per socket, and the notes that stand for columns of repeats.
 
 use super::Snapshot;
-use crate::report::snapshot::Row;
+use crate::report::snapshot::{Owner, Row};
 
 /// The table `lifeline status` prints.
 #[must_use]
@@ -138,8 +138,8 @@ fn outside_notes(s: &Snapshot, out: &mut String) {
 /// and `COMM/PID exited` when the recorded owner is gone and another process holds it.
 fn socket_line(out: &mut String, k: &Row<'_>) {
     use std::fmt::Write as _;
-    let owner = match (&k.owner_comm, k.owner_pid, k.owner_state.as_deref()) {
-        (_, _, Some("no owner")) => "no owner".to_owned(),
+    let owner = match (&k.owner_comm, k.owner_pid, k.owner_state.label()) {
+        (_, _, Some(nobody)) if k.owner_state == Owner::Nobody => nobody.to_owned(),
         (Some(c), Some(p), Some(state)) => format!("{c}/{p} {state}"),
         (Some(c), Some(p), None) => format!("{c}/{p}"),
         _ => "-".to_owned(),
@@ -161,7 +161,7 @@ fn socket_line(out: &mut String, k: &Row<'_>) {
         if k.polled.is_some() {
             "polled"
         } else {
-            &*k.source
+            k.source.as_str()
         },
         endpoint_column(k),
         k.keepalive,

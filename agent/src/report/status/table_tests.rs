@@ -49,3 +49,24 @@ fn never_held_peers_are_listed_in_text_order() {
         "{table}"
     );
 }
+
+#[test]
+fn the_owner_column_says_what_became_of_the_owner() {
+    let with = |state: &str| {
+        outside(1, "203.0.113.7:6443").replace(
+            r#""established_age_ms""#,
+            &format!(r#""owner_state":"{state}","established_age_ms""#),
+        )
+    };
+    let table = render(&snapshot(&[with("exited"), with("no owner")]));
+    assert!(
+        table.contains(&format!(" {:<20} ", "kubelet/812 exited")),
+        "{table}"
+    );
+    assert!(table.contains(&format!(" {:<20} ", "no owner")), "{table}");
+    let unknown = serde_json::from_str::<Snapshot>(&format!(
+        r#"{{"stall_timeout_ms":1,"silent_timeout_ms":null,"kills":0,"holds":0,"endpoint_source":null,"endpoints":[],"sockets_full":0,"sockets":[{}]}}"#,
+        with("asleep")
+    ));
+    assert!(unknown.is_err(), "an owner state this agent does not know");
+}
