@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 /// Where a peer address stands relative to the endpoint's set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Membership {
@@ -23,12 +25,42 @@ pub enum Membership {
 }
 
 impl Membership {
+    /// Where it stands, without for how long.
     #[must_use]
-    pub const fn label(self) -> &'static str {
+    pub const fn standing(self) -> Standing {
+        match self {
+            Self::InSet => Standing::InSet,
+            Self::Leaving { .. } => Standing::Leaving,
+            Self::Orphaned { .. } => Standing::Orphaned,
+            Self::Unknown => Standing::Unknown,
+            Self::NeverHeld => Standing::NeverHeld,
+        }
+    }
+}
+
+/// A [`Membership`] as status shows it (a row's `endpoint_member`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Standing {
+    #[serde(rename = "in-set")]
+    InSet,
+    #[serde(rename = "leaving")]
+    Leaving,
+    #[serde(rename = "orphaned")]
+    Orphaned,
+    #[serde(rename = "unknown")]
+    Unknown,
+    #[serde(rename = "never-held")]
+    NeverHeld,
+}
+
+impl Standing {
+    /// The word in the row's JSON and the table's IN-SET column.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
         match self {
             Self::InSet => "in-set",
-            Self::Leaving { .. } => "leaving",
-            Self::Orphaned { .. } => "orphaned",
+            Self::Leaving => "leaving",
+            Self::Orphaned => "orphaned",
             Self::Unknown => "unknown",
             Self::NeverHeld => "never-held",
         }

@@ -15,7 +15,7 @@ use std::{
 // A sibling file, declared beside the set whose rule it names (re-exported through it).
 #[path = "membership.rs"]
 mod membership;
-pub use membership::Membership;
+pub use membership::{Membership, Standing};
 
 /// An address absent from the answers this long is forgotten.
 pub const FORGET_AFTER: Duration = Duration::from_hours(1);

@@ -66,8 +66,8 @@ impl Row<'_> {
             out.extend_from_slice(b",\"endpoint\":");
             text(out, e);
         }
-        if let Some(m) = &self.endpoint_member {
-            let _ = write!(out, ",\"endpoint_member\":\"{m}\"");
+        if let Some(m) = self.endpoint_member {
+            let _ = write!(out, ",\"endpoint_member\":\"{}\"", m.as_str());
         }
         if let Some(b) = self.endpoint_socket {
             let _ = write!(out, ",\"endpoint_socket\":{b}");
@@ -99,6 +99,7 @@ mod tests {
 
     use super::super::{Extra, Owner, Row, row};
     use crate::{
+        endpoint::Standing,
         judge::Verdict,
         kernel::diag::{DiagSock, TcpInfo},
     };
@@ -150,7 +151,7 @@ mod tests {
             kernel: Some(&kernel),
             owner: Owner::Nobody,
             keepalive: "2s,1s,5 (app's, stricter)",
-            endpoint: Some(("api.example:6443", "never-held")),
+            endpoint: Some(("api.example:6443", Standing::NeverHeld)),
             endpoint_socket: Some(false),
         };
         let (hand, serde) = both(&v4, &full);

@@ -13,6 +13,8 @@ use std::{borrow::Cow, fmt::Display, net::SocketAddr};
 
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::endpoint::Standing;
+
 mod json;
 pub mod kernel;
 pub mod owner;
@@ -71,7 +73,7 @@ pub struct Row<'a> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub endpoint_member: Option<Cow<'a, str>>,
+    pub endpoint_member: Option<Standing>,
     /// With `endpoint`: whether the socket is the endpoint's connection (its address was in
     /// the answers when it connected, when lifeline adopted it, or since). Only these are
     /// judged by DNS; the others by stall and silence alone.

@@ -11,6 +11,7 @@ use lifeline_common::{
 
 use super::{Owner, Row, Source, WatchedBy};
 use crate::{
+    endpoint::Standing,
     judge::Verdict,
     kernel::{
         clock,
@@ -27,7 +28,7 @@ pub struct Extra<'a> {
     pub kernel: Option<&'a DiagSock>,
     pub owner: Owner,
     pub keepalive: &'a str,
-    pub endpoint: Option<(&'a str, &'static str)>,
+    pub endpoint: Option<(&'a str, Standing)>,
     /// With `endpoint`: whether the socket is that endpoint's connection (the recorded fact)
     /// or only on its port.
     pub endpoint_socket: Option<bool>,
@@ -87,7 +88,7 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
         keepalive: Cow::Borrowed(x.keepalive),
         keepalive_probes: info.map(|i| i.probes),
         endpoint: x.endpoint.map(|e| Cow::Borrowed(e.0)),
-        endpoint_member: x.endpoint.map(|e| Cow::Borrowed(e.1)),
+        endpoint_member: x.endpoint.map(|e| e.1),
         endpoint_socket: x.endpoint.and(x.endpoint_socket),
         source: if r.source == SOURCE_ADOPTED {
             Source::Adopted

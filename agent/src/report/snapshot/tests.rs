@@ -6,7 +6,7 @@ use lifeline_common::{
     watch::{BY_CGROUP, BY_ENDPOINT},
 };
 
-use crate::judge::Verdict;
+use crate::{endpoint::Standing, judge::Verdict};
 
 /// 198.51.100.2:40000 -> 203.0.113.7:6443, owned by pid 812 named `comm`.
 pub(super) fn v4_record(comm: &[u8], reasons: u32) -> SockState {
@@ -36,7 +36,7 @@ fn a_row_reads_back_as_the_status_client_expects() {
         kernel: None,
         owner: Owner::Holds,
         keepalive: "2s,1s,20",
-        endpoint: Some(("api:6443", "in-set")),
+        endpoint: Some(("api:6443", Standing::InSet)),
         endpoint_socket: Some(true),
     };
     let mut json = Vec::new();
@@ -55,7 +55,7 @@ fn a_row_reads_back_as_the_status_client_expects() {
         (4_000, 2_000)
     );
     assert_eq!((&*back.verdict, &*back.keepalive), ("idle", "2s,1s,20"));
-    assert_eq!(back.endpoint_member.as_deref(), Some("in-set"));
+    assert_eq!(back.endpoint_member, Some(Standing::InSet));
     assert_eq!(back.endpoint_socket, Some(true));
     assert!(back.watched_by.names().eq(["cgroup", "endpoint"]));
     assert_eq!((back.source, back.polled), (Source::SockOps, None));

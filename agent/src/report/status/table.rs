@@ -2,7 +2,10 @@
 //! per socket, and the notes that stand for columns of repeats.
 
 use super::Snapshot;
-use crate::report::snapshot::{Owner, Row};
+use crate::{
+    endpoint::Standing,
+    report::snapshot::{Owner, Row},
+};
 
 /// The table `lifeline status` prints.
 #[must_use]
@@ -95,7 +98,7 @@ fn endpoint_column<'a>(k: &'a Row<'_>) -> &'a str {
     if k.endpoint_socket == Some(false) {
         "outside"
     } else {
-        k.endpoint_member.as_deref().unwrap_or("-")
+        k.endpoint_member.map_or("-", Standing::as_str)
     }
 }
 
@@ -116,7 +119,7 @@ fn outside_notes(s: &Snapshot, out: &mut String) {
         };
         let entry = by_endpoint.entry(e).or_default();
         entry.0 += 1;
-        if k.endpoint_member.as_deref() == Some("never-held") {
+        if k.endpoint_member == Some(Standing::NeverHeld) {
             entry.1.insert(k.peer.to_string());
         }
     }
