@@ -5,7 +5,8 @@
 //! matrix (`cargo xtask test --kernel all`) writes from what the tests measured.
 //!
 //! `since` comes from the kernel source; the matrix measures 5.10, 6.1 and 6.12 (Debian's
-//! cloud kernels), so every boundary below 6.12 is confirmed on one side or both.
+//! cloud kernels), so every boundary below 6.12 is confirmed on one side or both. Which of
+//! the probe's programs needs which feature is [`crate::hooks::Hook`]'s table.
 
 /// One kernel capability lifeline uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod features;
+pub mod hooks;
 pub mod keepalive;
 pub mod news;
 pub mod sock;
@@ -33,20 +34,6 @@ pub mod maps {
     pub const TARGET_PATHS: &str = "TARGET_PATHS";
     pub const ENDPOINT_PEERS: &str = "ENDPOINT_PEERS";
     pub const TUPLES: &str = "TUPLES";
-}
-
-/// Names of the programs in the eBPF object.
-pub mod programs {
-    pub const SOCK_OPS: &str = "lifeline_sockops";
-    pub const CONNECT4: &str = "lifeline_connect4";
-    pub const CONNECT6: &str = "lifeline_connect6";
-    pub const ADOPT_ITER: &str = "lifeline_adopt";
-    pub const CGROUP_MKDIR: &str = "lifeline_cgroup_mkdir";
-    pub const CGROUP_RMDIR: &str = "lifeline_cgroup_rmdir";
-    pub const SETSOCKOPT: &str = "lifeline_setsockopt";
-    pub const SETSOCKOPT_ANY_NETNS: &str = "lifeline_setsockopt_any_netns";
-    pub const UNANSWERED: &str = "lifeline_unanswered";
-    pub const UNANSWERED_TIMER: &str = "lifeline_unanswered_timer";
 }
 
 /// Names of the probe's load-time globals (`EbpfLoader::override_global`): the keepalive

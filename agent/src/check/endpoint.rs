@@ -13,7 +13,7 @@ use std::{
 };
 
 use crate::{
-    check::probe::Row,
+    check::row::Row,
     endpoint::{
         EndpointSet, Resolver,
         setup::{self, Configured},

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::{
-    check::probe::Row,
+    check::row::Row,
     kernel::errors,
     node::{
         mounts::{self, Outcome},

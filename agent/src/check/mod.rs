@@ -5,9 +5,11 @@
 //! through the TCP iterator (`bpf_setsockopt`) and destroyed with `SOCK_DESTROY`.
 //! A `fail` row means the daemon cannot work; a `warn` row means it works with less.
 
+mod destroy;
 mod endpoint;
 mod host;
 mod probe;
+mod row;
 mod watch;
 
 use std::fmt::Write as _;
@@ -15,7 +17,7 @@ use std::fmt::Write as _;
 use anyhow::{Result, bail};
 use lifeline_common::features;
 
-use probe::{Level, Row};
+use row::{Level, Row};
 
 use crate::{
     endpoint::setup::{self, Configured},

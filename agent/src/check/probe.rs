@@ -3,79 +3,19 @@
 //! destroy it with `SOCK_DESTROY` and see the owner get `ECONNABORTED`, ask systemd about
 //! the restart unit. The connection is the check's own, on 127.0.0.1.
 
-use std::{
-    fs::File,
-    io::{ErrorKind, Read as _},
-    net::{TcpListener, TcpStream},
+use std::fs::File;
+
+use lifeline_common::hooks::Hook;
+
+use super::{
+    destroy::{destroy_row, loopback_pair},
+    row::Row,
 };
-
-use anyhow::{Context as _, Result, anyhow};
-
 use crate::{
     act::restart::dbus,
-    kernel::{
-        diag::{Destroyed, SockDiag},
-        probe::{Probe, ProbeConfig},
-    },
+    kernel::probe::{Probe, ProbeConfig},
     settings::{SystemdBus, Targets, run::Watch},
 };
-
-pub struct Row {
-    pub name: &'static str,
-    pub result: Level,
-    pub detail: String,
-}
-
-/// A row's result: `fail`, the daemon cannot work; `warn`, it works with less.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
-    Pass,
-    Warn,
-    Fail,
-}
-
-impl Level {
-    /// The word the table prints.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Pass => "pass",
-            Self::Warn => "warn",
-            Self::Fail => "fail",
-        }
-    }
-}
-
-impl std::fmt::Display for Level {
-    /// `pad`, so the table's `{:<6}` column width applies.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
-impl Row {
-    pub fn pass(name: &'static str, detail: String) -> Self {
-        Self {
-            name,
-            result: Level::Pass,
-            detail,
-        }
-    }
-    pub fn warn(name: &'static str, detail: String) -> Self {
-        Self {
-            name,
-            result: Level::Warn,
-            detail,
-        }
-    }
-    pub fn fail(name: &'static str, detail: String) -> Self {
-        Self {
-            name,
-            result: Level::Fail,
-            detail,
-        }
-    }
-}
 
 /// `sock_ops` attach, the cgroup tracepoints, keepalive news, `bpf_setsockopt` through the
 /// iterator, `SOCK_DESTROY`.
@@ -153,14 +93,15 @@ pub fn probe_rows(args: &Watch, target: Option<&(File, Targets)>) -> Vec<Row> {
     rows
 }
 
-/// Whether the kernel reports unanswered keepalive probes (`features::KEEPALIVE_NEWS`).
+/// Whether the kernel reports unanswered keepalive probes (`Hook::Unanswered`'s feature).
 fn keepalive_news_row(p: &Probe) -> Row {
-    let since = lifeline_common::features::KEEPALIVE_NEWS.since;
+    let since = Hook::Unanswered.since();
     match (p.unanswered_news, &p.unanswered_hook) {
         (true, Ok(hook)) => Row::pass(
             "unanswered probes",
             format!(
-                "{hook} attached: the kernel reports unanswered keepalive probes of watched sockets"
+                "{} attached: the kernel reports unanswered keepalive probes of watched sockets",
+                hook.attach()
             ),
         ),
         (_, hook) => Row::warn(
@@ -172,56 +113,6 @@ fn keepalive_news_row(p: &Probe) -> Row {
                 since.1
             ),
         ),
-    }
-}
-
-/// A connected pair on 127.0.0.1 and the client socket's cookie.
-fn loopback_pair() -> Result<(TcpStream, TcpStream, u64)> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").context("cannot listen on 127.0.0.1 (is lo up?)")?;
-    let client =
-        TcpStream::connect(listener.local_addr()?).context("cannot connect on loopback")?;
-    let (server, _) = listener.accept()?;
-    let cookie = crate::watch::netns::socket_cookie(&client)?;
-    Ok((client, server, cookie))
-}
-
-/// `_server` is held open so that only the kill can end the client's read.
-fn destroy_row(client: &TcpStream, _server: &TcpStream, cookie: u64) -> Row {
-    let result = (|| -> Result<String> {
-        let mut diag = SockDiag::open().context("opening sock_diag")?;
-        let (local, peer) = (client.local_addr()?, client.peer_addr()?);
-        match diag.destroy(local, peer, cookie)? {
-            Destroyed::Killed => {}
-            Destroyed::Gone => {
-                return Err(anyhow!("the kernel did not find the check's own socket"));
-            }
-        }
-        client.set_read_timeout(Some(std::time::Duration::from_secs(2)))?;
-        let err = (&*client).read(&mut [0u8; 1]).err().map(|e| e.kind());
-        match err {
-            Some(ErrorKind::ConnectionAborted) => {
-                Ok("destroyed a loopback socket; its owner got ECONNABORTED".to_owned())
-            }
-            other => Err(anyhow!(
-                "the destroyed socket's owner saw {other:?}, not ECONNABORTED"
-            )),
-        }
-    })();
-    match result {
-        Ok(d) => Row::pass("SOCK_DESTROY", d),
-        Err(e) => {
-            let e = format!("{e:#}");
-            let why = if e.contains("not permitted") {
-                "needs CAP_NET_ADMIN"
-            } else {
-                "needs CONFIG_INET_DIAG_DESTROY=y"
-            };
-            Row::fail(
-                "SOCK_DESTROY",
-                format!("{e} ({why}); kills are impossible, only --restart-unit can help"),
-            )
-        }
     }
 }
 

@@ -20,7 +20,7 @@ use lifeline_common::{
 };
 
 use crate::{
-    check::probe::Row,
+    check::row::Row,
     judge::idle,
     kernel::probe::{AppKeepalive, Probe},
     watch::netns::socket_cookie,

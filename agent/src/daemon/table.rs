@@ -14,6 +14,7 @@ use lifeline_common::SockState;
 
 use super::Daemon;
 use crate::{
+    endpoint::Standing,
     judge::{self, Verdict},
     kernel::clock,
     report::snapshot::{self, CLOSING, Extra, Owners},
@@ -78,7 +79,7 @@ impl Daemon {
         let mut keepalive: HashMap<KaKey, String> = HashMap::new();
         // Keyed by the endpoint the socket is the connection of (None: not the endpoint's)
         // and its peer: the endpoint's name and where the peer stands in its answers.
-        let mut members: HashMap<EndpointKey, Option<(String, &'static str)>> = HashMap::new();
+        let mut members: HashMap<EndpointKey, Option<(String, Standing)>> = HashMap::new();
         for (cookie, rec) in &records {
             let rec = *rec;
             let k = &rec.keepalive;
@@ -92,10 +93,10 @@ impl Daemon {
                 let f = self.follow.as_ref()?;
                 if let Some(i) = member {
                     let (name, m) = f.endpoints.of_member(i, rec.peer(), f.grace);
-                    return Some((name, m.label()));
+                    return Some((name, m.standing()));
                 }
                 let (i, m) = f.endpoints.standing(rec.peer(), f.grace)?;
-                Some((f.endpoints.name(i), m.label()))
+                Some((f.endpoints.name(i), m.standing()))
             });
         }
         let (stall, silence) = (self.judge.settings.stall, self.judge.idle.silent);

@@ -33,7 +33,7 @@ pub use nsswitch::lookup_order;
 pub use peers::Prober;
 pub use refresh::{Refresh, spawn_refreshers};
 pub use resolve::Resolver;
-pub use set::{EndpointSet, Membership};
+pub use set::{EndpointSet, Membership, Standing};
 
 /// What `lifeline status` shows of one endpoint.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -12,40 +12,13 @@ use std::{
     time::{Duration, Instant},
 };
 
+// A sibling file, declared beside the set whose rule it names (re-exported through it).
+#[path = "membership.rs"]
+mod membership;
+pub use membership::{Membership, Standing};
+
 /// An address absent from the answers this long is forgotten.
 pub const FORGET_AFTER: Duration = Duration::from_hours(1);
-
-/// Where a peer address stands relative to the endpoint's set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Membership {
-    InSet,
-    /// Missing from the answers, for less than the grace so far.
-    Leaving {
-        absent_for: Duration,
-    },
-    /// Missing from every successful answer for at least the grace.
-    Orphaned {
-        absent_for: Duration,
-    },
-    /// No successful answer yet: nothing can be said.
-    Unknown,
-    /// No answer lifeline got ever held it (or it left them over `FORGET_AFTER` ago): a
-    /// socket to it is not the endpoint's by DNS, whatever its port.
-    NeverHeld,
-}
-
-impl Membership {
-    #[must_use]
-    pub const fn label(self) -> &'static str {
-        match self {
-            Self::InSet => "in-set",
-            Self::Leaving { .. } => "leaving",
-            Self::Orphaned { .. } => "orphaned",
-            Self::Unknown => "unknown",
-            Self::NeverHeld => "never-held",
-        }
-    }
-}
 
 #[derive(Debug)]
 pub struct EndpointSet {
@@ -187,125 +160,5 @@ impl EndpointSet {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GRACE: Duration = Duration::from_secs(30);
-
-    fn ips(v: &[u8]) -> BTreeSet<IpAddr> {
-        v.iter().map(|d| IpAddr::from([198, 51, 100, *d])).collect()
-    }
-
-    #[test]
-    fn within_grace_keeps_a_leaving_address_until_the_grace_ends() {
-        let (mut s, t0) = (EndpointSet::new("api", 6443), Instant::now());
-        s.update(ips(&[2, 3]), t0);
-        s.update(ips(&[3]), t0 + Duration::from_secs(1));
-        s.update(ips(&[3]), t0 + Duration::from_secs(20));
-        let got: BTreeSet<IpAddr> = s.within_grace(GRACE).collect();
-        assert_eq!(got, ips(&[2, 3]));
-        s.update(ips(&[3]), t0 + Duration::from_secs(40));
-        let got: BTreeSet<IpAddr> = s.within_grace(GRACE).collect();
-        assert_eq!(got, ips(&[3]));
-    }
-
-    #[test]
-    fn rotating_subsets_never_orphan_anyone() {
-        let (mut s, t0) = (EndpointSet::new("api", 6443), Instant::now());
-        let subsets: [&[u8]; 3] = [&[2, 3], &[3, 4], &[4, 2]];
-        for i in 0..24u32 {
-            s.update(
-                ips(subsets[i as usize % 3]),
-                t0 + Duration::from_secs(5) * i,
-            );
-        }
-        for d in [2, 3, 4] {
-            assert!(matches!(
-                s.membership(IpAddr::from([198, 51, 100, d]), GRACE),
-                Membership::InSet | Membership::Leaving { .. }
-            ));
-        }
-    }
-
-    #[test]
-    fn gone_after_the_grace_of_successful_answers_only() {
-        let (mut s, t0) = (EndpointSet::new("api", 6443), Instant::now());
-        let old = IpAddr::from([198, 51, 100, 2]);
-        s.update(ips(&[2]), t0);
-        s.update(ips(&[3]), t0 + Duration::from_secs(5));
-        assert!(matches!(
-            s.membership(old, GRACE),
-            Membership::Leaving { .. }
-        ));
-        // DNS down for a minute: failures do not move the clock.
-        for i in 1..12u32 {
-            s.fail("timeout".into(), t0 + Duration::from_secs(5) * (i + 1));
-        }
-        assert!(
-            matches!(s.membership(old, GRACE), Membership::Leaving { .. }),
-            "a DNS failure never orphans"
-        );
-        s.update(ips(&[3]), t0 + Duration::from_secs(40));
-        assert_eq!(
-            s.membership(old, GRACE),
-            Membership::Orphaned {
-                absent_for: Duration::from_secs(35)
-            }
-        );
-        assert_eq!(s.failures, 11);
-    }
-
-    #[test]
-    fn literal_is_a_fixed_set_and_other_peers_are_never_held() {
-        let s = EndpointSet::new("198.51.100.2", 6443);
-        assert!(s.fixed);
-        assert_eq!(
-            s.membership(IpAddr::from([198, 51, 100, 2]), GRACE),
-            Membership::InSet
-        );
-        assert_eq!(
-            s.membership(IpAddr::from([198, 51, 100, 9]), GRACE),
-            Membership::NeverHeld,
-            "not this endpoint's"
-        );
-        assert!(!s.admits(IpAddr::from([198, 51, 100, 9]), GRACE));
-        assert_eq!(
-            EndpointSet::new("2001:db8::2", 443).name,
-            "[2001:db8::2]:443"
-        );
-    }
-
-    #[test]
-    fn an_address_no_answer_held_is_never_absent_nor_orphaned() {
-        let (mut d, t0) = (EndpointSet::new("api", 6443), Instant::now());
-        let outside = IpAddr::from([198, 51, 100, 9]);
-        assert_eq!(d.membership(outside, GRACE), Membership::Unknown);
-        for i in 0..10u32 {
-            d.update(ips(&[3]), t0 + Duration::from_secs(30) * i);
-            assert_eq!(
-                d.membership(outside, GRACE),
-                Membership::NeverHeld,
-                "older than the agent or not, its port alone makes it no member"
-            );
-        }
-        assert!(!d.admits(outside, GRACE));
-        assert!(
-            d.within_grace(GRACE).all(|ip| ip != outside),
-            "looking never adds it"
-        );
-    }
-
-    #[test]
-    fn admits_the_answer_and_the_grace_only() {
-        let (mut s, t0) = (EndpointSet::new("api", 6443), Instant::now());
-        let old = IpAddr::from([198, 51, 100, 2]);
-        s.update(ips(&[2]), t0);
-        assert!(s.admits(old, GRACE));
-        s.update(ips(&[3]), t0 + Duration::from_secs(5));
-        assert!(s.admits(old, GRACE), "left 0 s ago: a cached answer");
-        s.update(ips(&[3]), t0 + Duration::from_secs(40));
-        assert!(!s.admits(old, GRACE), "left past the grace");
-        s.update(ips(&[3]), t0 + FORGET_AFTER + Duration::from_secs(10));
-        assert_eq!(s.membership(old, GRACE), Membership::NeverHeld, "forgotten");
-    }
-}
+#[path = "set_tests.rs"]
+mod tests;

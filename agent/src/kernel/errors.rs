@@ -4,6 +4,7 @@ use std::io;
 
 use anyhow::anyhow;
 use aya::{EbpfError, programs::ProgramError};
+use lifeline_common::hooks::Hook;
 
 const PRIVILEGES: &str = "lifeline needs root, or CAP_BPF + CAP_PERFMON + CAP_NET_ADMIN";
 
@@ -54,8 +55,9 @@ pub fn explain_load(e: &EbpfError) -> anyhow::Error {
     }
 }
 
-/// Explain a failure to load or attach one program.
-pub fn explain_program(name: &str, e: &ProgramError) -> anyhow::Error {
+/// Explain a failure to load or attach one program (named as the object names it).
+pub fn explain_program(hook: Hook, e: &ProgramError) -> anyhow::Error {
+    let name = hook.program();
     // A verifier rejection also comes back as EACCES: that is not a privilege problem.
     let hint = if matches!(e, ProgramError::LoadError { .. }) {
         Some(

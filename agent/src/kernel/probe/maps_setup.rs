@@ -7,11 +7,13 @@ use aya::{
     programs::Iter,
 };
 use lifeline_common::{
-    COMM_LEN, Keepalive, maps, programs,
+    COMM_LEN, Keepalive,
+    hooks::{Attach, Hook},
+    maps,
     watch::{CGROUP_PATH_LEN, WatchConfig, cgroup_level},
 };
 
-use super::{ProbeConfig, program};
+use super::{ProbeConfig, attach::program};
 
 pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
     let mut ports: HashMap<&mut MapData, u16, u8> =
@@ -58,9 +60,13 @@ pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
 
 pub(super) fn load_iter(ebpf: &mut Ebpf) -> Result<()> {
     let btf = Btf::from_sys_fs().context("reading /sys/kernel/btf/vmlinux")?;
-    let iter: &mut Iter = program(ebpf, programs::ADOPT_ITER)?;
-    iter.load("tcp", &btf)
-        .context("loading the iter/tcp program")?;
+    let hook = Hook::AdoptIter;
+    let Attach::Iter(target) = hook.attach() else {
+        anyhow::bail!("{} is not an iterator program", hook.program());
+    };
+    let iter: &mut Iter = program(ebpf, hook)?;
+    iter.load(target, &btf)
+        .with_context(|| format!("loading the iter/{target} program"))?;
     Ok(())
 }
 

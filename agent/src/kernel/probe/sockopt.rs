@@ -6,12 +6,10 @@ use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 use aya::{Ebpf, programs::CgroupSockopt};
-use lifeline_common::{
-    features::{APP_KEEPALIVE, APP_KEEPALIVE_NETNS},
-    programs,
-};
+use lifeline_common::hooks::Hook;
 
-use super::{ATTACH_MODE, program};
+use super::attach::{ATTACH_MODE, program};
+use crate::kernel::errors::explain_program;
 
 /// Which variant of the hook runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,25 +22,24 @@ pub enum AppKeepalive {
     Unavailable(String),
 }
 
-fn attach(ebpf: &mut Ebpf, name: &str, cgroup: BorrowedFd<'_>) -> Result<()> {
-    let prog: &mut CgroupSockopt = program(ebpf, name)?;
-    prog.load()
-        .map_err(|e| crate::kernel::errors::explain_program(name, &e))?;
+fn attach(ebpf: &mut Ebpf, hook: Hook, cgroup: BorrowedFd<'_>) -> Result<()> {
+    let prog: &mut CgroupSockopt = program(ebpf, hook)?;
+    prog.load().map_err(|e| explain_program(hook, &e))?;
     prog.attach(cgroup, ATTACH_MODE)
-        .map_err(|e| crate::kernel::errors::explain_program(name, &e))?;
+        .map_err(|e| explain_program(hook, &e))?;
     Ok(())
 }
 
 pub(super) fn load(ebpf: &mut Ebpf, cgroup: BorrowedFd<'_>) -> AppKeepalive {
-    let Err(first) = attach(ebpf, programs::SETSOCKOPT, cgroup) else {
+    let Err(first) = attach(ebpf, Hook::Setsockopt, cgroup) else {
         return AppKeepalive::Merged;
     };
-    tracing::debug!(error = %format!("{first:#}"), "setsockopt hook with the namespace check did not load (needs Linux {}.{}); trying without", APP_KEEPALIVE_NETNS.since.0, APP_KEEPALIVE_NETNS.since.1);
-    match attach(ebpf, programs::SETSOCKOPT_ANY_NETNS, cgroup) {
+    tracing::debug!(error = %format!("{first:#}"), "setsockopt hook with the namespace check did not load (needs Linux {}.{}); trying without", Hook::Setsockopt.since().0, Hook::Setsockopt.since().1);
+    match attach(ebpf, Hook::SetsockoptAnyNetns, cgroup) {
         Ok(()) => AppKeepalive::MergedAnyNetns,
         Err(e) => {
             let why = format!("{e:#}");
-            tracing::warn!(error = %why, "setsockopt hook unavailable (needs Linux {}.{}): an application that sets its own keepalive after connecting loosens lifeline's", APP_KEEPALIVE.since.0, APP_KEEPALIVE.since.1);
+            tracing::warn!(error = %why, "setsockopt hook unavailable (needs Linux {}.{}): an application that sets its own keepalive after connecting loosens lifeline's", Hook::SetsockoptAnyNetns.since().0, Hook::SetsockoptAnyNetns.since().1);
             AppKeepalive::Unavailable(why)
         }
     }

@@ -10,15 +10,15 @@ use aya::{
     programs::{BtfTracePoint, FEntry},
 };
 use lifeline_common::{
-    features::KEEPALIVE_NEWS,
     globals::{
         COOKIE_OFFSET, KEEPALIVE_TIMER, PROBES_OUT_OFFSET, SK_TIMER_OFFSET, TIMER_FUNCTION_OFFSET,
         UNANSWERED_MIN,
     },
-    programs,
+    hooks::{Attach, Hook},
 };
 
-use super::{btf::Btf, program};
+use super::{attach::program, btf::Btf};
+use crate::kernel::errors::explain_program;
 
 const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 
@@ -32,10 +32,6 @@ pub(super) struct Globals {
     /// 0 when unknown: no fallback.
     keepalive_timer: u64,
 }
-
-/// Which program reports (`Probe::unanswered_hook`).
-pub const FENTRY: &str = "fentry on tcp_write_wakeup";
-pub const TIMER: &str = "the timer_expire_entry tracepoint";
 
 /// Unanswered probes from which the next one is news: two before `--silent-probes`, so the
 /// agent looks at the socket while the silent rule is still ahead (at least 1: a probe with
@@ -97,40 +93,46 @@ fn kallsyms(name: &str) -> Option<u64> {
 
 /// Load and attach a reporting program when `globals` were found: `Ok(hook)`, or why not
 /// (after one warning).
-pub(super) fn attach(ebpf: &mut Ebpf, globals: &Result<Globals>) -> Result<&'static str, String> {
-    let result = (|| -> Result<&'static str> {
+pub(super) fn attach(ebpf: &mut Ebpf, globals: &Result<Globals>) -> Result<Hook, String> {
+    let result = (|| -> Result<Hook> {
         let g = globals.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let btf = aya::Btf::from_sys_fs().with_context(|| format!("reading {VMLINUX}"))?;
         let Err(first) = fentry(ebpf, &btf) else {
-            return Ok(FENTRY);
+            return Ok(Hook::Unanswered);
         };
         ensure!(
             g.keepalive_timer != 0,
             "{first:#}; no tcp_keepalive_timer in /proc/kallsyms for the fallback"
         );
-        let name = programs::UNANSWERED_TIMER;
-        let prog: &mut BtfTracePoint = program(ebpf, name)?;
-        prog.load("timer_expire_entry", &btf)
+        let hook = Hook::UnansweredTimer;
+        let Attach::BtfTracePoint(event) = hook.attach() else {
+            anyhow::bail!("{} is not a tp_btf program", hook.program());
+        };
+        let prog: &mut BtfTracePoint = program(ebpf, hook)?;
+        prog.load(event, &btf)
             .and_then(|()| prog.attach().map(drop))
-            .map_err(|e| crate::kernel::errors::explain_program(name, &e))
+            .map_err(|e| explain_program(hook, &e))
             .with_context(|| format!("{first:#}; fallback"))?;
-        tracing::debug!(error = %format!("{first:#}"), "keepalive news through the timer_expire_entry tracepoint: fentry unavailable");
-        Ok(TIMER)
+        tracing::debug!(error = %format!("{first:#}"), "keepalive news through {}: fentry unavailable", hook.attach());
+        Ok(hook)
     })();
     result.map_err(|e| {
         let why = format!("{e:#}");
         tracing::warn!(error = %why, "keepalive news unavailable (needs Linux {}.{} with BTF): idle sockets are looked at through sock_diag on a schedule",
-            KEEPALIVE_NEWS.since.0, KEEPALIVE_NEWS.since.1);
+            Hook::Unanswered.since().0, Hook::Unanswered.since().1);
         why
     })
 }
 
 fn fentry(ebpf: &mut Ebpf, btf: &aya::Btf) -> Result<()> {
-    let name = programs::UNANSWERED;
-    let prog: &mut FEntry = program(ebpf, name)?;
-    prog.load("tcp_write_wakeup", btf)
+    let hook = Hook::Unanswered;
+    let Attach::FEntry(function) = hook.attach() else {
+        anyhow::bail!("{} is not an fentry program", hook.program());
+    };
+    let prog: &mut FEntry = program(ebpf, hook)?;
+    prog.load(function, btf)
         .and_then(|()| prog.attach().map(drop))
-        .map_err(|e| crate::kernel::errors::explain_program(name, &e))
+        .map_err(|e| explain_program(hook, &e))
 }
 
 #[cfg(test)]

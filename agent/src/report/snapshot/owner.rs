@@ -9,6 +9,7 @@
 use std::{collections::HashMap, io::ErrorKind, os::unix::fs::MetadataExt as _};
 
 use lifeline_common::SockState;
+use serde::{Deserialize, Serialize};
 
 use crate::kernel::diag::DiagSock;
 
@@ -17,16 +18,20 @@ use crate::kernel::diag::DiagSock;
 /// about them only from there (the `DaemonSet` runs with `hostPID`).
 const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
 
-/// What became of a socket's owner.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What became of a socket's owner: a row's `owner_state`, by its label (left out while the
+/// owner holds it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Owner {
     /// Held by a process (the recorded one, as far as can be told).
     #[default]
+    #[serde(rename = "holds")]
     Holds,
     /// The recorded owner has exited, but another process still holds the socket (an
     /// inherited or passed descriptor).
+    #[serde(rename = "exited")]
     Exited,
     /// No process holds the socket: the kernel is closing it on its own.
+    #[serde(rename = "no owner")]
     Nobody,
 }
 
@@ -39,6 +44,16 @@ impl Owner {
             Self::Exited => Some("exited"),
             Self::Nobody => Some("no owner"),
         }
+    }
+
+    /// Whether a row leaves `owner_state` out.
+    #[allow(
+        clippy::trivially_copy_pass_by_ref,
+        reason = "serde's skip_serializing_if passes the field by reference"
+    )]
+    #[must_use]
+    pub const fn holds(&self) -> bool {
+        matches!(self, Self::Holds)
     }
 }
 

@@ -1,7 +1,12 @@
 //! The row as the status client reads it back.
 
 use super::*;
-use crate::report::status::SocketStatus;
+use lifeline_common::{
+    SockState,
+    watch::{BY_CGROUP, BY_ENDPOINT},
+};
+
+use crate::{endpoint::Standing, judge::Verdict};
 
 /// 198.51.100.2:40000 -> 203.0.113.7:6443, owned by pid 812 named `comm`.
 pub(super) fn v4_record(comm: &[u8], reasons: u32) -> SockState {
@@ -31,27 +36,28 @@ fn a_row_reads_back_as_the_status_client_expects() {
         kernel: None,
         owner: Owner::Holds,
         keepalive: "2s,1s,20",
-        endpoint: Some(("api:6443", "in-set")),
+        endpoint: Some(("api:6443", Standing::InSet)),
         endpoint_socket: Some(true),
     };
     let mut json = Vec::new();
     row(7, &rec, &x, 5_000_000_000).write_json(&mut json);
-    let back: SocketStatus = serde_json::from_slice(&json).unwrap();
+    let back: Row<'static> = serde_json::from_slice(&json).unwrap();
     assert_eq!(
-        (back.local.as_str(), back.peer.as_str()),
-        ("198.51.100.2:40000", "203.0.113.7:6443")
+        (back.local.to_string(), back.peer.to_string()),
+        (
+            "198.51.100.2:40000".to_owned(),
+            "203.0.113.7:6443".to_owned()
+        )
     );
     assert_eq!(back.owner_comm.as_deref(), Some("kubelet"));
     assert_eq!(
         (back.established_age_ms, back.last_ack_age_ms),
         (4_000, 2_000)
     );
-    assert_eq!(
-        (back.verdict.as_str(), back.keepalive.as_str()),
-        ("idle", "2s,1s,20")
-    );
-    assert_eq!(back.endpoint_member.as_deref(), Some("in-set"));
+    assert_eq!((&*back.verdict, &*back.keepalive), ("idle", "2s,1s,20"));
+    assert_eq!(back.endpoint_member, Some(Standing::InSet));
     assert_eq!(back.endpoint_socket, Some(true));
-    assert_eq!(back.watched_by, ["cgroup", "endpoint"]);
-    assert_eq!((back.source.as_str(), back.polled), ("sock_ops", None));
+    assert!(back.watched_by.names().eq(["cgroup", "endpoint"]));
+    assert_eq!((back.source, back.polled), (Source::SockOps, None));
+    assert_eq!(back.owner_state, Owner::Holds);
 }

@@ -1,0 +1,132 @@
+//! Reading and writing the loaded probe's maps: its records, counters, news and logs, and
+//! the iterator run that arms sockets older than the agent.
+
+use std::{collections::HashMap as StdHashMap, io::Read};
+
+use anyhow::{Context as _, Result};
+use aya::{
+    maps::{HashMap, MapData, PerCpuArray, RingBuf},
+    programs::Iter,
+};
+use lifeline_common::{SockState, config::stats, hooks::Hook, maps, sock::ADOPT_PENDING};
+
+use super::{Probe, attach::program, batch, counters};
+
+/// `BPF_NOEXIST` (include/uapi/linux/bpf.h): insert only if the key is absent.
+const BPF_NOEXIST: u64 = 1;
+
+impl Probe {
+    /// Hand the probe's log ring buffer to a task that forwards it into `tracing`.
+    ///
+    /// # Errors
+    /// When the object has no log map.
+    pub fn take_logger(&mut self) -> Result<aya_log::EbpfLogger<&'static dyn log::Log>> {
+        aya_log::EbpfLogger::init(&mut self.ebpf).context("cannot start the probe's log reader")
+    }
+
+    /// The ring buffer of news about watched sockets (`lifeline_common::news`), for the
+    /// agent to wait on.
+    ///
+    /// # Errors
+    /// When the object has no such map.
+    pub fn take_news(&mut self) -> Result<RingBuf<MapData>> {
+        let map = self
+            .ebpf
+            .take_map(maps::NEWS)
+            .context("map NEWS missing from the eBPF object")?;
+        Ok(RingBuf::try_from(map)?)
+    }
+
+    /// Every record in `SOCKETS`.
+    ///
+    /// # Errors
+    /// When the map cannot be read.
+    pub fn sockets(&self) -> Result<Vec<(u64, SockState)>> {
+        let found = self.map(maps::SOCKETS)?;
+        if let aya::maps::Map::HashMap(data) = found {
+            let max = data.info().map_or(0, |i| i.max_entries());
+            if let Ok(all) = batch::lookup_all(data, max) {
+                return Ok(all);
+            }
+        }
+        let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(found)?;
+        // A record removed between key and value lookups is skipped, not an error.
+        Ok(map.iter().filter_map(Result::ok).collect())
+    }
+
+    /// Counters summed over CPUs, indexed by `lifeline_common::config::stats`.
+    ///
+    /// # Errors
+    /// When the map cannot be read.
+    pub fn stats(&self) -> Result<[u64; stats::LEN as usize]> {
+        let map: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map(maps::STATS)?)?;
+        counters::sum(&map)
+    }
+
+    /// Record a socket found by `sock_diag` unless the kernel side already has it; `true`
+    /// when recorded now.
+    ///
+    /// # Errors
+    /// When the map is full or cannot be written.
+    pub fn seed(&mut self, cookie: u64, state: &SockState) -> Result<bool> {
+        let mut map: HashMap<&mut MapData, u64, SockState> =
+            HashMap::try_from(self.map_mut(maps::SOCKETS)?)?;
+        match map.insert(cookie, state, BPF_NOEXIST) {
+            Err(aya::maps::MapError::SyscallError(e))
+                if e.io_error.raw_os_error() == Some(libc::EEXIST) =>
+            {
+                Ok(false)
+            }
+            r => r
+                .map(|()| true)
+                .context("SOCKETS map full: a pre-existing socket is NOT watched"),
+        }
+    }
+
+    /// Drop a record whose socket no longer exists.
+    pub fn forget(&mut self, cookie: u64) {
+        if let Ok(m) = self.map_mut(maps::SOCKETS)
+            && let Ok(mut map) = HashMap::<&mut MapData, u64, SockState>::try_from(m)
+        {
+            let _ = map.remove(&cookie);
+        }
+    }
+
+    /// Arm `sock_ops` callbacks on pre-existing sockets through the TCP iterator.
+    /// Returns, per cookie, 0 when armed or the negative errno `bpf_setsockopt` gave.
+    ///
+    /// # Errors
+    /// When the iterator cannot run.
+    pub fn adopt(&mut self, cookies: &[u64]) -> Result<StdHashMap<u64, i32>> {
+        {
+            let mut adopt: HashMap<&mut MapData, u64, i32> =
+                HashMap::try_from(self.map_mut(maps::ADOPT)?)?;
+            for c in cookies {
+                adopt.insert(c, ADOPT_PENDING, 0)?;
+            }
+        }
+        let iter: &mut Iter = program(&mut self.ebpf, Hook::AdoptIter)?;
+        let link_id = iter.attach()?;
+        let mut file = iter.take_link(link_id)?.into_file()?;
+        // Reading the iterator runs the program over every TCP socket once.
+        file.read_to_end(&mut Vec::new())
+            .context("running the TCP iterator")?;
+        let adopt: HashMap<&MapData, u64, i32> = HashMap::try_from(self.map(maps::ADOPT)?)?;
+        Ok(cookies
+            .iter()
+            .filter_map(|c| adopt.get(c, 0).ok().map(|v| (*c, v)))
+            .collect())
+    }
+
+    pub(super) fn map(&self, name: &str) -> Result<&aya::maps::Map> {
+        self.ebpf
+            .map(name)
+            .with_context(|| format!("map {name} missing from the eBPF object"))
+    }
+
+    pub(super) fn map_mut(&mut self, name: &str) -> Result<&mut aya::maps::Map> {
+        self.ebpf
+            .map_mut(name)
+            .with_context(|| format!("map {name} missing from the eBPF object"))
+    }
+}

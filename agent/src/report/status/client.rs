@@ -1,0 +1,70 @@
+//! The client's side of `lifeline status`: one connection to the daemon's socket, its
+//! answer parsed into a [`Snapshot`] or copied through as JSON.
+
+use std::{
+    io::{Read as _, Write},
+    os::unix::net::UnixStream,
+    path::Path,
+};
+
+use anyhow::{Context as _, Result, anyhow};
+
+use super::Snapshot;
+
+/// Read the running daemon's snapshot.
+///
+/// # Errors
+/// When no daemon answers at `path`, or its answer is not a snapshot.
+pub fn fetch(path: &Path) -> Result<Snapshot> {
+    let mut body = Vec::new();
+    copy_json(path, &mut body)?;
+    serde_json::from_slice(&body).context("the daemon's status is not valid JSON")
+}
+
+/// `lifeline status --json`: the daemon's answer copied to `out` as it arrives, so 100,000
+/// sockets' 35 MB are neither parsed nor held only to be printed again. Nothing is written
+/// unless the answer starts as a JSON object.
+///
+/// # Errors
+/// When no daemon answers at `path`, or its answer is not a JSON object.
+pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
+    let mut conn = UnixStream::connect(path).map_err(|e| {
+        anyhow!(
+            "cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)",
+            path.display()
+        )
+    })?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut first = true;
+    let mut last = 0u8;
+    loop {
+        let n = match conn.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("reading the daemon's status"),
+        };
+        anyhow::ensure!(
+            !first || buf[0] == b'{',
+            "the daemon's status is not a JSON object"
+        );
+        first = false;
+        last = buf[n - 1];
+        out.write_all(&buf[..n]).context("writing the status")?;
+    }
+    anyhow::ensure!(
+        !first && last == b'}',
+        "the daemon's status is not a JSON object"
+    );
+    Ok(())
+}
+
+/// `lifeline status --json`: the answer on stdout, then a newline.
+///
+/// # Errors
+/// As `copy_json`.
+pub fn print_json(path: &Path) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    copy_json(path, &mut out)?;
+    writeln!(out).context("writing the status")
+}
