@@ -15,37 +15,7 @@ use std::{
 /// An address absent from the answers this long is forgotten.
 pub const FORGET_AFTER: Duration = Duration::from_hours(1);
 
-/// Where a peer address stands relative to the endpoint's set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Membership {
-    InSet,
-    /// Missing from the answers, for less than the grace so far.
-    Leaving {
-        absent_for: Duration,
-    },
-    /// Missing from every successful answer for at least the grace.
-    Orphaned {
-        absent_for: Duration,
-    },
-    /// No successful answer yet: nothing can be said.
-    Unknown,
-    /// No answer lifeline got ever held it (or it left them over `FORGET_AFTER` ago): a
-    /// socket to it is not the endpoint's by DNS, whatever its port.
-    NeverHeld,
-}
-
-impl Membership {
-    #[must_use]
-    pub const fn label(self) -> &'static str {
-        match self {
-            Self::InSet => "in-set",
-            Self::Leaving { .. } => "leaving",
-            Self::Orphaned { .. } => "orphaned",
-            Self::Unknown => "unknown",
-            Self::NeverHeld => "never-held",
-        }
-    }
-}
+pub use lifeline_judge::Membership;
 
 #[derive(Debug)]
 pub struct EndpointSet {

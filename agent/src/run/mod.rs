@@ -151,12 +151,16 @@ fn new_judge(
         max_kills_per_minute: args.judge.max_kills_per_minute,
         seed: judge::Seed(args.sweep.seed),
     };
-    let escalation =
-        restarts.then(|| judge::Escalation::new(args.node.action.into(), args.node.escalate_after));
+    // The flag's mode as the judge's own (the judge knows nothing of the command line).
+    let mode = match args.node.action {
+        crate::settings::ActionMode::Kill => judge::ActionMode::Kill,
+        crate::settings::ActionMode::Restart => judge::ActionMode::Restart,
+    };
+    let escalation = restarts.then(|| judge::Escalation::new(mode, args.node.escalate_after));
     let mut judge = Judge::new(settings, escalation);
     // With the kernel's news of unanswered keepalive probes, a healthy idle socket is never
     // looked at; without it, on a schedule.
-    judge.idle.notified = probe.unanswered_news;
+    judge.set_unanswered_news(probe.unanswered_news);
     judge
 }
 

@@ -14,12 +14,9 @@ use lifeline_common::{
     keepalive::{KA_ARMED, KA_NO_ITERATOR, KA_OFF, KA_PENDING, KA_SET_UNREAD, ka_armed},
 };
 
-use crate::{
-    judge::due::DueQueue,
-    kernel::{clock, diag::TcpInfo},
-};
+use crate::{TcpInfo, age_ms, due::DueQueue};
 
-pub struct IdleWatch {
+pub(crate) struct IdleWatch {
     /// The silent rule; `None` when keepalive is off: nothing is ever silent.
     pub silent: Option<super::Silence>,
     /// What the probe was asked to arm (for `lifeline status`).
@@ -78,7 +75,7 @@ impl IdleWatch {
             return self.next.get(cookie).is_some_and(|t| now_ns >= t);
         }
         let idle = Duration::from_secs(u64::from(rec.keepalive.idle_s));
-        if Duration::from_millis(clock::age_ms(now_ns, rec.last_ack_ns)) < idle {
+        if Duration::from_millis(age_ms(now_ns, rec.last_ack_ns)) < idle {
             return false;
         }
         self.next.get(cookie).is_none_or(|t| now_ns >= t)

@@ -23,7 +23,7 @@ use super::{
     budget::{Budget, UnitOwned},
     ticket::{Stage, Ticket},
 };
-use crate::{cli::node_args::ActionMode, kernel::clock};
+use crate::{ActionMode, age_ms};
 
 /// Why a restart is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +103,7 @@ impl Escalation {
             local: kill.rec.local(),
             owner_pid: kill.rec.owner_pid,
             owner_comm: kill.rec.comm().unwrap_or("-").to_owned(),
-            trouble_age_ms: clock::age_ms(kill.now_ns, kill.rec.trouble_ns),
+            trouble_age_ms: age_ms(kill.now_ns, kill.rec.trouble_ns),
         }
     }
 

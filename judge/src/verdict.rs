@@ -12,8 +12,7 @@ use std::time::Duration;
 use lifeline_common::SockState;
 use serde::Serialize;
 
-use super::Silence;
-use crate::kernel::diag::TcpInfo;
+use super::{Silence, TcpInfo};
 
 const TCP_ESTABLISHED: u8 = 1;
 
@@ -85,11 +84,26 @@ pub fn from_record(s: &SockState, now_ns: u64, stall: Duration) -> Verdict {
         }
         return Verdict::Suspect;
     }
-    if age(now_ns, s.last_ack_ns) < stall {
+    if now_ns < quiet_at(s, stall) {
         Verdict::Healthy
     } else {
         Verdict::Idle
     }
+}
+
+/// When the record's last ACK progress is `stall` old: from then on, with nothing wrong, it
+/// is idle rather than healthy.
+fn quiet_at(s: &SockState, stall: Duration) -> u64 {
+    s.last_ack_ns
+        .saturating_add(u64::try_from(stall.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The moment a record with no trouble episode turns from healthy to idle by `from_record`'s
+/// rule, with no news in between (`None` in a trouble episode: its looks decide). The tally
+/// visits the socket again then, so the counts follow.
+#[must_use]
+pub fn turns_idle_at(s: &SockState, stall: Duration) -> Option<u64> {
+    (s.trouble_ns == 0).then(|| quiet_at(s, stall))
 }
 
 /// The kernel's view, from `tcp_info` alone (used to confirm, and for sockets the

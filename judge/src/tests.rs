@@ -9,7 +9,7 @@ use super::{
     endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK},
     *,
 };
-use crate::{cli::node_args::ActionMode, endpoint::Membership};
+use crate::{ActionMode, Membership};
 
 const S: u64 = 1_000_000_000;
 /// The tests' fixed seed: every jittered moment below is known in advance.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use lifeline_common::SockState;
 
 use super::*;
-use crate::cli::node_args::ActionMode;
+use crate::ActionMode;
 
 fn quiet() -> TcpInfo {
     TcpInfo {
