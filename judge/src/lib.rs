@@ -220,8 +220,12 @@ mod tests_endpoint;
 #[cfg(test)]
 mod tests_escalate;
 #[cfg(test)]
+mod tests_gate;
+#[cfg(test)]
 mod tests_jitter;
 #[cfg(test)]
 mod tests_looks;
 #[cfg(test)]
 mod tests_members;
+#[cfg(test)]
+mod tests_surface;

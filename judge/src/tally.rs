@@ -64,6 +64,7 @@ mod tests {
     fn counts_follow_changes_and_healthy_is_queued_to_settle() {
         let mut t = Tally::default();
         let rec = SockState {
+            state: 1, // ESTABLISHED
             last_ack_ns: 100 * S,
             ..SockState::default()
         };
