@@ -29,7 +29,9 @@ impl Judge {
     /// so the sweep visits them all.
     #[must_use]
     pub fn awaits_recovery(&self) -> bool {
-        self.escalation.as_ref().is_some_and(super::Escalation::waiting)
+        self.escalation
+            .as_ref()
+            .is_some_and(super::Escalation::waiting)
     }
 
     /// `--stall-timeout`.

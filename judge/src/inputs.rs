@@ -35,9 +35,13 @@ pub struct TcpInfo {
 pub enum Membership {
     InSet,
     /// Missing from the answers, for less than the grace so far.
-    Leaving { absent_for: Duration },
+    Leaving {
+        absent_for: Duration,
+    },
     /// Missing from every successful answer for at least the grace.
-    Orphaned { absent_for: Duration },
+    Orphaned {
+        absent_for: Duration,
+    },
     /// No successful answer yet: nothing can be said.
     Unknown,
     /// No answer lifeline got ever held it (or it left them long ago): a socket to it is not

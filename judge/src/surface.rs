@@ -9,7 +9,7 @@ use std::{
 };
 
 use super::{
-    CONFIRM_AFTER, Judge, Kill, Reason, Read, RestartRequest, Seen, Socket, Whose, age_ms,
+    CONFIRM_AFTER, Judge, Kill, Read, Reason, RestartRequest, Seen, Socket, Whose, age_ms,
     gate::Action,
 };
 

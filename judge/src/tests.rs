@@ -86,7 +86,10 @@ fn a_stall_is_killed_only_on_the_second_look_with_both_witnesses() {
         !j.confirmed(7, v, i.as_ref()),
         "first look: shown, not killed"
     );
-    assert!(j.turn_looks(), "a new dead socket: the next look comes soon");
+    assert!(
+        j.turn_looks(),
+        "a new dead socket: the next look comes soon"
+    );
     let (v, i) = j.verdict(&s, Some(&info), 100 * S + S / 2).unwrap();
     assert!(
         j.confirmed(7, v, i.as_ref()),

@@ -37,11 +37,19 @@ fn a_look_answers_the_kill_on_the_confirming_look_and_keeps_the_counts() {
     let first = j.look(&s, Some(&info), 100 * S, at).unwrap();
     assert!(first.kill.is_none(), "first look: shown, not killed");
     let end = j.end_sweep(100 * S, at);
-    assert_eq!(end.wake, Some(CONFIRM_AFTER), "the confirming look comes soon");
+    assert_eq!(
+        end.wake,
+        Some(CONFIRM_AFTER),
+        "the confirming look comes soon"
+    );
     let second = j.look(&s, Some(&info), 100 * S + S / 2, at).unwrap();
     let k = second.kill.expect("second look in a row: a kill");
     assert_eq!((k.cookie, k.reason), (7, Reason::Dead(Verdict::Stalled)));
-    assert_eq!(k.whose, Whose::default(), "whose it is: the loop's to find out");
+    assert_eq!(
+        k.whose,
+        Whose::default(),
+        "whose it is: the loop's to find out"
+    );
     let stalled: Vec<_> = j.counts().filter(|(_, n)| *n > 0).collect();
     assert_eq!(stalled, [(Verdict::Stalled, 1)], "one socket, counted once");
     assert!(j.look(&s, Some(&Read::Gone), 101 * S, at).is_none(), "gone");
@@ -59,7 +67,10 @@ fn decide_restarts_the_units_socket_once_and_names_an_outsider_once() {
     assert_eq!(d.restart.map(|r| r.verdict), Some("stalled"));
     assert!(!d.first_outside);
     let again = j.decide(&unit, true, t0);
-    assert!(again.restart.is_none(), "a stall that persists is asked about once");
+    assert!(
+        again.restart.is_none(),
+        "a stall that persists is asked about once"
+    );
     let outsider = Kill {
         whose: Whose {
             budget: Budget::Comm("noisy".into()),
@@ -69,7 +80,10 @@ fn decide_restarts_the_units_socket_once_and_names_an_outsider_once() {
     };
     let d = j.decide(&outsider, true, t0);
     assert_eq!((d.action, d.first_outside), (Action::Kill, true));
-    assert!(!j.decide(&outsider, true, t0).first_outside, "said once per target");
+    assert!(
+        !j.decide(&outsider, true, t0).first_outside,
+        "said once per target"
+    );
 }
 
 #[test]
@@ -79,7 +93,10 @@ fn end_sweep_sees_a_recovery_only_on_the_endpoints_own_connection_when_followed(
         let t0 = Instant::now();
         let unit = kill(1, Reason::Dead(Verdict::Stalled));
         assert_eq!(j.decide(&unit, true, t0).action, Action::Kill);
-        assert!(j.outcome(&unit, &Outcome::Killed, t0).is_none(), "watched, not asked");
+        assert!(
+            j.outcome(&unit, &Outcome::Killed, t0).is_none(),
+            "watched, not asked"
+        );
         let rec = fresh_rec(110, 1);
         let s = Socket {
             cookie: 2,
