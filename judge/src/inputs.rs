@@ -1,9 +1,17 @@
 //! What the judge is told, in its own types: the kernel's view of a socket (`TcpInfo`, which
 //! the agent's `sock_diag` reader fills), where a peer stands in its endpoint's DNS answers
 //! (`Membership`, which the agent's endpoint view works out), and what a confirmed failure
-//! of the unit's socket is answered with (`ActionMode`, which the agent maps from its flag).
+//! of the unit's socket is answered with (`ActionMode`, which the agent maps from its flag);
+//! and one socket as the loop hands it in (`Socket`, `Read`).
 
-use std::time::Duration;
+use std::{
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
+
+use lifeline_common::SockState;
+
+use super::Verdict;
 
 /// The kernel's own view of a TCP socket, as `ss -i` shows it: the few `struct tcp_info`
 /// fields lifeline reads (`include/uapi/linux/tcp.h`).
@@ -69,6 +77,45 @@ pub enum ActionMode {
     Kill,
     /// Ask for a restart of the unit instead of killing.
     Restart,
+}
+
+/// One watched socket as the daemon sees it in this sweep.
+pub struct Socket<'a> {
+    pub cookie: u64,
+    pub rec: &'a SockState,
+    /// A pre-existing socket the probe could not arm: judged from `tcp_info` alone.
+    pub polled: bool,
+    /// Its endpoint, when the socket is that endpoint's connection (the fact recorded per
+    /// socket, `endpoint::Members`), and where its peer stands in that endpoint's set. `None`
+    /// for every other socket: only the evidence verdicts (stalled, silent) apply to it.
+    pub member: Option<&'a (String, Membership)>,
+    /// An endpoint is configured: only its own connections then show a recovery after a
+    /// kill (without one, every socket to the port does).
+    pub followed: bool,
+    /// Since when a fresh connection to its peer has been timing out (the peer probe).
+    pub dead_since: Option<Instant>,
+}
+
+/// What reading a socket's `tcp_info` gave.
+#[derive(Clone, Debug)]
+pub enum Read {
+    Info(TcpInfo),
+    /// The kernel answered without `INET_DIAG_INFO`.
+    NoInfo,
+    /// Closed between the map read and now.
+    Gone,
+    /// The request failed (the daemon logs why): never act on it.
+    Unreadable,
+}
+
+/// A watched socket's summary for the checks that span sockets (recovery after a kill).
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    pub peer: SocketAddr,
+    /// Whether it is the endpoint's connection; `None` without a configured endpoint.
+    pub endpoint_socket: Option<bool>,
+    pub verdict: Verdict,
+    pub established_age: Duration,
 }
 
 /// Milliseconds between two `CLOCK_MONOTONIC` stamps (0 when `then` is in the future or

@@ -31,7 +31,6 @@ pub mod verdict;
 
 use std::{
     collections::{HashMap, HashSet},
-    net::SocketAddr,
     time::{Duration, Instant},
 };
 
@@ -41,7 +40,7 @@ pub use budget::{Budget, UnitOwned, Whose};
 pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
 pub use gate::{Action, Kill, Outcome, Reason};
-pub use inputs::{ActionMode, Membership, TcpInfo, age_ms};
+pub use inputs::{ActionMode, Membership, Read, Seen, Socket, TcpInfo, age_ms};
 pub use surface::{Decision, Look, SweepEnd};
 pub use ticket::Stage;
 pub use verdict::Verdict;
@@ -73,45 +72,6 @@ pub struct Silence {
 
 /// A stalled or silent socket is looked at again this soon to confirm it (two looks).
 pub const CONFIRM_AFTER: Duration = Duration::from_millis(500);
-
-/// One watched socket as the daemon sees it in this sweep.
-pub struct Socket<'a> {
-    pub cookie: u64,
-    pub rec: &'a SockState,
-    /// A pre-existing socket the probe could not arm: judged from `tcp_info` alone.
-    pub polled: bool,
-    /// Its endpoint, when the socket is that endpoint's connection (the fact recorded per
-    /// socket, `endpoint::Members`), and where its peer stands in that endpoint's set. `None`
-    /// for every other socket: only the evidence verdicts (stalled, silent) apply to it.
-    pub member: Option<&'a (String, Membership)>,
-    /// An endpoint is configured: only its own connections then show a recovery after a
-    /// kill (without one, every socket to the port does).
-    pub followed: bool,
-    /// Since when a fresh connection to its peer has been timing out (the peer probe).
-    pub dead_since: Option<Instant>,
-}
-
-/// What reading a socket's `tcp_info` gave.
-#[derive(Clone, Debug)]
-pub enum Read {
-    Info(TcpInfo),
-    /// The kernel answered without `INET_DIAG_INFO`.
-    NoInfo,
-    /// Closed between the map read and now.
-    Gone,
-    /// The request failed (the daemon logs why): never act on it.
-    Unreadable,
-}
-
-/// A watched socket's summary for the checks that span sockets (recovery after a kill).
-#[derive(Clone, Copy, Debug)]
-pub struct Seen {
-    pub peer: SocketAddr,
-    /// Whether it is the endpoint's connection; `None` without a configured endpoint.
-    pub endpoint_socket: Option<bool>,
-    pub verdict: Verdict,
-    pub established_age: Duration,
-}
 
 pub struct Judge {
     settings: Settings,
