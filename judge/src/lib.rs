@@ -164,7 +164,7 @@ impl Judge {
     /// The verdict `lifeline status` shows for a socket not visited in the last sweep: the
     /// record's, or the last look's while it holds.
     #[must_use]
-    pub fn between(&self, cookie: u64, rec: &SockState, now_ns: u64) -> Verdict {
+    pub(crate) fn between(&self, cookie: u64, rec: &SockState, now_ns: u64) -> Verdict {
         let from_record = verdict::from_record(rec, now_ns, self.settings.stall);
         (rec.trouble_ns != 0)
             .then(|| self.stall.held(cookie, rec.trouble_ns, now_ns))
