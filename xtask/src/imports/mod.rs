@@ -60,6 +60,7 @@ const CRATES: [Crate; 5] = [
         name: "judge",
         src: "judge/src",
         rules: &[],
+        layers: &[],
     },
     Crate {
         name: "xtask",
