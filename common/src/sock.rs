@@ -1,5 +1,7 @@
 //! The per-socket record the probe keeps in the `SOCKETS` map, keyed by socket cookie.
 
+#[cfg(feature = "addr")]
+mod addr;
 #[cfg(feature = "user")]
 mod user;
 

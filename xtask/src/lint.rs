@@ -1,7 +1,7 @@
-//! `cargo xtask lint`: the gates CI runs: formatting, the import gate (`imports/`), and two
-//! clippy passes like aya-template's: the host crates with the stable toolchain, the eBPF
-//! crate with the pinned nightly for its own target (the workspace build cannot lint both at
-//! once: the eBPF crate needs `-Z build-std=core`).
+//! `cargo xtask lint`: the gates CI runs: formatting, the import gate (`imports/`), the
+//! judge's purity (`purity.rs`), and two clippy passes like aya-template's: the host crates
+//! with the stable toolchain, the eBPF crate with the pinned nightly for its own target (the
+//! workspace build cannot lint both at once: the eBPF crate needs `-Z build-std=core`).
 
 use std::{path::Path, process::Command};
 
@@ -12,9 +12,10 @@ use xtask::{
 };
 
 /// The crates built for the host (every workspace member but the eBPF crate).
-const HOST: [&str; 6] = [
+const HOST: [&str; 7] = [
     "lifeline",
     "lifeline-common",
+    crate::purity::JUDGE,
     "lifeline-tests",
     "lifeline-bench",
     "lifeline-docgen",
@@ -37,6 +38,8 @@ pub fn lint(ws: &Path) -> Result<()> {
     crate::gofixture::check_format(ws)?;
     // Reads sources only: seconds, so before the builds as well.
     crate::imports::check(ws)?;
+    // Reads the dependency graph only: seconds too.
+    crate::purity::check(ws)?;
     // After the formatting gate (it needs no build, and fails in seconds): the host clippy
     // pass runs the agent's build script, which needs the pinned nightly and bpf-linker.
     let tc = xtask::setup::setup()?.toolchain;

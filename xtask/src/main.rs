@@ -17,6 +17,7 @@ mod lint;
 mod meta;
 mod oci;
 mod packages;
+mod purity;
 
 use std::{
     path::{Path, PathBuf},
@@ -43,7 +44,8 @@ commands:
                    and the kernel-dependent lab tests in it (about 4 minutes per kernel);
                    `all` writes docs/KERNELS.md, a subset target/kernels/KERNELS.md
   lint         cargo fmt --check, the import gate (no import circles; prints each crate's
-               longest import chain), setup, clippy pedantic on the host crates, clippy on
+               longest import chain), the judge's purity (no I/O crate among its
+               dependencies), setup, clippy pedantic on the host crates, clippy on
                the eBPF crate with the pinned nightly (installs its clippy when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines

@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::{
     act::{self, owner::Scopes},
     endpoint::guard,
-    judge::{Action, Kill, RestartRequest, Seen, UnitOwned},
+    judge::{Action, Kill, RestartRequest, SweepEnd, UnitOwned},
 };
 
 use super::Daemon;
@@ -49,15 +49,13 @@ impl Daemon {
                 whose: scopes.whose(cgroup_id, &kill.rec),
                 ..kill.clone()
             };
-            self.say_outside_once(&kill);
-            let action = self.judge.gate(&kill, healthy == guard::Verdict::Go, at);
+            let decision = self.judge.decide(&kill, healthy == guard::Verdict::Go, at);
+            if decision.first_outside {
+                self.say_outside(&kill);
+            }
+            let action = decision.action;
             if action == Action::Restart {
-                let req = self
-                    .judge
-                    .escalation
-                    .as_mut()
-                    .and_then(|e| e.restart_instead(&kill, at));
-                self.request_restart(req);
+                self.request_restart(decision.restart);
                 continue;
             }
             let Some(outcome) = act::execute(&mut self.diag, &kill, action) else {
@@ -79,14 +77,12 @@ impl Daemon {
         Scopes::read(&self.watching.targets, unit_dir.as_deref())
     }
 
-    /// Once per target: its sockets' failures are killed but never restart the unit.
-    fn say_outside_once(&mut self, kill: &Kill) {
-        let (Some(esc), Some(r)) = (self.judge.escalation.as_mut(), self.restarts.as_ref()) else {
+    /// Once per target (the judge says when): its sockets' failures are killed but never
+    /// restart the unit.
+    fn say_outside(&self, kill: &Kill) {
+        let Some(r) = self.restarts.as_ref() else {
             return;
         };
-        if !esc.first_outside(kill) {
-            return;
-        }
         let unit = r.scope.unit.as_str();
         let cgroup = r.scope.dir().map_or_else(
             || "(not known yet)".to_owned(),
@@ -107,16 +103,13 @@ impl Daemon {
             "{is}: their failures are killed (from their own kill budget), never a restart of {unit}");
     }
 
-    pub(super) fn after_sweep(&mut self, seen: &[Seen]) {
-        let Some(esc) = self.judge.escalation.as_mut() else {
-            return;
-        };
-        let (due, back) = esc.after_sweep(seen, Instant::now());
-        for (peer, after) in back {
+    /// The escalation's answer after the sweep: recoveries to log, restarts to ask for.
+    pub(super) fn after_sweep(&self, end: SweepEnd) {
+        for (peer, after) in end.recovered {
             tracing::info!(peer = %peer, after_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
                 "a healthy connection to the endpoint is back after the kill; no restart needed");
         }
-        for r in due {
+        for r in end.restarts {
             self.request_restart(Some(r));
         }
     }

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::{
     act,
     endpoint::{Follow, Members},
-    judge::{self, Judge, Kill, Read, Seen, Socket},
+    judge::{Judge, Read, Socket},
     kernel::{clock, diag::SockDiag, mirror::Mirror, probe::Probe},
     report::status::Snapshot,
 };
@@ -21,7 +21,6 @@ use crate::{
 mod execute;
 mod publish;
 mod table;
-mod tally;
 mod visit;
 
 pub struct Daemon {
@@ -47,7 +46,6 @@ pub struct Daemon {
     pub mirror: Mirror,
     /// Which sockets are the endpoint's connections (the fact recorded per socket).
     pub members: Members,
-    tally: tally::Tally,
     /// Where every decision logged here is counted (the metrics).
     counts: act::Counts,
     /// The probe's counters as read at the last sweep, published in the summary.
@@ -71,7 +69,6 @@ impl Daemon {
             news: parts.news,
             mirror: Mirror::default(),
             members: Members::default(),
-            tally: tally::Tally::default(),
             counts: parts.counts,
             probe_stats: Default::default(),
         }
@@ -85,7 +82,7 @@ impl Daemon {
     /// # Errors
     /// When the probe's maps cannot be read.
     pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
-        let armed = self.judge.settings.want != lifeline_common::Keepalive::default();
+        let armed = *self.judge.keepalive() != lifeline_common::Keepalive::default();
         let adopted =
             self.watching
                 .sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
@@ -99,7 +96,6 @@ impl Daemon {
             self.members
                 .sync(&f.endpoints, f.grace, self.mirror.peers(), at);
         }
-        let mut seen = Vec::with_capacity(visit.len());
         let mut kills = Vec::new();
         let mut wake = interval;
         for cookie in visit {
@@ -112,57 +108,33 @@ impl Daemon {
                 rec: &rec,
                 polled: self.polled.contains(&cookie),
                 member: member.as_ref(),
+                followed: self.follow.is_some(),
                 dead_since,
             };
             let read = self
                 .judge
                 .wants_info(&s, now, at)
                 .then(|| self.read(cookie, &rec));
-            let Some((verdict, info)) = self.judge.verdict(&s, read.as_ref(), now) else {
+            let Some(look) = self.judge.look(&s, read.as_ref(), now, at) else {
                 self.probe.forget(cookie);
                 self.gone(cookie);
                 continue;
             };
-            let mut reason = self
-                .judge
-                .confirmed(cookie, verdict, info.as_ref())
-                .then_some(judge::Reason::Dead(verdict));
-            if reason.is_none() && self.follow.is_some() {
-                let call = self.judge.endpoint_reason(&s, verdict, info.as_ref(), at);
-                if let (Some(why), Some(f)) = (call.probe, self.follow.as_ref()) {
-                    f.prober.request(rec.peer(), why);
-                }
-                if let Some((endpoint, absent_for)) = &call.report_orphan {
-                    act::log_orphan_report(&self.counts, &rec, endpoint, *absent_for);
-                }
-                wake = wake.min(call.wake.unwrap_or(interval));
-                reason = call.reason;
+            if let (Some(why), Some(f)) = (look.probe, self.follow.as_ref()) {
+                f.prober.request(rec.peer(), why);
             }
-            if let (Some(reason), Some(info)) = (reason, info) {
-                kills.push(Kill {
-                    cookie,
-                    now_ns: now,
-                    rec,
-                    info,
-                    reason,
-                    whose: judge::Whose::default(), // found out in `execute`
-                });
+            if let Some((endpoint, absent_for)) = &look.report_orphan {
+                act::log_orphan_report(&self.counts, &rec, endpoint, *absent_for);
             }
-            self.tally
-                .set(cookie, verdict, &rec, self.judge.settings.stall);
-            seen.push(Seen {
-                peer: rec.peer(),
-                endpoint_socket: self.follow.as_ref().map(|_| member.is_some()),
-                verdict,
-                established_age: Duration::from_millis(clock::age_ms(now, rec.established_ns)),
-            });
+            if let Some(w) = look.wake {
+                wake = wake.min(w);
+            }
+            kills.extend(look.kill);
         }
         self.execute(&kills).await;
-        if self.judge.end_sweep() {
-            wake = wake.min(judge::CONFIRM_AFTER);
-        }
-        if let Some(due) = self.judge.idle.next_due(clock::now_ns()) {
-            wake = wake.min(due.max(Duration::from_millis(50)));
+        let end = self.judge.end_sweep(clock::now_ns(), Instant::now());
+        if let Some(w) = end.wake {
+            wake = wake.min(w);
         }
         if let Some(t) = self.follow.as_ref().and_then(|f| f.guard.next_check()) {
             wake = wake.min(
@@ -170,7 +142,7 @@ impl Daemon {
                     .max(Duration::from_millis(50)),
             );
         }
-        self.after_sweep(&seen);
+        self.after_sweep(end);
         self.publish();
         Ok(wake)
     }
@@ -180,7 +152,6 @@ impl Daemon {
         self.mirror.remove(cookie);
         self.members.forget(cookie);
         self.judge.forget(cookie);
-        self.tally.remove(cookie);
         self.polled.remove(&cookie);
         self.unreadable.remove(&cookie);
     }

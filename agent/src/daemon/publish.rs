@@ -27,8 +27,8 @@ impl Daemon {
     pub(super) fn summary(&self) -> Snapshot {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         Snapshot {
-            stall_timeout_ms: ms(self.judge.settings.stall),
-            silent_timeout_ms: self.judge.idle.silent.map(|s| ms(s.after)),
+            stall_timeout_ms: ms(self.judge.stall()),
+            silent_timeout_ms: self.judge.silence().map(|s| ms(s.after)),
             kills: self.judge.kills(),
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             endpoint_source: self.follow.as_ref().map(|f| f.source.to_string()),
@@ -41,7 +41,7 @@ impl Daemon {
             targets: self.watching.status.clone(),
             watched: u64::try_from(self.mirror.len()).unwrap_or(u64::MAX),
             verdicts: self
-                .tally
+                .judge
                 .counts()
                 .map(|(v, n)| (v.label().to_owned(), n))
                 .collect(),

@@ -86,20 +86,20 @@ impl Daemon {
             keepalive
                 .entry((rec.ka_result, k.idle_s, k.intvl_s, k.cnt))
                 .or_insert_with(|| {
-                    judge::idle::describe(rec, &self.judge.idle.want, self.probe.can_adopt)
+                    judge::idle::describe(rec, self.judge.keepalive(), self.probe.can_adopt)
                 });
             let member = self.members.endpoint_of(*cookie);
             members.entry((member, rec.peer())).or_insert_with(|| {
                 let f = self.follow.as_ref()?;
                 if let Some(i) = member {
                     let (name, m) = f.endpoints.of_member(i, rec.peer(), f.grace);
-                    return Some((name, m.standing()));
+                    return Some((name, Standing::from(m)));
                 }
                 let (i, m) = f.endpoints.standing(rec.peer(), f.grace)?;
-                Some((f.endpoints.name(i), m.standing()))
+                Some((f.endpoints.name(i), Standing::from(m)))
             });
         }
-        let (stall, silence) = (self.judge.settings.stall, self.judge.idle.silent);
+        let (stall, silence) = (self.judge.stall(), self.judge.silence());
         let mut owners = Owners::new();
         // Per verdict (`Verdict::index`), and closing last: no allocation per row.
         let mut counts = [0u64; Verdict::ALL.len() + 1];
@@ -109,9 +109,7 @@ impl Daemon {
                 let rec = *rec;
                 let seen = kernel.as_ref().and_then(|m| m.get(cookie));
                 let verdict = snapshot::kernel::shown(seen, stall, silence, || {
-                    self.tally
-                        .get(*cookie)
-                        .unwrap_or_else(|| self.judge.between(*cookie, rec, now))
+                    self.judge.shown(*cookie, rec, now)
                 });
                 counts[verdict.map_or(Verdict::ALL.len(), Verdict::index)] += 1;
                 let k = &rec.keepalive;

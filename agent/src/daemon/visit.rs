@@ -3,9 +3,9 @@
 //!
 //! - news: recorded, a trouble episode began, a state change, keepalive probes unanswered,
 //!   the application's keepalive merged (each re-reads that one record; a close forgets it);
-//! - sockets a rule has pending business with (`Judge::pending`), records in a trouble
-//!   episode no look has found over, looks the idle rules scheduled, healthy sockets whose
-//!   record turns idle now (the counts), pre-existing sockets that are polled;
+//! - sockets the judge has business with now (`Judge::due`: pending rules, looks the idle
+//!   rules scheduled, healthy sockets whose record turns idle now), records in a trouble
+//!   episode no look has found over, pre-existing sockets that are polled;
 //! - every endpoint socket (`endpoint::Members`) of a peer that is in question (a failing peer
 //!   probe, left or leaving the endpoint's DNS set), and every socket while a kill awaits its
 //!   endpoint's recovery;
@@ -41,7 +41,7 @@ impl Daemon {
             }
             for c in &changed {
                 if let Some(rec) = self.mirror.get(*c) {
-                    self.judge.idle.recorded(*c, rec);
+                    self.judge.recorded(*c, rec);
                 }
             }
             fresh.extend(changed);
@@ -52,7 +52,7 @@ impl Daemon {
                     self.gone(n.cookie);
                 }
                 news::UNANSWERED => {
-                    self.judge.idle.unanswered(n.cookie, now);
+                    self.judge.unanswered(n.cookie, now);
                     read.insert(n.cookie);
                 }
                 _ => {
@@ -62,21 +62,14 @@ impl Daemon {
         }
         let mut visit = fresh.clone();
         visit.extend(read.iter().copied());
-        visit.extend(self.judge.pending());
-        visit.extend(self.judge.idle.due_now(now));
-        visit.extend(self.tally.settle.due(now));
+        visit.extend(self.judge.due(now));
         visit.extend(self.polled.iter().copied());
         visit.extend(self.mirror.troubled().filter(|c| {
             self.mirror
                 .get(*c)
                 .is_some_and(|rec| self.judge.in_trouble(*c, rec, now))
         }));
-        let waiting = self
-            .judge
-            .escalation
-            .as_ref()
-            .is_some_and(crate::judge::Escalation::waiting);
-        if waiting {
+        if self.judge.awaits_recovery() {
             visit.extend(self.mirror.cookies());
         } else {
             visit.extend(self.peers_in_question());
@@ -87,7 +80,7 @@ impl Daemon {
         for c in read {
             if let Some(rec) = self.probe.get(c)? {
                 self.mirror.upsert(c, rec);
-                self.judge.idle.recorded(c, &rec);
+                self.judge.recorded(c, &rec);
             } else {
                 self.gone(c);
                 visit.remove(&c);

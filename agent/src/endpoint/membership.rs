@@ -1,39 +1,20 @@
 //! Where a peer address stands relative to an endpoint's set, as the set's rule says
-//! (`set.rs`) and as status and logs name it.
-
-use std::time::Duration;
+//! (`set.rs`; the fact itself is the judge's input, `lifeline_judge::Membership`) and as
+//! status and logs name it.
 
 use serde::{Deserialize, Serialize};
 
-/// Where a peer address stands relative to the endpoint's set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Membership {
-    InSet,
-    /// Missing from the answers, for less than the grace so far.
-    Leaving {
-        absent_for: Duration,
-    },
-    /// Missing from every successful answer for at least the grace.
-    Orphaned {
-        absent_for: Duration,
-    },
-    /// No successful answer yet: nothing can be said.
-    Unknown,
-    /// No answer lifeline got ever held it (or it left them over `set::FORGET_AFTER` ago): a
-    /// socket to it is not the endpoint's by DNS, whatever its port.
-    NeverHeld,
-}
+pub use lifeline_judge::Membership;
 
-impl Membership {
+impl From<Membership> for Standing {
     /// Where it stands, without for how long.
-    #[must_use]
-    pub const fn standing(self) -> Standing {
-        match self {
-            Self::InSet => Standing::InSet,
-            Self::Leaving { .. } => Standing::Leaving,
-            Self::Orphaned { .. } => Standing::Orphaned,
-            Self::Unknown => Standing::Unknown,
-            Self::NeverHeld => Standing::NeverHeld,
+    fn from(m: Membership) -> Self {
+        match m {
+            Membership::InSet => Self::InSet,
+            Membership::Leaving { .. } => Self::Leaving,
+            Membership::Orphaned { .. } => Self::Orphaned,
+            Membership::Unknown => Self::Unknown,
+            Membership::NeverHeld => Self::NeverHeld,
         }
     }
 }

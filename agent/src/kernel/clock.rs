@@ -12,12 +12,6 @@ pub fn now_ns() -> u64 {
     u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
 }
 
-/// Milliseconds between two stamps (0 when `then` is in the future or unset).
-#[must_use]
-pub fn age_ms(now_ns: u64, then_ns: u64) -> u64 {
-    if then_ns == 0 {
-        0
-    } else {
-        now_ns.saturating_sub(then_ns) / 1_000_000
-    }
-}
+/// Milliseconds between two stamps: the judge's rule (it ages records against the clock it
+/// is handed), one definition for both.
+pub use lifeline_judge::age_ms;

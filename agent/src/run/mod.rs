@@ -152,11 +152,11 @@ fn new_judge(
         seed: judge::Seed(args.sweep.seed),
     };
     let escalation =
-        restarts.then(|| judge::Escalation::new(args.node.action.into(), args.node.escalate_after));
+        restarts.then(|| judge::Escalation::new(args.node.action, args.node.escalate_after));
     let mut judge = Judge::new(settings, escalation);
     // With the kernel's news of unanswered keepalive probes, a healthy idle socket is never
     // looked at; without it, on a schedule.
-    judge.idle.notified = probe.unanswered_news;
+    judge.set_unanswered_news(probe.unanswered_news);
     judge
 }
 

@@ -25,14 +25,9 @@ pub enum SystemdBus {
     Address(String),
 }
 
-/// What to do with a confirmed stalled socket (`--action`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ActionMode {
-    /// Kill it; restart the unit only when that does not help.
-    Kill,
-    /// Restart the unit straight away.
-    Restart,
-}
+/// What to do with a confirmed stalled socket (`--action`): the judge's own enum, since the
+/// judge is what answers with it.
+pub use lifeline_judge::ActionMode;
 
 impl From<cli::LogTarget> for LogTarget {
     fn from(t: cli::LogTarget) -> Self {
@@ -60,17 +55,6 @@ impl From<cli::node_args::ActionMode> for ActionMode {
         match m {
             cli::node_args::ActionMode::Kill => Self::Kill,
             cli::node_args::ActionMode::Restart => Self::Restart,
-        }
-    }
-}
-
-/// The judge still takes the command line's enum; this is the one place that knows it, until
-/// the judge owns an enum of its own (then this converts into that one).
-impl From<ActionMode> for cli::node_args::ActionMode {
-    fn from(m: ActionMode) -> Self {
-        match m {
-            ActionMode::Kill => Self::Kill,
-            ActionMode::Restart => Self::Restart,
         }
     }
 }

@@ -33,7 +33,7 @@ struct Crate {
     layers: &'static [&'static [&'static str]],
 }
 
-const CRATES: [Crate; 4] = [
+const CRATES: [Crate; 5] = [
     Crate {
         name: "agent",
         src: "agent/src",
@@ -55,6 +55,12 @@ const CRATES: [Crate; 4] = [
             &["daemon"],
             &["run", "check"],
         ],
+    },
+    Crate {
+        name: "judge",
+        src: "judge/src",
+        rules: &[],
+        layers: &[],
     },
     Crate {
         name: "xtask",

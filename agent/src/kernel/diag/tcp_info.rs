@@ -1,31 +1,10 @@
-//! The few `struct tcp_info` fields lifeline reads (`include/uapi/linux/tcp.h`).
+//! The few `struct tcp_info` fields lifeline reads (`include/uapi/linux/tcp.h`), decoded into
+//! the judge's own view of them (`lifeline_judge::TcpInfo`: plain data, no netlink).
 //!
 //! Decoded by offset from the `INET_DIAG_INFO` attribute rather than by casting, so a
 //! shorter struct from an older kernel reads as zeros instead of out of bounds.
 
-/// Kernel's own view of a TCP socket, as `ss -i` shows it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct TcpInfo {
-    pub state: u8,
-    /// Consecutive RTO retransmissions of the head segment (`icsk_retransmits`).
-    pub retransmits: u8,
-    /// Unanswered zero-window or keepalive probes (`icsk_probes_out`).
-    pub probes: u8,
-    pub backoff: u8,
-    pub rto_us: u32,
-    /// Segments sent and not yet acknowledged.
-    pub unacked: u32,
-    pub last_data_sent_ms: u32,
-    pub last_data_recv_ms: u32,
-    /// Milliseconds since any ACK arrived (`tcp_sock.rcv_tstamp`).
-    pub last_ack_recv_ms: u32,
-    pub rtt_us: u32,
-    pub total_retrans: u32,
-    pub bytes_acked: u64,
-    pub bytes_received: u64,
-    /// Bytes written and not yet sent (`write_seq - snd_nxt`, Linux 4.6).
-    pub notsent_bytes: u32,
-}
+pub use lifeline_judge::TcpInfo;
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
     b.get(off..off + 4)
@@ -40,35 +19,32 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
     })
 }
 
-impl TcpInfo {
-    /// Offsets follow `struct tcp_info` field order: eight u8 fields, then u32s from
-    /// `tcpi_rto` at 8, then the u64s from `tcpi_pacing_rate` at 104, `tcpi_notsent_bytes`
-    /// at 144.
-    #[must_use]
-    pub fn parse(b: &[u8]) -> Self {
-        let byte = |i: usize| b.get(i).copied().unwrap_or(0);
-        Self {
-            state: byte(0),
-            retransmits: byte(2),
-            probes: byte(3),
-            backoff: byte(4),
-            rto_us: u32_at(b, 8),
-            unacked: u32_at(b, 24),
-            last_data_sent_ms: u32_at(b, 44),
-            last_data_recv_ms: u32_at(b, 52),
-            last_ack_recv_ms: u32_at(b, 56),
-            rtt_us: u32_at(b, 68),
-            total_retrans: u32_at(b, 100),
-            bytes_acked: u64_at(b, 120),
-            bytes_received: u64_at(b, 128),
-            notsent_bytes: u32_at(b, 144),
-        }
+/// Offsets follow `struct tcp_info` field order: eight u8 fields, then u32s from `tcpi_rto`
+/// at 8, then the u64s from `tcpi_pacing_rate` at 104, `tcpi_notsent_bytes` at 144.
+#[must_use]
+pub fn parse(b: &[u8]) -> TcpInfo {
+    let byte = |i: usize| b.get(i).copied().unwrap_or(0);
+    TcpInfo {
+        state: byte(0),
+        retransmits: byte(2),
+        probes: byte(3),
+        backoff: byte(4),
+        rto_us: u32_at(b, 8),
+        unacked: u32_at(b, 24),
+        last_data_sent_ms: u32_at(b, 44),
+        last_data_recv_ms: u32_at(b, 52),
+        last_ack_recv_ms: u32_at(b, 56),
+        rtt_us: u32_at(b, 68),
+        total_retrans: u32_at(b, 100),
+        bytes_acked: u64_at(b, 120),
+        bytes_received: u64_at(b, 128),
+        notsent_bytes: u32_at(b, 144),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::TcpInfo;
+    use super::parse;
 
     #[test]
     fn parses_fields_at_uapi_offsets_and_tolerates_short_structs() {
@@ -79,11 +55,11 @@ mod tests {
         b[56..60].copy_from_slice(&12_345u32.to_ne_bytes());
         b[120..128].copy_from_slice(&99u64.to_ne_bytes());
         b[144..148].copy_from_slice(&7u32.to_ne_bytes());
-        let i = TcpInfo::parse(&b);
+        let i = parse(&b);
         assert_eq!((i.state, i.retransmits, i.unacked), (1, 3, 2));
         assert_eq!(i.notsent_bytes, 7);
         assert_eq!((i.last_ack_recv_ms, i.bytes_acked), (12_345, 99));
-        let short = TcpInfo::parse(&b[..60]);
+        let short = parse(&b[..60]);
         assert_eq!((short.last_ack_recv_ms, short.bytes_acked), (12_345, 0));
     }
 }

@@ -2,7 +2,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use super::tcp_info::TcpInfo;
+use super::{TcpInfo, tcp_info};
 
 pub const NLMSG_HDRLEN: usize = 16;
 pub const NLMSG_ERROR: u16 = 2;
@@ -130,7 +130,7 @@ pub fn parse_msg(p: &[u8]) -> Option<DiagSock> {
         }
         let payload = &rest[4..len];
         match kind {
-            INET_DIAG_INFO => sock.info = Some(TcpInfo::parse(payload)),
+            INET_DIAG_INFO => sock.info = Some(tcp_info::parse(payload)),
             INET_DIAG_CGROUP_ID if payload.len() >= 8 => {
                 let mut a = [0u8; 8];
                 a.copy_from_slice(&payload[..8]);

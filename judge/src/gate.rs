@@ -11,8 +11,7 @@ use std::{
 
 use lifeline_common::SockState;
 
-use super::{Judge, Verdict};
-use crate::kernel::diag::TcpInfo;
+use super::{Judge, TcpInfo, Verdict};
 
 /// Why a socket is to be killed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,7 +147,7 @@ impl Judge {
 
     /// The action for a confirmed kill. `endpoint_healthy`: the guard's answer for this
     /// batch (`true` without a configured endpoint).
-    pub fn gate(&mut self, kill: &Kill, endpoint_healthy: bool, at: Instant) -> Action {
+    pub(crate) fn gate(&mut self, kill: &Kill, endpoint_healthy: bool, at: Instant) -> Action {
         if self.quiet(kill.cookie, at) {
             return Action::Quiet;
         }

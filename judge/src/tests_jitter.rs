@@ -50,6 +50,7 @@ fn migrates_at_its_moment(seed: Seed) {
         rec: &rec,
         polled: false,
         member: Some(&member),
+        followed: false,
         dead_since: None,
     };
     let t0 = Instant::now();

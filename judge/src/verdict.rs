@@ -12,8 +12,7 @@ use std::time::Duration;
 use lifeline_common::SockState;
 use serde::Serialize;
 
-use super::Silence;
-use crate::kernel::diag::TcpInfo;
+use super::{Silence, TcpInfo};
 
 const TCP_ESTABLISHED: u8 = 1;
 
@@ -85,11 +84,26 @@ pub fn from_record(s: &SockState, now_ns: u64, stall: Duration) -> Verdict {
         }
         return Verdict::Suspect;
     }
-    if age(now_ns, s.last_ack_ns) < stall {
+    if now_ns < quiet_at(s, stall) {
         Verdict::Healthy
     } else {
         Verdict::Idle
     }
+}
+
+/// When the record's last ACK progress is `stall` old: from then on, with nothing wrong, it
+/// is idle rather than healthy.
+fn quiet_at(s: &SockState, stall: Duration) -> u64 {
+    s.last_ack_ns
+        .saturating_add(u64::try_from(stall.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The moment a record with no trouble episode turns from healthy to idle by `from_record`'s
+/// rule, with no news in between (`None` in a trouble episode: its looks decide). The tally
+/// visits the socket again then, so the counts follow.
+#[must_use]
+pub fn turns_idle_at(s: &SockState, stall: Duration) -> Option<u64> {
+    (s.trouble_ns == 0).then(|| quiet_at(s, stall))
 }
 
 /// The kernel's view, from `tcp_info` alone (used to confirm, and for sockets the
@@ -147,171 +161,5 @@ pub fn at_request(i: &TcpInfo, stall: Duration, silence: Option<Silence>) -> Opt
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const S: u64 = 1_000_000_000;
-    const STALL: Duration = Duration::from_secs(10);
-
-    fn rec(last_ack_s: u64, trouble_s: u64, packets_out: u32) -> SockState {
-        SockState {
-            state: 1,
-            last_ack_ns: last_ack_s * S,
-            trouble_ns: trouble_s * S,
-            packets_out,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn record_verdicts() {
-        let now = 100 * S;
-        assert_eq!(
-            from_record(&rec(99, 0, 3), now, STALL),
-            Verdict::Healthy,
-            "busy, ACKed"
-        );
-        assert_eq!(
-            from_record(&rec(10, 0, 0), now, STALL),
-            Verdict::Idle,
-            "quiet"
-        );
-        assert_eq!(
-            from_record(&rec(80, 95, 1), now, STALL),
-            Verdict::Suspect,
-            "retransmitting 5 s"
-        );
-        assert_eq!(
-            from_record(&rec(80, 89, 1), now, STALL),
-            Verdict::Stalled,
-            "unanswered 11 s"
-        );
-        assert_eq!(
-            from_record(&rec(80, 89, 0), now, STALL),
-            Verdict::Idle,
-            "trouble healed, nothing out"
-        );
-        let closing = SockState {
-            state: 4,
-            ..rec(0, 1, 1)
-        };
-        assert_eq!(
-            from_record(&closing, now, STALL),
-            Verdict::Healthy,
-            "not ours once closing"
-        );
-    }
-
-    #[test]
-    fn silent_needs_enough_unanswered_probes_and_the_silent_timeout() {
-        let t = Some(Silence {
-            after: Duration::from_secs(16),
-            probes: 2,
-        });
-        let idle = |last_ack_ms, probes| TcpInfo {
-            state: 1,
-            last_ack_recv_ms: last_ack_ms,
-            probes,
-            ..Default::default()
-        };
-        assert_eq!(from_info(&idle(17_000, 2), STALL, t), Verdict::Silent);
-        assert_eq!(
-            from_info(&idle(12_000, 1), STALL, t),
-            Verdict::Suspect,
-            "probing, not yet long enough"
-        );
-        assert_eq!(
-            from_info(&idle(60_000, 0), STALL, t),
-            Verdict::Idle,
-            "probes answered"
-        );
-        assert_eq!(
-            from_info(&idle(17_000, 1), STALL, t),
-            Verdict::Suspect,
-            "one probe unanswered is not enough, however long"
-        );
-        assert_eq!(
-            from_info(&idle(17_000, 2), STALL, None),
-            Verdict::Suspect,
-            "keepalive off: never silent"
-        );
-    }
-
-    fn info(unacked: u32, last_ack_ms: u32, retransmits: u8) -> TcpInfo {
-        TcpInfo {
-            state: 1,
-            unacked,
-            last_ack_recv_ms: last_ack_ms,
-            retransmits,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn kernel_verdicts_need_unacked_data_and_silence() {
-        let t = Some(Silence {
-            after: Duration::from_secs(16),
-            probes: 2,
-        });
-        assert_eq!(from_info(&info(2, 12_000, 4), STALL, t), Verdict::Stalled);
-        assert_eq!(
-            from_info(&info(2, 3_000, 2), STALL, t),
-            Verdict::Suspect,
-            "slow but answering"
-        );
-        assert_eq!(
-            from_info(&info(0, 60_000, 0), STALL, t),
-            Verdict::Idle,
-            "idle is not stalled"
-        );
-        assert_eq!(
-            from_info(&info(5, 20, 0), STALL, t),
-            Verdict::Healthy,
-            "bulk transfer"
-        );
-    }
-
-    #[test]
-    fn at_request_healthy_means_data_moved_and_closing_is_not_judged() {
-        let t = Some(Silence {
-            after: Duration::from_secs(16),
-            probes: 2,
-        });
-        let quiet = |last_ack_ms, data_ms| TcpInfo {
-            last_data_sent_ms: data_ms,
-            last_data_recv_ms: data_ms,
-            ..info(0, last_ack_ms, 0)
-        };
-        let busy = quiet(300, 300);
-        assert_eq!(
-            at_request(&busy, STALL, t),
-            Some(Verdict::Healthy),
-            "1 s heartbeat"
-        );
-        assert_eq!(
-            at_request(&quiet(1_500, 60_000), STALL, t),
-            Some(Verdict::Idle),
-            "idle, keepalive probes answered"
-        );
-        assert_eq!(
-            at_request(&quiet(60_000, 60_000), STALL, t),
-            Some(Verdict::Idle)
-        );
-        let sending = TcpInfo {
-            last_data_sent_ms: 2,
-            last_data_recv_ms: 50_000,
-            ..info(4, 20, 0)
-        };
-        assert_eq!(
-            at_request(&sending, STALL, t),
-            Some(Verdict::Healthy),
-            "upload"
-        );
-        let holed = info(1, 12_000, 4);
-        assert_eq!(at_request(&holed, STALL, t), Some(Verdict::Stalled));
-        let young = info(1, 3_000, 2);
-        assert_eq!(at_request(&young, STALL, t), Some(Verdict::Suspect));
-        let closing = TcpInfo { state: 4, ..holed };
-        assert_eq!(at_request(&closing, STALL, t), None, "FIN-WAIT-1");
-    }
-}
+#[path = "verdict_tests.rs"]
+mod tests;

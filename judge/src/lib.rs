@@ -1,31 +1,36 @@
 //! The judge: every rule that turns what the kernel says into a decision, and nothing else.
-//! No I/O: the daemon (`daemon/`) reads the probe's map, `sock_diag` and the endpoint view,
-//! hands them in with the clock, executes the typed decisions that come back (kills, restart
-//! requests, peer probes), and reports each outcome; logs, metrics and status consume the
-//! same values. Its one random input, the seed of the jittered moments, is handed in too
-//! (`Settings::seed`). So every rule has a unit test that needs no root, and gives the same
-//! answer on every run.
+//! A crate of its own so the compiler keeps it pure: it depends on `lifeline-common`'s plain
+//! types and serde, never on aya, tokio, netlink, clap or a tracing subscriber, and reads no
+//! clock. The agent's loop (`daemon/`) reads the probe's map, `sock_diag` and the endpoint
+//! view, hands them in with the clock, carries out the typed decisions that come back
+//! (kills, restart requests, peer probes), and reports each outcome; logs, metrics and
+//! status consume the same values. Its one random input, the seed of the jittered moments,
+//! is handed in too (`Settings::seed`). So every rule has a unit test that needs no root,
+//! and gives the same answer on every run.
 //!
-//! The order of one sweep: `wants_info` (which sockets need their `tcp_info` read),
-//! `verdict` (two witnesses), `endpoint_reason` (dead peer, orphan), `gate` (guard, rate
-//! limit, backoff, dry run, `--action restart`), then `outcome` for each kill tried and
-//! `after_sweep` (no recovery after a kill).
-
-pub mod due;
+//! One sweep asks, per socket, `wants_info` (whether its `tcp_info` must be read) and then
+//! `look` (two witnesses, dead peer, orphan: the kill it wants, the peer probe, the wake);
+//! per kill `quiet`, `decide` (guard, rate limit, backoff, dry run, `--action restart`) and
+//! `outcome`; and `end_sweep` once (confirming looks, scheduled looks, no recovery after a
+//! kill). Its schedule (`due.rs`, the tally of verdicts) is its own.
 
 mod budget;
+mod due;
 mod endpoint;
 mod escalate;
+mod facts;
 mod gate;
 pub mod idle;
+mod inputs;
 mod look;
 mod stall;
+mod surface;
+mod tally;
 mod ticket;
 pub mod verdict;
 
 use std::{
     collections::{HashMap, HashSet},
-    net::SocketAddr,
     time::{Duration, Instant},
 };
 
@@ -35,10 +40,10 @@ pub use budget::{Budget, UnitOwned, Whose};
 pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
 pub use gate::{Action, Kill, Outcome, Reason};
+pub use inputs::{ActionMode, Membership, Read, Seen, Socket, TcpInfo, age_ms};
+pub use surface::{Decision, Look, SweepEnd};
 pub use ticket::Stage;
 pub use verdict::Verdict;
-
-use crate::{endpoint::Membership, kernel::diag::TcpInfo};
 
 /// Everything the rules depend on, fixed at start from the flags and the config file.
 #[derive(Clone, Debug)]
@@ -68,45 +73,9 @@ pub struct Silence {
 /// A stalled or silent socket is looked at again this soon to confirm it (two looks).
 pub const CONFIRM_AFTER: Duration = Duration::from_millis(500);
 
-/// One watched socket as the daemon sees it in this sweep.
-pub struct Socket<'a> {
-    pub cookie: u64,
-    pub rec: &'a SockState,
-    /// A pre-existing socket the probe could not arm: judged from `tcp_info` alone.
-    pub polled: bool,
-    /// Its endpoint, when the socket is that endpoint's connection (the fact recorded per
-    /// socket, `endpoint::Members`), and where its peer stands in that endpoint's set. `None`
-    /// for every other socket: only the evidence verdicts (stalled, silent) apply to it.
-    pub member: Option<&'a (String, Membership)>,
-    /// Since when a fresh connection to its peer has been timing out (the peer probe).
-    pub dead_since: Option<Instant>,
-}
-
-/// What reading a socket's `tcp_info` gave.
-#[derive(Clone, Debug)]
-pub enum Read {
-    Info(TcpInfo),
-    /// The kernel answered without `INET_DIAG_INFO`.
-    NoInfo,
-    /// Closed between the map read and now.
-    Gone,
-    /// The request failed (the daemon logs why): never act on it.
-    Unreadable,
-}
-
-/// A watched socket's summary for the checks that span sockets (recovery after a kill).
-#[derive(Clone, Copy, Debug)]
-pub struct Seen {
-    pub peer: SocketAddr,
-    /// Whether it is the endpoint's connection; `None` without a configured endpoint.
-    pub endpoint_socket: Option<bool>,
-    pub verdict: Verdict,
-    pub established_age: Duration,
-}
-
 pub struct Judge {
-    pub settings: Settings,
-    pub idle: idle::IdleWatch,
+    settings: Settings,
+    idle: idle::IdleWatch,
     stall: stall::StallWatch,
     /// Stalled or silent in the previous sweep: a kill needs two looks in a row.
     seen_dead: HashSet<u64>,
@@ -116,7 +85,11 @@ pub struct Judge {
     /// Orphans already reported under `--on-orphan log`.
     orphans_logged: HashSet<u64>,
     gate: gate::Gate,
-    pub escalation: Option<Escalation>,
+    escalation: Option<Escalation>,
+    /// Each socket's verdict from its last look, and the count per verdict.
+    tally: tally::Tally,
+    /// The sockets looked at in this sweep, for the escalation's check after it.
+    seen: Vec<Seen>,
 }
 
 impl Judge {
@@ -132,6 +105,8 @@ impl Judge {
             migrations: HashMap::new(),
             orphans_logged: HashSet::new(),
             escalation,
+            tally: tally::Tally::default(),
+            seen: Vec::new(),
         }
     }
 
@@ -143,7 +118,7 @@ impl Judge {
 
     /// End of a sweep: the dead set becomes the previous look. Returns whether a new dead
     /// socket awaits its confirming look.
-    pub fn end_sweep(&mut self) -> bool {
+    fn turn_looks(&mut self) -> bool {
         let fresh = self.dead_now.iter().any(|c| !self.seen_dead.contains(c));
         self.seen_dead = std::mem::take(&mut self.dead_now);
         fresh
@@ -158,19 +133,24 @@ impl Judge {
         self.stall.retain(|c| c != cookie);
         self.migrations.remove(&cookie);
         self.orphans_logged.remove(&cookie);
+        self.tally.remove(cookie);
         if let Some(e) = self.escalation.as_mut() {
             e.retain(|c| c != cookie);
         }
     }
 
-    /// Sockets a rule has business with whatever the news: a dead verdict awaiting its
-    /// confirming look, a migration due, a kill backing off. The sweep visits them all.
-    pub fn pending(&self) -> impl Iterator<Item = u64> + '_ {
+    /// Sockets a rule has business with at `now_ns` whatever the news: a dead verdict
+    /// awaiting its confirming look, a migration due, a kill backing off, a look the idle
+    /// rules scheduled, a healthy socket whose record turns idle (the counts). The sweep
+    /// visits them all.
+    pub fn due(&self, now_ns: u64) -> impl Iterator<Item = u64> + '_ {
         self.seen_dead
             .iter()
             .chain(self.migrations.keys())
             .chain(self.gate.backoff_cookies())
             .copied()
+            .chain(self.idle.due_now(now_ns))
+            .chain(self.tally.settle.due(now_ns))
     }
 
     /// Whether a record with a trouble episode still needs visiting: no look has found the
@@ -184,7 +164,7 @@ impl Judge {
     /// The verdict `lifeline status` shows for a socket not visited in the last sweep: the
     /// record's, or the last look's while it holds.
     #[must_use]
-    pub fn between(&self, cookie: u64, rec: &SockState, now_ns: u64) -> Verdict {
+    pub(crate) fn between(&self, cookie: u64, rec: &SockState, now_ns: u64) -> Verdict {
         let from_record = verdict::from_record(rec, now_ns, self.settings.stall);
         (rec.trouble_ns != 0)
             .then(|| self.stall.held(cookie, rec.trouble_ns, now_ns))
@@ -196,10 +176,16 @@ impl Judge {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_endpoint;
+#[cfg(test)]
 mod tests_escalate;
+#[cfg(test)]
+mod tests_gate;
 #[cfg(test)]
 mod tests_jitter;
 #[cfg(test)]
 mod tests_looks;
 #[cfg(test)]
 mod tests_members;
+#[cfg(test)]
+mod tests_surface;

@@ -1,17 +1,20 @@
-//! Each watched socket's verdict from its last visit, and the count per verdict, kept as the
+//! Each watched socket's verdict from its last look, and the count per verdict, kept as the
 //! sweeps go rather than recounted over every socket: metrics and systemd's STATUS= read the
 //! counts after every sweep. The one verdict that changes without news is healthy turning
-//! idle once no ACK progress has been seen for the stall timeout; that moment is known when
-//! the socket is visited, so it is queued (`settle`) and the socket visited again then.
+//! idle (`verdict::turns_idle_at`, the record's rule as a moment); that moment is known when
+//! the socket is looked at, so it is queued (`settle`) and the socket visited again then.
 
 use std::{collections::HashMap, time::Duration};
 
 use lifeline_common::SockState;
 
-use crate::judge::{Verdict, due::DueQueue};
+use super::{
+    due::DueQueue,
+    verdict::{self, Verdict},
+};
 
 #[derive(Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     verdicts: HashMap<u64, Verdict>,
     counts: [u64; Verdict::ALL.len()],
     /// Healthy sockets, due when their record turns idle.
@@ -19,18 +22,15 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// The verdict of a visit.
+    /// The verdict of a look.
     pub fn set(&mut self, cookie: u64, v: Verdict, rec: &SockState, stall: Duration) {
         if let Some(old) = self.verdicts.insert(cookie, v) {
             self.counts[old.index()] -= 1;
         }
         self.counts[v.index()] += 1;
-        if v == Verdict::Healthy && rec.trouble_ns == 0 {
-            let stall = u64::try_from(stall.as_nanos()).unwrap_or(u64::MAX);
-            self.settle
-                .set(cookie, rec.last_ack_ns.saturating_add(stall));
-        } else {
-            self.settle.remove(cookie);
+        match verdict::turns_idle_at(rec, stall) {
+            Some(t) if v == Verdict::Healthy => self.settle.set(cookie, t),
+            _ => self.settle.remove(cookie),
         }
     }
 
@@ -64,6 +64,7 @@ mod tests {
     fn counts_follow_changes_and_healthy_is_queued_to_settle() {
         let mut t = Tally::default();
         let rec = SockState {
+            state: 1, // ESTABLISHED
             last_ack_ns: 100 * S,
             ..SockState::default()
         };
@@ -71,6 +72,15 @@ mod tests {
         t.set(1, Verdict::Healthy, &rec, stall);
         t.set(2, Verdict::Healthy, &rec, stall);
         assert_eq!(t.settle.due(110 * S).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(
+            verdict::from_record(&rec, 110 * S, stall),
+            Verdict::Idle,
+            "due exactly when the record's rule says idle"
+        );
+        assert_eq!(
+            verdict::from_record(&rec, 110 * S - 1, stall),
+            Verdict::Healthy
+        );
         t.set(1, Verdict::Idle, &rec, stall);
         t.remove(2);
         let counts: Vec<_> = t.counts().filter(|(_, n)| *n > 0).collect();

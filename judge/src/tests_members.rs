@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use lifeline_common::SockState;
 
 use super::*;
-use crate::cli::node_args::ActionMode;
+use crate::ActionMode;
 
 fn quiet() -> TcpInfo {
     TcpInfo {
@@ -33,6 +33,7 @@ fn a_socket_that_is_not_the_endpoints_gets_no_endpoint_rule() {
         rec: &rec,
         polled: false,
         member: None,
+        followed: true,
         dead_since: Some(t0),
     };
     for later in [0u64, 2, 120] {
@@ -53,6 +54,7 @@ fn a_socket_that_is_not_the_endpoints_gets_no_endpoint_rule() {
     );
     let s = Socket {
         member: Some(&member),
+        followed: true,
         dead_since: None,
         ..s
     };

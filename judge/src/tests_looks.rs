@@ -39,6 +39,7 @@ fn sock(rec: &SockState) -> Socket<'_> {
         rec,
         polled: false,
         member: None,
+        followed: false,
         dead_since: None,
     }
 }
@@ -65,7 +66,7 @@ fn a_recovered_flow_is_looked_at_again_only_when_a_stall_becomes_possible() {
     // Busy and ACKed 1 s ago: healthy, and cannot be stalled for 9 s.
     let (v, _) = j.verdict(&s, Some(&info(4, 1_000)), 100 * S).unwrap();
     assert_eq!(v, Verdict::Healthy);
-    j.end_sweep();
+    j.turn_looks();
     for t in [101, 105, 108] {
         assert!(!j.wants_info(&s, t * S, at), "{t} s: the look still holds");
         let (v, i) = j.verdict(&s, None, t * S).unwrap();
@@ -101,7 +102,7 @@ fn stale_trouble_with_nothing_outstanding_follows_the_idle_rules() {
     let s = sock(&rec);
     let (v, _) = j.verdict(&s, Some(&info(0, 30_000)), 100 * S).unwrap();
     assert_eq!(v, Verdict::Idle);
-    j.end_sweep();
+    j.turn_looks();
     // Idle 50 s by the record: due a keepalive look, and silent on two looks in a row.
     let at = Instant::now();
     assert!(j.wants_info(&s, 101 * S, at), "idle: due a keepalive look");
@@ -114,7 +115,7 @@ fn stale_trouble_with_nothing_outstanding_follows_the_idle_rules() {
     let (v, i) = j.verdict(&s, Some(&silent), 101 * S).unwrap();
     assert_eq!(v, Verdict::Silent);
     assert!(!j.confirmed(9, v, i.as_ref()), "first look");
-    assert!(j.end_sweep());
+    assert!(j.turn_looks());
     assert!(j.wants_info(&s, 101 * S + S / 2, at), "the confirming look");
     let (v, i) = j.verdict(&s, Some(&silent), 101 * S + S / 2).unwrap();
     assert!(j.confirmed(9, v, i.as_ref()), "killed as silent");

@@ -4,8 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Judge, Reason, Socket, Verdict};
-use crate::{endpoint::Membership, kernel::diag::TcpInfo};
+use super::{Judge, Membership, Reason, Socket, TcpInfo, Verdict};
 
 /// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
 /// the same instant.
@@ -40,7 +39,7 @@ impl Seed {
 
 /// What the endpoint rules say about one socket.
 #[derive(Debug, Default)]
-pub struct EndpointCall {
+pub(crate) struct EndpointCall {
     pub reason: Option<Reason>,
     /// How soon this socket wants the next sweep.
     pub wake: Option<Duration>,
@@ -67,7 +66,7 @@ impl Judge {
     }
 
     /// Dead peer and orphan rules for one socket (`info`: the kernel's view, when read).
-    pub fn endpoint_reason(
+    pub(crate) fn endpoint_reason(
         &mut self,
         s: &Socket<'_>,
         verdict: Verdict,

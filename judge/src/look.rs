@@ -7,10 +7,9 @@
 use std::time::Instant;
 
 use super::{
-    Judge, Read, Socket,
+    Judge, Membership, Read, Socket, TcpInfo,
     verdict::{self, Verdict},
 };
-use crate::{endpoint::Membership, kernel::diag::TcpInfo};
 
 /// Why a socket's `tcp_info` is wanted (or not) in this sweep.
 struct Nomination {
@@ -62,7 +61,7 @@ impl Judge {
 
     /// The verdict, with the kernel's `tcp_info` when it was read; `None`: the socket is gone.
     /// Without the kernel's view nothing is ever dead: a record alone only makes a suspect.
-    pub fn verdict(
+    pub(crate) fn verdict(
         &mut self,
         s: &Socket<'_>,
         read: Option<&Read>,
@@ -108,7 +107,7 @@ impl Judge {
 
     /// A dead verdict confirmed by the previous look too (and with the kernel's view).
     #[must_use]
-    pub fn confirmed(&self, cookie: u64, verdict: Verdict, info: Option<&TcpInfo>) -> bool {
+    pub(crate) fn confirmed(&self, cookie: u64, verdict: Verdict, info: Option<&TcpInfo>) -> bool {
         verdict.is_dead() && info.is_some() && self.seen_dead.contains(&cookie)
     }
 }

@@ -10,8 +10,7 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use super::Verdict;
-use crate::kernel::diag::TcpInfo;
+use super::{TcpInfo, Verdict};
 
 /// The kernel's answer for one trouble episode, and until when it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

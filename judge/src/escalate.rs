@@ -23,7 +23,7 @@ use super::{
     budget::{Budget, UnitOwned},
     ticket::{Stage, Ticket},
 };
-use crate::{cli::node_args::ActionMode, kernel::clock};
+use crate::{ActionMode, age_ms};
 
 /// Why a restart is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +89,7 @@ impl Escalation {
     }
 
     #[must_use]
-    pub fn restarts_instead(&self) -> bool {
+    pub(crate) fn restarts_instead(&self) -> bool {
         self.mode == ActionMode::Restart
     }
 
@@ -103,7 +103,7 @@ impl Escalation {
             local: kill.rec.local(),
             owner_pid: kill.rec.owner_pid,
             owner_comm: kill.rec.comm().unwrap_or("-").to_owned(),
-            trouble_age_ms: clock::age_ms(kill.now_ns, kill.rec.trouble_ns),
+            trouble_age_ms: age_ms(kill.now_ns, kill.rec.trouble_ns),
         }
     }
 
@@ -123,7 +123,7 @@ impl Escalation {
     }
 
     /// `--action restart` for a confirmed failure of the unit's socket.
-    pub fn restart_instead(&mut self, kill: &Kill, at: Instant) -> Option<RestartRequest> {
+    pub(crate) fn restart_instead(&mut self, kill: &Kill, at: Instant) -> Option<RestartRequest> {
         self.ask(kill, RestartReason::ActionRestart, at)
     }
 
@@ -151,7 +151,7 @@ impl Escalation {
 
     /// Whether to say that this failure of a socket outside the unit restarts nothing:
     /// true the first time for its target.
-    pub fn first_outside(&mut self, kill: &Kill) -> bool {
+    pub(crate) fn first_outside(&mut self, kill: &Kill) -> bool {
         kill.reason.is_failure()
             && kill.whose.unit != UnitOwned::Yes
             && self.told.insert(kill.whose.budget.clone())
@@ -160,7 +160,7 @@ impl Escalation {
     /// After each sweep: a kill with no healthy connection to its port established since,
     /// for `--escalate-after`, becomes a restart request; a recovery ends the watch (and is
     /// returned with how long it took, for the log) unless the restarter took it first.
-    pub fn after_sweep(
+    pub(crate) fn after_sweep(
         &mut self,
         sockets: &[Seen],
         at: Instant,
@@ -205,14 +205,14 @@ impl Escalation {
 
     /// Whether a kill awaits a healthy connection to its endpoint (every socket then counts).
     #[must_use]
-    pub fn waiting(&self) -> bool {
+    pub(crate) fn waiting(&self) -> bool {
         self.records
             .values()
             .any(|r| r.port.is_some() && r.request.ticket.open())
     }
 
     /// Forget sockets that are gone; a killed socket's watch outlives it until it ends.
-    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
+    pub(crate) fn retain(&mut self, live: impl Fn(u64) -> bool) {
         self.records
             .retain(|c, r| live(*c) || (r.port.is_some() && r.request.ticket.open()));
     }

@@ -7,7 +7,7 @@ use super::{
     tests::{kill, settings},
     *,
 };
-use crate::cli::node_args::ActionMode;
+use crate::ActionMode;
 
 fn noisy(cookie: u64) -> Kill {
     Kill {

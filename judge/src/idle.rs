@@ -14,12 +14,9 @@ use lifeline_common::{
     keepalive::{KA_ARMED, KA_NO_ITERATOR, KA_OFF, KA_PENDING, KA_SET_UNREAD, ka_armed},
 };
 
-use crate::{
-    judge::due::DueQueue,
-    kernel::{clock, diag::TcpInfo},
-};
+use crate::{TcpInfo, age_ms, due::DueQueue};
 
-pub struct IdleWatch {
+pub(crate) struct IdleWatch {
     /// The silent rule; `None` when keepalive is off: nothing is ever silent.
     pub silent: Option<super::Silence>,
     /// What the probe was asked to arm (for `lifeline status`).
@@ -78,7 +75,7 @@ impl IdleWatch {
             return self.next.get(cookie).is_some_and(|t| now_ns >= t);
         }
         let idle = Duration::from_secs(u64::from(rec.keepalive.idle_s));
-        if Duration::from_millis(clock::age_ms(now_ns, rec.last_ack_ns)) < idle {
+        if Duration::from_millis(age_ms(now_ns, rec.last_ack_ns)) < idle {
             return false;
         }
         self.next.get(cookie).is_none_or(|t| now_ns >= t)
@@ -170,101 +167,5 @@ pub fn describe(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const S: u64 = 1_000_000_000;
-
-    fn armed(last_ack_s: u64) -> SockState {
-        let keepalive = Keepalive {
-            idle_s: 10,
-            intvl_s: 3,
-            cnt: 3,
-            user_timeout_ms: 0,
-        };
-        SockState {
-            state: 1,
-            last_ack_ns: last_ack_s * S,
-            ka_result: KA_ARMED,
-            keepalive,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn looks_only_when_a_probe_can_be_out_then_when_silence_is_possible() {
-        let want = Keepalive {
-            idle_s: 10,
-            intvl_s: 3,
-            cnt: 3,
-            user_timeout_ms: 0,
-        };
-        let rule = super::super::Silence {
-            after: Duration::from_secs(16),
-            probes: 2,
-        };
-        let mut w = IdleWatch::new(Some(rule), want);
-        assert!(
-            !w.due(1, &armed(95), 100 * S),
-            "idle 5 s: no probe can have gone out"
-        );
-        assert!(w.due(1, &armed(80), 100 * S), "idle 20 s");
-        // Answered 4 s ago: cannot be silent for another 12 s.
-        w.looked(
-            1,
-            &TcpInfo {
-                last_ack_recv_ms: 4_000,
-                ..Default::default()
-            },
-            100 * S,
-        );
-        assert!(!w.due(1, &armed(80), 111 * S));
-        assert_eq!(w.next_due(111 * S), Some(Duration::from_secs(1)));
-        assert!(w.due(1, &armed(80), 112 * S));
-        let off = IdleWatch::new(None, want);
-        assert!(!off.due(1, &armed(0), 100 * S), "keepalive off");
-    }
-
-    #[test]
-    fn on_the_schedule_a_new_record_is_due_once_idle_for_its_keepalive_time() {
-        let rule = super::super::Silence {
-            after: Duration::from_secs(16),
-            probes: 2,
-        };
-        let mut w = IdleWatch::new(Some(rule), armed(0).keepalive);
-        w.recorded(1, &armed(95));
-        assert_eq!(w.due_now(104 * S).count(), 0);
-        assert_eq!(w.due_now(105 * S).collect::<Vec<_>>(), [1]);
-        w.looked(1, &TcpInfo::default(), 105 * S);
-        w.recorded(1, &armed(95));
-        assert_eq!(w.due_now(120 * S).count(), 0, "a look's schedule stands");
-    }
-
-    #[test]
-    fn with_news_only_unanswered_probes_schedule_a_look() {
-        let rule = super::super::Silence {
-            after: Duration::from_secs(16),
-            probes: 2,
-        };
-        let mut w = IdleWatch::new(Some(rule), armed(0).keepalive);
-        w.notified = true;
-        w.recorded(1, &armed(0));
-        assert!(!w.due(1, &armed(0), 100 * S), "idle for ever, no news");
-        assert_eq!(w.scheduled(), 0);
-        w.unanswered(1, 100 * S);
-        assert!(w.due(1, &armed(0), 100 * S));
-        let probing = TcpInfo {
-            probes: 1,
-            last_ack_recv_ms: 12_000,
-            ..Default::default()
-        };
-        w.looked(1, &probing, 100 * S);
-        assert_eq!(w.next_due(100 * S), Some(Duration::from_secs(4)));
-        w.looked(1, &TcpInfo::default(), 104 * S);
-        assert_eq!(
-            w.scheduled(),
-            0,
-            "answered: wait for the kernel's next news"
-        );
-    }
-}
+#[path = "idle_tests.rs"]
+mod tests;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 #[derive(Debug, Default)]
-pub struct DueQueue {
+pub(crate) struct DueQueue {
     /// (due time in `CLOCK_MONOTONIC` ns, cookie), ordered.
     order: BTreeSet<(u64, u64)>,
     at: HashMap<u64, u64>,

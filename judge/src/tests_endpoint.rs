@@ -1,0 +1,126 @@
+//! The endpoint rules (orphan migration, `--on-orphan log`, dead peer), without DNS or a
+//! peer probe: the membership and the probe's finding are handed in.
+
+use std::time::{Duration, Instant};
+
+use lifeline_common::SockState;
+
+use super::{
+    endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK},
+    tests::{S, jitter, settings, sock},
+    *,
+};
+
+fn orphan() -> (String, Membership) {
+    (
+        "api:6443".into(),
+        Membership::Orphaned {
+            absent_for: Duration::from_secs(40),
+        },
+    )
+}
+
+#[test]
+fn an_orphan_migrates_after_its_jitter_and_only_at_a_quiet_moment() {
+    let mut j = Judge::new(settings(), None);
+    let rec = SockState {
+        state: 1,
+        last_ack_ns: 99 * S,
+        ..SockState::default()
+    };
+    let member = orphan();
+    let s = Socket {
+        member: Some(&member),
+        ..sock(&rec)
+    };
+    let t0 = Instant::now();
+    let call = j.endpoint_reason(&s, Verdict::Healthy, None, t0);
+    assert!(call.reason.is_none(), "not before its moment in the spread");
+    let due = t0 + jitter(7, Duration::from_mins(1));
+    assert_eq!(call.wake, Some(due - t0));
+    assert_eq!(call.probe, Some("left the endpoint's DNS set"));
+    let busy = TcpInfo {
+        state: 1,
+        unacked: 3,
+        ..TcpInfo::default()
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&busy), due);
+    assert!(call.reason.is_none(), "requests in flight: wait");
+    assert_eq!(call.wake, Some(QUIET_RECHECK));
+    let quiet = TcpInfo {
+        state: 1,
+        ..TcpInfo::default()
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), due);
+    assert!(
+        matches!(call.reason, Some(Reason::Orphaned { .. })),
+        "{call:?}"
+    );
+}
+
+#[test]
+fn on_orphan_log_reports_once_and_never_kills() {
+    let mut j = Judge::new(
+        Settings {
+            migrate: false,
+            ..settings()
+        },
+        None,
+    );
+    let rec = SockState {
+        state: 1,
+        ..SockState::default()
+    };
+    let member = orphan();
+    let s = Socket {
+        member: Some(&member),
+        ..sock(&rec)
+    };
+    let quiet = TcpInfo {
+        state: 1,
+        ..TcpInfo::default()
+    };
+    let first = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), Instant::now());
+    assert!(first.report_orphan.is_some() && first.reason.is_none());
+    let again = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), Instant::now());
+    assert!(again.report_orphan.is_none() && again.reason.is_none());
+}
+
+#[test]
+fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
+    let mut j = Judge::new(settings(), None);
+    let rec = SockState {
+        state: 1,
+        ..SockState::default()
+    };
+    let t0 = Instant::now();
+    let member = (
+        "api:6443".to_owned(),
+        Membership::Leaving {
+            absent_for: Duration::ZERO,
+        },
+    );
+    let s = Socket {
+        dead_since: Some(t0),
+        member: Some(&member),
+        ..sock(&rec)
+    };
+    let due = t0 + jitter(7, DEAD_PEER_JITTER);
+    if due > t0 {
+        let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&TcpInfo::default()), t0);
+        assert!(call.reason.is_none());
+        assert_eq!(call.wake, Some(due - t0));
+    }
+    assert!(
+        j.endpoint_reason(&s, Verdict::Healthy, None, due)
+            .reason
+            .is_none(),
+        "unread: no kill"
+    );
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&TcpInfo::default()), due);
+    assert!(matches!(call.reason, Some(Reason::DeadPeer { .. })));
+    assert!(
+        j.wants_info(&s, 0, due),
+        "the kernel's view is read once due"
+    );
+}
