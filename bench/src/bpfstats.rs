@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use lifeline_common::hooks::Hook;
 use serde_json::Value;
 
 /// `kernel.bpf_stats_enabled` set to 1 while this lives, then put back as it was.
@@ -71,9 +72,11 @@ pub fn hooks(pid: u32) -> Result<BTreeMap<String, Vec<u32>>> {
             out.entry(kind.to_owned()).or_default().push(id);
         }
     }
+    let unanswered = [Hook::Unanswered, Hook::UnansweredTimer];
     for id in ours {
-        // The kernel keeps the first 15 bytes of a program's name.
-        if name(id)?.starts_with("lifeline_unans") {
+        // The kernel keeps the first 15 bytes of a program's name (BPF_OBJ_NAME_LEN - 1).
+        let kept = name(id)?;
+        if !kept.is_empty() && unanswered.iter().any(|h| h.program().starts_with(&kept)) {
             out.entry(UNANSWERED.to_owned()).or_default().push(id);
         }
     }
