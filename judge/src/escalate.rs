@@ -10,7 +10,7 @@
 //!   killing; an orphan migration is hygiene, not a failure, and is still a kill.
 //!
 //! One record per socket, with a `Ticket` shared with the restarter task
-//! (`systemd/restarter.rs`), which applies the hourly budget, the pause and the endpoint
+//! (`act/restart/restarter.rs`), which applies the hourly budget, the pause and the endpoint
 //! check, calls systemd and logs.
 
 use std::{

@@ -12,7 +12,7 @@
 //! `look` (two witnesses, dead peer, orphan: the kill it wants, the peer probe, the wake);
 //! per kill `quiet`, `decide` (guard, rate limit, backoff, dry run, `--action restart`) and
 //! `outcome`; and `end_sweep` once (confirming looks, scheduled looks, no recovery after a
-//! kill). Its schedule (`due.rs`, the tally of verdicts) is its own.
+//! kill). Its schedule (`judge/src/due.rs`, the tally of verdicts) is its own.
 
 mod budget;
 mod due;

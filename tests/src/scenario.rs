@@ -101,7 +101,7 @@ fn watch_until_decision(
     budget: Duration,
 ) -> Result<(Decision, Vec<(u64, StatusSocket)>)> {
     let mut seen = Vec::new();
-    // The agent confirms a stall 500 ms after first seeing it (agent/src/run.rs), so
+    // The agent confirms a stall 500 ms after first seeing it (agent/src/run/mod.rs), so
     // polling at 100 ms sees the "stalled" row at least a few times before the kill.
     let every = Duration::from_millis(100);
     let decision = wait_until(

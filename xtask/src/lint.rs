@@ -38,6 +38,7 @@ pub fn lint(ws: &Path) -> Result<()> {
     crate::gofixture::check_format(ws)?;
     // Reads sources only: seconds, so before the builds as well.
     crate::imports::check(ws)?;
+    crate::layout::check(ws)?;
     // Reads the dependency graph only: seconds too.
     crate::purity::check(ws)?;
     // After the formatting gate (it needs no build, and fails in seconds): the host clippy

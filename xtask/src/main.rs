@@ -13,6 +13,7 @@ mod imports;
 mod kernels;
 mod lab;
 mod lanes;
+mod layout;
 mod lint;
 mod meta;
 mod oci;

@@ -1,7 +1,7 @@
 //! The answer to `lifeline status`: the summary and a row per watched socket, built at the
 //! request (a sweep never formats a row) from the agent's mirror of the probe's records and
 //! the kernel's view of those sockets at that moment (one `sock_diag` dump,
-//! `snapshot/kernel.rs`), serialised straight into the bytes the status thread writes: at
+//! `report/snapshot/kernel.rs`), serialised straight into the bytes the status thread writes: at
 //! 100,000 sockets that is tens of MB, so nothing is copied or allocated per row. The
 //! keepalive texts and endpoint memberships are the same for many sockets and are worked
 //! out once each. The verdict shown is the judge's rule applied to the kernel's view then

@@ -82,6 +82,12 @@ const CRATES: [Crate; 5] = [
     },
 ];
 
+/// The agent's stages from the bottom up, as the gate enforces them (docs/ARCHITECTURE.md's
+/// code map lists them in this order: `cargo xtask lint` checks that too).
+pub fn agent_layers() -> &'static [&'static [&'static str]] {
+    CRATES[0].layers
+}
+
 /// What the gate found in one crate.
 pub struct Report {
     pub modules: usize,

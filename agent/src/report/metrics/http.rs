@@ -1,5 +1,5 @@
 //! The transport for the metrics: a minimal HTTP/1.1 `GET /metrics` server on tokio. The
-//! exposition itself comes from prometheus-client (metrics.rs). One request per
+//! exposition itself comes from prometheus-client (report/metrics/mod.rs). One request per
 //! connection, bounded in size and time, so a slow or hostile client cannot pin the agent.
 
 use std::{collections::HashSet, net::SocketAddr, time::Duration};

@@ -1,5 +1,5 @@
 //! Opening cgroup v2 directories, and the ids of a target cgroup's subtree. Finding (or
-//! mounting) the hierarchy's root is `cgroup2.rs`.
+//! mounting) the hierarchy's root is `watch/cgroup/root.rs`.
 
 pub mod root;
 
