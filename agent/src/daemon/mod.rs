@@ -24,28 +24,28 @@ mod table;
 mod visit;
 
 pub struct Daemon {
-    pub probe: Probe,
-    pub diag: SockDiag,
+    probe: Probe,
+    diag: SockDiag,
     /// Pre-existing sockets the probe could not arm: judged from `tcp_info` alone.
-    pub polled: HashSet<u64>,
-    pub judge: Judge,
-    pub status: watch::Sender<Snapshot>,
-    pub sockets_full: u64,
+    polled: HashSet<u64>,
+    judge: Judge,
+    status: watch::Sender<Snapshot>,
+    sockets_full: u64,
     /// Sockets whose state could not be read, already reported (reported once each).
-    pub unreadable: HashSet<u64>,
+    unreadable: HashSet<u64>,
     /// Restart requests to the restarter task, and the unit's cgroup; None without
     /// --restart-unit.
-    pub restarts: Option<crate::act::restart::restarter::Restarts>,
+    restarts: Option<crate::act::restart::restarter::Restarts>,
     /// Following the API endpoint; `None` when no endpoint is configured.
-    pub follow: Option<Follow>,
+    follow: Option<Follow>,
     /// Target cgroups and endpoint peers, kept current every sweep.
-    pub watching: crate::watch::Watching,
+    watching: crate::watch::Watching,
     /// The probe's news, collected by the ring-buffer reader.
-    pub news: crate::kernel::readers::Inbox,
+    news: crate::kernel::readers::Inbox,
     /// The probe's records, kept current by its news.
-    pub mirror: Mirror,
+    mirror: Mirror,
     /// Which sockets are the endpoint's connections (the fact recorded per socket).
-    pub members: Members,
+    members: Members,
     /// Where every decision logged here is counted (the metrics).
     counts: act::Counts,
     /// The probe's counters as read at the last sweep, published in the summary.
@@ -53,6 +53,12 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// The summary published after the last sweep.
+    #[must_use]
+    pub fn published(&self) -> watch::Ref<'_, Snapshot> {
+        self.status.borrow()
+    }
+
     #[must_use]
     pub fn new(parts: Parts) -> Self {
         Self {

@@ -122,7 +122,7 @@ pub fn run(args: &Run) -> Result<()> {
         // The first snapshot (with the targets' states) before READY, so that STATUS and
         // `lifeline status` say at once what is watched and what is waiting.
         let wait = daemon.sweep(args.sweep.interval).await?;
-        node.ready(&daemon.status.borrow());
+        node.ready(&daemon.published());
         let result =
             sweep_until_signal(&mut daemon, args.sweep.interval, wait, &wake, &mut asks).await;
         node.stop();
