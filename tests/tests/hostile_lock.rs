@@ -67,7 +67,7 @@ fn a_squatter_of_the_lock_does_not_stop_the_agent() -> Result<()> {
     );
     let file = std::fs::symlink_metadata(&lock).context("the agent's lock file")?;
     ensure!(
-        file.uid() == 0 && file.mode() & 0o077 == 0,
+        file.uid() == 0 && file.mode() & 0o777 == 0o600,
         "{lock}: uid {} mode {:o}",
         file.uid(),
         file.mode()
