@@ -1,151 +1,155 @@
-//! One agent per node: the agent holds a listening abstract Unix socket for its lifetime.
-//! The kernel releases it when the process dies, however it dies, so no lock is ever stale.
-//! Abstract names belong to the network namespace, which is the node for lifeline (it must
-//! share the host's with kubelet), and agents in separate test namespaces stay apart.
+//! One agent per node: a POSIX record lock on `agent.net-INODE.lock` in a directory only root
+//! can write (`$RUNTIME_DIRECTORY`, which systemd sets from `RuntimeDirectory=`, else
+//! `/run/lifeline`). An abstract socket name, the lock before this one, can be bound first by
+//! any local user; a file in a root-only directory cannot even be opened by one. INODE is the
+//! network namespace's: the node for lifeline (it must share the host's with kubelet), while
+//! agents in separate test namespaces stay apart. The kernel releases the lock when the process
+//! dies, however it dies, and `F_GETLK` names the holder's pid, so no lock is ever stale or
+//! anonymous. A record lock, not `flock`: only it says who holds it.
 
 use std::{
+    fs::File,
     io,
     os::{
-        fd::{AsRawFd as _, FromRawFd as _, OwnedFd},
-        linux::net::SocketAddrExt as _,
-        unix::net::{SocketAddr, UnixListener},
+        fd::AsRawFd as _,
+        unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _},
     },
+    path::{Path, PathBuf},
 };
 
 use anyhow::{Context as _, Result, bail};
 
-const NAME: &[u8] = b"lifeline/agent";
+const DEFAULT_DIR: &str = "/run/lifeline";
+/// A holder that exits between our two calls is retried, a few times only.
+const TRIES: usize = 5;
 
 /// Held while the agent runs; dropping it (or dying) lets another agent start.
 #[must_use = "the lock is released when this is dropped"]
 pub struct AgentLock {
-    _listener: UnixListener,
+    /// Its close releases the lock (and so would closing any other descriptor of the file
+    /// in this process: only this module opens it).
+    _file: File,
+    path: PathBuf,
+}
+
+impl Drop for AgentLock {
+    /// Removed while still held, so that a waiter holding the old file sees it is gone
+    /// (`acquire_in` compares inodes) and nothing accumulates; closing the file releases it.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// Takes the node's agent lock.
 ///
 /// # Errors
-/// When another agent holds it (the message names that agent) or the socket fails.
+/// When another agent holds it (the message names that agent), or the directory is not
+/// root's alone.
 pub fn acquire() -> Result<AgentLock> {
-    acquire_named(NAME)
+    let dir = std::env::var_os("RUNTIME_DIRECTORY")
+        .and_then(|d| std::env::split_paths(&d).next())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+    let netns = std::fs::metadata("/proc/self/ns/net")
+        .context("cannot read the network namespace (/proc/self/ns/net)")?
+        .ino();
+    acquire_in(&dir, &format!("agent.net-{netns}.lock"))
 }
 
-fn acquire_named(name: &[u8]) -> Result<AgentLock> {
-    let shown = String::from_utf8_lossy(name);
-    let addr =
-        SocketAddr::from_abstract_name(name).with_context(|| format!("bad lock name @{shown}"))?;
-    match UnixListener::bind_addr(&addr) {
-        Ok(l) => Ok(AgentLock { _listener: l }),
-        Err(e) if e.kind() == io::ErrorKind::AddrInUse => bail!(
-            "another lifeline agent is already running in this network namespace ({})",
-            holder(name)
-        ),
-        Err(e) => Err(e).with_context(|| format!("cannot take the agent lock @{shown}")),
+fn acquire_in(dir: &Path, name: &str) -> Result<AgentLock> {
+    private_dir(dir)?;
+    let path = dir.join(name);
+    let shown = path.display();
+    for _ in 0..TRIES {
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .with_context(|| format!("cannot open the agent lock {shown}"))?;
+        match record_lock(&file, libc::F_SETLK) {
+            Ok(_) => {
+                // The previous holder may have removed the file we opened: take the new one.
+                let now = std::fs::symlink_metadata(&path).map(|m| m.ino()).ok();
+                if now == Some(file.metadata()?.ino()) {
+                    return Ok(AgentLock { _file: file, path });
+                }
+            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => {
+                match record_lock(&file, libc::F_GETLK)? {
+                    // Released in between: try again.
+                    None => {}
+                    Some(pid) => bail!(
+                        "another lifeline agent is already running in this network namespace ({})",
+                        holder(pid)
+                    ),
+                }
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot lock {shown}")),
+        }
     }
+    bail!("the agent lock {shown} changed hands {TRIES} times while being taken")
+}
+
+/// Makes `dir` (mode 0700) when missing; refuses one another user could write in.
+fn private_dir(dir: &Path) -> Result<()> {
+    let shown = dir.display();
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot create {shown} for the agent lock"));
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir).with_context(|| format!("cannot inspect {shown}"))?;
+    // SAFETY: geteuid(2) cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_dir() {
+        bail!("the agent lock's directory {shown} is not a directory: refusing it");
+    }
+    if meta.uid() != me {
+        bail!(
+            "the agent lock's directory {shown} belongs to uid {}, not uid {me}: refusing it (another user could take the lock)",
+            meta.uid()
+        );
+    }
+    if meta.mode() & 0o022 != 0 {
+        bail!(
+            "the agent lock's directory {shown} is writable by group or others (mode {:04o}): refusing it (chmod 0700 it)",
+            meta.mode() & 0o7777
+        );
+    }
+    Ok(())
+}
+
+/// `F_SETLK` (a write lock on the whole file) or `F_GETLK` (the pid of the holder that would
+/// block one: `Some(0)` when it is in a PID namespace we cannot see into).
+fn record_lock(file: &File, cmd: libc::c_int) -> io::Result<Option<i32>> {
+    // SAFETY: all-zero bytes are a valid `flock`; start 0, length 0 is the whole file.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::c_short::try_from(libc::F_WRLCK).unwrap_or_default();
+    fl.l_whence = libc::c_short::try_from(libc::SEEK_SET).unwrap_or_default();
+    // SAFETY: `fl` is a valid `flock` for the kernel to read and (F_GETLK) write.
+    if unsafe { libc::fcntl(file.as_raw_fd(), cmd, &raw mut fl) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let unlocked = libc::c_short::try_from(libc::F_UNLCK).unwrap_or_default();
+    Ok((cmd == libc::F_GETLK && fl.l_type != unlocked).then_some(fl.l_pid))
 }
 
 /// `pid N, COMMAND LINE` of the lock's holder, or why it cannot be named.
-fn holder(name: &[u8]) -> String {
-    let pid = connect(&[&[0], name].concat()).and_then(|fd| peer_pid(&fd));
-    match pid {
+fn holder(pid: i32) -> String {
+    if pid <= 0 {
         // Another PID namespace's process shows as 0.
-        Ok(0) => "its pid is not visible from here".to_owned(),
-        Ok(pid) => {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            let cmd: String = cmd.trim().chars().take(300).collect();
-            format!("pid {pid}, {cmd}")
-        }
-        Err(e) => format!("it does not say which: {e}"),
+        return "its pid is not visible from here".to_owned();
     }
-}
-
-/// Connects to a Unix stream socket: a path, or an abstract name after a leading NUL.
-/// Non-blocking, so a listener whose queue is full (nobody accepts: a hung process, or the
-/// lock's listener after many refused agents) answers `EAGAIN` at once instead of hanging us.
-pub(crate) fn connect(addr: &[u8]) -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2); the result is checked before use.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: all-zero bytes are a valid `sockaddr_un`.
-    let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    // A path keeps its terminating NUL from the zeroed tail.
-    if addr.len() >= sa.sun_path.len() {
-        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
-    }
-    sa.sun_family = libc::sa_family_t::try_from(libc::AF_UNIX).unwrap_or_default();
-    for (d, s) in sa.sun_path.iter_mut().zip(addr) {
-        *d = libc::c_char::from_ne_bytes([*s]);
-    }
-    // An abstract name's length is exact; a path's includes its NUL.
-    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path)
-        + addr.len()
-        + usize::from(addr.first() != Some(&0));
-    let len = libc::socklen_t::try_from(len).unwrap_or(libc::socklen_t::MAX);
-    // SAFETY: `sa` is a valid `sockaddr_un` and `len` does not exceed its size.
-    let r = unsafe { libc::connect(fd.as_raw_fd(), (&raw const sa).cast(), len) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(fd)
-}
-
-/// The pid of the process that created the listening socket `fd` is connected to.
-fn peer_pid(fd: &OwnedFd) -> io::Result<i32> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = libc::socklen_t::try_from(size_of::<libc::ucred>()).unwrap_or(0);
-    // SAFETY: `cred` and `len` are valid for writes of the sizes given.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast(),
-            &raw mut len,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(cred.pid)
+    let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+    let cmd: String = cmd.trim().chars().take(300).collect();
+    format!("pid {pid}, {cmd}")
 }
 
 #[cfg(test)]
-mod tests {
-    use super::acquire_named;
-
-    /// A name of the test's own, so a real agent on the machine is neither seen nor disturbed.
-    #[test]
-    fn second_holder_is_refused_with_the_first_ones_pid() {
-        let name = format!("lifeline-test/lock-{}", std::process::id());
-        let first = acquire_named(name.as_bytes()).expect("the first takes the lock");
-        let err = format!(
-            "{:#}",
-            acquire_named(name.as_bytes()).err().expect("refused")
-        );
-        let me = std::process::id();
-        assert!(
-            err.starts_with(
-                "another lifeline agent is already running in this network namespace (pid "
-            ) && err.contains(&format!("pid {me}, ")),
-            "{err}"
-        );
-        drop(first);
-        let again = acquire_named(name.as_bytes());
-        assert!(again.is_ok(), "released on drop");
-    }
-}
+mod tests;

@@ -4,3 +4,4 @@
 pub mod lock;
 pub mod mounts;
 pub mod seccomp;
+pub(crate) mod unix;

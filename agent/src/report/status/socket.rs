@@ -60,7 +60,7 @@ fn state(path: &Path) -> Result<State> {
             describe(path, kind)
         );
     }
-    match crate::node::lock::connect(path.as_os_str().as_bytes()) {
+    match crate::node::unix::connect(path.as_os_str().as_bytes()) {
         Ok(_) => bail!(
             "--status-socket {shown} is in use: another process serves on it (another lifeline agent, in another network namespace?)"
         ),
