@@ -73,6 +73,19 @@ const TABLE: [Spec; 10] = [
     Spec { hook: Hook::AdoptIter, program: "lifeline_adopt", attach: Attach::Iter("tcp"), feature: &ITER_KEEPALIVE },
 ];
 
+// A row out of the enum's order, or a hook without a row, fails the build.
+const _: () = {
+    let mut i = 0;
+    while i < TABLE.len() {
+        assert!(
+            TABLE[i].hook as usize == i,
+            "hooks::TABLE is not in Hook's order"
+        );
+        i += 1;
+    }
+    assert!(TABLE.len() == Hook::ALL.len(), "hooks::TABLE lacks a row");
+};
+
 impl Hook {
     /// Every program of the object.
     pub const ALL: [Self; 10] = [
@@ -89,15 +102,8 @@ impl Hook {
     ];
 
     const fn spec(self) -> &'static Spec {
-        let mut i = 0;
-        while i < TABLE.len() {
-            if TABLE[i].hook as usize == self as usize {
-                return &TABLE[i];
-            }
-            i += 1;
-        }
-        // Unreachable: the table has a row per hook (the first test below).
-        &TABLE[0]
+        // The table is in the enum's order (checked at compile time beside it).
+        &TABLE[self as usize]
     }
 
     /// The program's name in the eBPF object.

@@ -18,40 +18,21 @@ fn rec(last_ack_s: u64, trouble_s: u64, packets_out: u32) -> SockState {
 #[test]
 fn record_verdicts() {
     let now = 100 * S;
-    assert_eq!(
-        from_record(&rec(99, 0, 3), now, STALL),
-        Verdict::Healthy,
-        "busy, ACKed"
-    );
-    assert_eq!(
-        from_record(&rec(10, 0, 0), now, STALL),
-        Verdict::Idle,
-        "quiet"
-    );
-    assert_eq!(
-        from_record(&rec(80, 95, 1), now, STALL),
-        Verdict::Suspect,
-        "retransmitting 5 s"
-    );
-    assert_eq!(
-        from_record(&rec(80, 89, 1), now, STALL),
-        Verdict::Stalled,
-        "unanswered 11 s"
-    );
-    assert_eq!(
-        from_record(&rec(80, 89, 0), now, STALL),
-        Verdict::Idle,
-        "trouble healed, nothing out"
-    );
     let closing = SockState {
         state: 4,
         ..rec(0, 1, 1)
     };
-    assert_eq!(
-        from_record(&closing, now, STALL),
-        Verdict::Healthy,
-        "not ours once closing"
-    );
+    let cases = [
+        (rec(99, 0, 3), Verdict::Healthy, "busy, ACKed"),
+        (rec(10, 0, 0), Verdict::Idle, "quiet"),
+        (rec(80, 95, 1), Verdict::Suspect, "retransmitting 5 s"),
+        (rec(80, 89, 1), Verdict::Stalled, "unanswered 11 s"),
+        (rec(80, 89, 0), Verdict::Idle, "trouble healed, nothing out"),
+        (closing, Verdict::Healthy, "not ours once closing"),
+    ];
+    for (record, want, why) in cases {
+        assert_eq!(from_record(&record, now, STALL), want, "{why}");
+    }
 }
 
 #[test]
