@@ -93,7 +93,14 @@ pub fn run(args: &Run) -> Result<()> {
             &metrics,
         )?;
         let (ask_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
-        crate::report::status::server::serve(&args.report.status_socket, ask_tx)?;
+        crate::report::status::server::serve(
+            &args.report.status_socket,
+            ask_tx,
+            metrics.gate(
+                crate::report::metrics::servers::STATUS,
+                status::server::MAX_CLIENTS,
+            ),
+        )?;
         let judge = new_judge(args, silence, keepalive, restarts.is_some(), &probe);
         let mut daemon = Daemon::new(crate::daemon::Parts {
             probe,

@@ -2,10 +2,11 @@
 //! made once by `run`. The decision counters (`act::Counts`) are fed, as typed values, by
 //! the code that logs each decision event, right beside that event; the DNS failures by the
 //! endpoint refreshers through their own counter; the socket gauges and the probe's counters
-//! follow the daemon's status snapshots.
+//! follow the daemon's status snapshots; the servers' refusals through their gates.
 
 pub mod http;
 pub mod probe;
+pub mod servers;
 
 use std::{collections::HashSet, sync::Arc};
 
@@ -17,7 +18,11 @@ use prometheus_client::{
 
 use crate::{
     act::Counts,
-    report::{metrics::probe::ProbeCounters, status::Snapshot},
+    report::{
+        gate::Gate,
+        metrics::{probe::ProbeCounters, servers::ServerCounters},
+        status::Snapshot,
+    },
 };
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -42,6 +47,7 @@ struct Inner {
     counts: Counts,
     dns_failures: Counter,
     probe: ProbeCounters,
+    servers: ServerCounters,
 }
 
 impl Metrics {
@@ -98,6 +104,8 @@ impl Metrics {
             counts.latency.clone(),
         );
         r.register_collector(Box::new(probe.clone()));
+        let servers = ServerCounters::default();
+        servers.register(&mut r);
         Self(Arc::new(Inner {
             registry: r,
             watched,
@@ -106,7 +114,15 @@ impl Metrics {
             counts,
             dns_failures,
             probe,
+            servers,
         }))
+    }
+
+    /// The bound of `server` (`servers::METRICS`, `servers::STATUS`): `cap` clients at once,
+    /// what it turns away counted here.
+    #[must_use]
+    pub fn gate(&self, server: &'static str, cap: usize) -> Gate {
+        Gate::new(server, cap, self.0.servers.turned(server))
     }
 
     /// Where the decisions are counted (the kill log, the restarter).

@@ -11,7 +11,8 @@ use crate::{
     report::status::Snapshot,
 };
 
-/// The series (no comments), sorted: a family's series come in hash order.
+/// The series (no comments), sorted: a family's series come in hash order. The servers'
+/// counters are there at 0 before any client is turned away.
 fn series(m: &Metrics) -> Vec<String> {
     let mut lines: Vec<String> = m
         .encode()

@@ -53,9 +53,13 @@ pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
         out.write_all(&buf[..n]).context("writing the status")?;
     }
     anyhow::ensure!(
-        !first && last == b'}',
-        "the daemon's status is not a JSON object"
+        !first,
+        "the lifeline daemon at {} closed the connection without an answer (it serves {} clients at once, or its loop did not answer within {} s): try again",
+        path.display(),
+        super::server::MAX_CLIENTS,
+        super::server::ANSWER_TIMEOUT.as_secs()
     );
+    anyhow::ensure!(last == b'}', "the daemon's status is not a JSON object");
     Ok(())
 }
 
