@@ -25,22 +25,24 @@ pub(crate) fn connect(addr: &[u8]) -> io::Result<OwnedFd> {
 /// only its owner (root) can connect, as connecting needs write permission on the file.
 /// The mode is set on the socket before `bind`, which creates the file with the socket
 /// inode's mode less the umask (`unix_bind_bsd`,
-/// https://github.com/torvalds/linux/blob/v6.18/net/unix/af_unix.c), so there is no moment
+/// <https://github.com/torvalds/linux/blob/v6.18/net/unix/af_unix.c>), so there is no moment
 /// when the file exists with a wider mode (as a `chmod` after `bind` would leave).
-pub(crate) fn listen_owner_only(path: &[u8], backlog: i32) -> io::Result<OwnedFd> {
-    let fd = stream_socket(0)?;
+pub(crate) fn listen_owner_only(path: &[u8], backlog: i32) -> anyhow::Result<OwnedFd> {
+    use anyhow::Context as _;
+    let fd = stream_socket(0).context("socket")?;
     // SAFETY: fchmod(2) on a descriptor we own.
     if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } < 0 {
-        return Err(io::Error::last_os_error());
+        // EPERM here is a seccomp profile without fchmod (packaging/seccomp/lifeline.json has it).
+        return Err(io::Error::last_os_error()).context("fchmod 0600 of the socket before bind");
     }
     let (sa, len) = sockaddr(path)?;
     // SAFETY: `sa` is a valid `sockaddr_un` and `len` does not exceed its size.
     if unsafe { libc::bind(fd.as_raw_fd(), (&raw const sa).cast(), len) } < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(io::Error::last_os_error()).context("bind");
     }
     // SAFETY: listen(2) on a bound socket we own.
     if unsafe { libc::listen(fd.as_raw_fd(), backlog) } < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(io::Error::last_os_error()).context("listen");
     }
     Ok(fd)
 }

@@ -22,7 +22,11 @@ use crate::{
         readers,
     },
     node::mounts,
-    report::{logging, metrics::Metrics, status},
+    report::{
+        logging,
+        metrics::{Metrics, servers},
+        status,
+    },
     settings::{Run, Targets},
     watch::{Watching, adopt, cgroup, netns},
 };
@@ -93,14 +97,8 @@ pub fn run(args: &Run) -> Result<()> {
             &metrics,
         )?;
         let (ask_tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
-        crate::report::status::server::serve(
-            &args.report.status_socket,
-            ask_tx,
-            metrics.gate(
-                crate::report::metrics::servers::STATUS,
-                status::server::MAX_CLIENTS,
-            ),
-        )?;
+        let gate = metrics.gate(servers::STATUS, status::server::MAX_CLIENTS);
+        status::server::serve(&args.report.status_socket, ask_tx, gate)?;
         let judge = new_judge(args, silence, keepalive, restarts.is_some(), &probe);
         let mut daemon = Daemon::new(crate::daemon::Parts {
             probe,

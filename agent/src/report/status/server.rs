@@ -119,7 +119,7 @@ fn serve_one(mut conn: UnixStream, asks: &UnboundedSender<Ask>, gate: &Gate) {
 /// is left of it. (A blocking write's `SO_SNDTIMEO` would not do: Unix stream sockets apply
 /// it afresh to every buffer of one write, so a client that takes a little now and then could
 /// stretch a single write for ever; `sock_alloc_send_pskb` in
-/// https://github.com/torvalds/linux/blob/v6.18/net/core/sock.c.)
+/// <https://github.com/torvalds/linux/blob/v6.18/net/core/sock.c>.)
 fn write_within(conn: &mut UnixStream, mut body: &[u8], deadline: Instant) -> io::Result<()> {
     conn.set_nonblocking(true)?;
     while !body.is_empty() {
