@@ -15,6 +15,7 @@ pub mod apilab;
 pub mod cgroup;
 pub mod client;
 pub mod cmd;
+pub mod crowd;
 pub mod decision;
 pub mod dns;
 mod dns_rotate;

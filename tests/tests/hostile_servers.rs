@@ -8,51 +8,20 @@
 use std::net::SocketAddr;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
+use lifeline_tests::crowd::{connected, crowd, fds};
 use lifeline_tests::metrics::{parse, scrape};
-use lifeline_tests::paths::fixture;
 use lifeline_tests::scenario::{Setup, blackhole_until_killed};
-use lifeline_tests::{Agent, AgentArgs, Lab, Proc, TempDir, require_root, wait_until};
+use lifeline_tests::{Agent, AgentArgs, Proc, TempDir, require_root, wait_until};
 
 const STALL: Duration = Duration::from_secs(4);
 /// The agent's caps (report/metrics/http.rs, report/status/server.rs), and a margin for
 /// what it opens on its own meanwhile (a /proc read, a peer probe, a sweep's netlink).
 const CAPS: usize = 16 + 4;
 const MARGIN: usize = 8;
-
-/// `lab-crowd` in the lab's client namespace, once it has made its connections.
-fn crowd(lab: &Lab, nobody: bool, kind: &str, to: &str, n: usize) -> Result<(Proc, Vec<String>)> {
-    let mut cmd = Command::new("nsenter");
-    cmd.arg(format!("--net={}", lab.client.path()))
-        .arg("--")
-        .arg(fixture("lab-crowd")?);
-    if nobody {
-        cmd.arg("--nobody");
-    }
-    cmd.args([kind, to, &n.to_string()]);
-    let mut p = Proc::spawn("lab-crowd", cmd)?;
-    p.wait_stdout("the crowd's connections", Duration::from_secs(90), |l| {
-        l == "ready"
-    })
-    .with_context(|| p.stderr_text())?;
-    let said = p.stdout_lines().into_iter().map(|l| l.text).collect();
-    eprintln!("lab-crowd {kind} {to} x{n} (nobody: {nobody}): {said:?}");
-    Ok((p, said))
-}
-
-fn connected(said: &[String]) -> usize {
-    said.iter()
-        .find_map(|l| l.strip_prefix("connected ")?.parse().ok())
-        .unwrap_or(0)
-}
-
-fn fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
-}
 
 #[test]
 fn crowds_at_the_servers_do_not_blind_the_agent() -> Result<()> {
@@ -200,4 +169,101 @@ fn hold_and_check(
         t0.elapsed().as_millis()
     );
     Ok((tcp_said, vec![tcp, denied, root]))
+}
+
+/// Sets process `pid`'s soft descriptor limit, the hard one unchanged (putting it back needs
+/// no `CAP_SYS_RESOURCE`); returns the soft one it had.
+fn set_nofile(pid: u32, soft: libc::rlim_t) -> Result<libc::rlim_t> {
+    let pid = libc::pid_t::try_from(pid)?;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit(2) with valid pointers to values of our own; the first call only reads.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &raw mut lim) };
+    ensure!(r == 0, "prlimit {pid}: {}", std::io::Error::last_os_error());
+    let old = lim.rlim_cur;
+    lim.rlim_cur = soft.min(lim.rlim_max);
+    // SAFETY: as above.
+    let r = unsafe {
+        libc::prlimit(
+            pid,
+            libc::RLIMIT_NOFILE,
+            &raw const lim,
+            std::ptr::null_mut(),
+        )
+    };
+    ensure!(r == 0, "prlimit {pid}: {}", std::io::Error::last_os_error());
+    Ok(old)
+}
+
+/// Out of descriptors: with the agent's limit lowered to just above its highest descriptor,
+/// a crowd makes its accepts fail (`EMFILE`); the metrics server counts them and pauses, and
+/// once the limit is back it answers a scrape again (an accept loop that ended at its first
+/// error, as it once did, never would).
+#[test]
+fn the_metrics_server_keeps_accepting_after_running_out_of_descriptors() -> Result<()> {
+    require_root();
+    let s = Setup::new()?;
+    let metrics: SocketAddr = "127.0.0.1:9464".parse()?;
+    let args = AgentArgs {
+        extra: vec!["--metrics-addr".into(), metrics.to_string()],
+        ..AgentArgs::default()
+    };
+    let mut agent = Agent::start_with(&s.lab, &s.cgroup, &args)?;
+    agent.wait_ready(Duration::from_mins(1))?;
+    let ns = s.lab.client.path();
+    parse(&scrape(&ns, metrics)?.2)?;
+    let pid = agent.proc.pid();
+    // The limit bounds descriptor numbers, not their count, and a new descriptor takes the
+    // lowest free number: the limit that leaves exactly two numbers free.
+    let open: std::collections::BTreeSet<libc::rlim_t> =
+        std::fs::read_dir(format!("/proc/{pid}/fd"))?
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+    let limit = (0..=open.len() as libc::rlim_t + 2)
+        .find(|&l| l - open.range(..l).count() as libc::rlim_t == 2)
+        .context("no limit leaves two descriptors free")?;
+    let old = set_nofile(pid, limit)?;
+    let held = crowd(&s.lab, true, "tcp", &metrics.to_string(), 100);
+    let failed = held.and_then(|_| {
+        wait_until(
+            "the agent's warning of a failed accept",
+            Duration::from_secs(10),
+            Duration::from_millis(100),
+            || {
+                let warned = agent.messages("WARN");
+                let failed = warned
+                    .iter()
+                    .find(|m| m.starts_with("metrics server: accept failed"));
+                Ok(failed.cloned())
+            },
+        )
+    });
+    set_nofile(pid, old)?;
+    eprintln!(
+        "with descriptors below {limit} ({} open): {failed:?}",
+        open.len()
+    );
+    failed?;
+    let scraped = wait_until(
+        "a scrape once descriptors are back",
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        || {
+            Ok(scrape(&ns, metrics)
+                .ok()
+                .filter(|r| r.0 == "HTTP/1.1 200 OK"))
+        },
+    )?;
+    let after = parse(&scraped.2)?;
+    let errors = after
+        .get("lifeline_server_accept_errors_total{server=\"metrics\"}")
+        .copied()
+        .unwrap_or_default();
+    eprintln!("accept errors counted: {errors}");
+    ensure!(errors >= 1.0, "{after:#?}");
+    ensure!(agent.proc.try_status().is_none(), "the agent exited");
+    agent.status()?;
+    Ok(())
 }
