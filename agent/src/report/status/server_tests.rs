@@ -95,6 +95,16 @@ fn clients_past_the_cap_are_closed_at_once_and_counted() {
     late.read_to_end(&mut got).unwrap();
     assert!(got.is_empty() && t0.elapsed() < Duration::from_secs(5));
     assert_eq!(turned.refused.get(), 1);
+    // What `lifeline status` says then.
+    let err = format!(
+        "{:#}",
+        crate::report::status::client::copy_json(&path, &mut Vec::new()).unwrap_err()
+    );
+    assert!(
+        err.contains("closed the connection without an answer"),
+        "{err}"
+    );
+    assert_eq!(turned.refused.get(), 2);
     drop(idle);
     std::fs::remove_dir_all(&dir).unwrap();
 }
