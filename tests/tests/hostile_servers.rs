@@ -4,10 +4,13 @@
 //! to the status socket, to show that server bounded too. While they are held the agent
 //! answers `lifeline status` and a scrape, kills a black-holed target connection within its
 //! usual time, counts whom it turned away, and its descriptors stay within the servers' caps.
+//! And out of descriptors altogether (its limit lowered), both servers keep accepting once
+//! descriptors are back.
 
 use std::net::SocketAddr;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -197,12 +200,13 @@ fn set_nofile(pid: u32, soft: libc::rlim_t) -> Result<libc::rlim_t> {
     Ok(old)
 }
 
-/// Out of descriptors: with the agent's limit lowered to just above its highest descriptor,
-/// a crowd makes its accepts fail (`EMFILE`); the metrics server counts them and pauses, and
-/// once the limit is back it answers a scrape again (an accept loop that ended at its first
-/// error, as it once did, never would).
+/// Out of descriptors: with the agent's limit lowered so that no descriptor is free, a
+/// crowd at the metrics port and a `lifeline status` make both servers' accepts fail
+/// (`EMFILE`); each warns, counts and pauses, and once the limit is back the scrape and the
+/// waiting `status` are answered (an accept loop that ended at its first error, as the
+/// metrics server's once did, never would), and the agent is still running.
 #[test]
-fn the_metrics_server_keeps_accepting_after_running_out_of_descriptors() -> Result<()> {
+fn the_servers_keep_accepting_after_running_out_of_descriptors() -> Result<()> {
     require_root();
     let s = Setup::new()?;
     let metrics: SocketAddr = "127.0.0.1:9464".parse()?;
@@ -216,36 +220,54 @@ fn the_metrics_server_keeps_accepting_after_running_out_of_descriptors() -> Resu
     parse(&scrape(&ns, metrics)?.2)?;
     let pid = agent.proc.pid();
     // The limit bounds descriptor numbers, not their count, and a new descriptor takes the
-    // lowest free number: the limit that leaves exactly two numbers free.
+    // lowest free number: the lowest free number is the limit that leaves none.
     let open: std::collections::BTreeSet<libc::rlim_t> =
         std::fs::read_dir(format!("/proc/{pid}/fd"))?
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
             .collect();
-    let limit = (0..=open.len() as libc::rlim_t + 2)
-        .find(|&l| l - open.range(..l).count() as libc::rlim_t == 2)
-        .context("no limit leaves two descriptors free")?;
+    let limit = (0..=open.len() as libc::rlim_t)
+        .find(|l| !open.contains(l))
+        .context("no free number")?;
     let old = set_nofile(pid, limit)?;
-    let held = crowd(&s.lab, true, "tcp", &metrics.to_string(), 100);
-    let failed = held.and_then(|_| {
-        wait_until(
-            "the agent's warning of a failed accept",
-            Duration::from_secs(10),
-            Duration::from_millis(100),
-            || {
-                let warned = agent.messages("WARN");
-                let failed = warned
-                    .iter()
-                    .find(|m| m.starts_with("metrics server: accept failed"));
-                Ok(failed.cloned())
-            },
-        )
+    let mut status = Command::new(lifeline_tests::paths::lifeline()?);
+    status
+        .args(["status", "--json", "--status-socket"])
+        .arg(&agent.status_socket);
+    let (answered, warned) = std::thread::scope(|scope| {
+        // Connected at once (the listen queue), answered once the server can accept.
+        let waiting = scope.spawn(|| status.output());
+        let warned = crowd(&s.lab, true, "tcp", &metrics.to_string(), 100).and_then(|_held| {
+            wait_until(
+                "both servers' warnings of a failed accept",
+                Duration::from_secs(10),
+                Duration::from_millis(100),
+                || {
+                    let warned: Vec<String> = agent
+                        .messages("WARN")
+                        .into_iter()
+                        .filter(|m| m.contains(" server: accept failed"))
+                        .collect();
+                    let both = ["metrics", "status"]
+                        .iter()
+                        .all(|s| warned.iter().any(|m| m.starts_with(s)));
+                    Ok(both.then_some(warned))
+                },
+            )
+        });
+        let restored = set_nofile(pid, old);
+        (waiting.join(), warned.and_then(|w| restored.map(|_| w)))
     });
-    set_nofile(pid, old)?;
     eprintln!(
-        "with descriptors below {limit} ({} open): {failed:?}",
+        "with no descriptor free (below {limit}, {} open): {warned:?}",
         open.len()
     );
-    failed?;
+    warned?;
+    let answered = answered.map_err(|_| anyhow::anyhow!("the status thread panicked"))??;
+    ensure!(
+        answered.status.success() && answered.stdout.starts_with(b"{"),
+        "lifeline status once descriptors were back: {}",
+        String::from_utf8_lossy(&answered.stderr)
+    );
     let scraped = wait_until(
         "a scrape once descriptors are back",
         Duration::from_secs(10),
@@ -257,13 +279,16 @@ fn the_metrics_server_keeps_accepting_after_running_out_of_descriptors() -> Resu
         },
     )?;
     let after = parse(&scraped.2)?;
-    let errors = after
-        .get("lifeline_server_accept_errors_total{server=\"metrics\"}")
-        .copied()
-        .unwrap_or_default();
-    eprintln!("accept errors counted: {errors}");
-    ensure!(errors >= 1.0, "{after:#?}");
+    for server in ["metrics", "status"] {
+        let series = format!("lifeline_server_accept_errors_total{{server=\"{server}\"}}");
+        let errors = after.get(&series).copied().unwrap_or_default();
+        eprintln!("{series} {errors}");
+        ensure!(errors >= 1.0, "{after:#?}");
+    }
+    eprintln!(
+        "the agent's errors meanwhile: {:?}",
+        agent.messages("ERROR")
+    );
     ensure!(agent.proc.try_status().is_none(), "the agent exited");
-    agent.status()?;
     Ok(())
 }

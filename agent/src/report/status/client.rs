@@ -34,6 +34,11 @@ pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
             path.display()
         )
     })?;
+    // A daemon that cannot even accept (out of descriptors, stopped) must not hang us: its
+    // server answers or closes within ANSWER_TIMEOUT, so twice that is no answer at all.
+    let patience = super::server::ANSWER_TIMEOUT * 2;
+    conn.set_read_timeout(Some(patience))
+        .context("setting the status socket's read timeout")?;
     let mut buf = vec![0u8; 1 << 16];
     let mut first = true;
     let mut last = 0u8;
@@ -42,6 +47,11 @@ pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => anyhow::bail!(
+                "the lifeline daemon at {} sent nothing for {} s (busy, stopped, or out of descriptors)",
+                path.display(),
+                patience.as_secs()
+            ),
             Err(e) => return Err(e).context("reading the daemon's status"),
         };
         anyhow::ensure!(
