@@ -1,10 +1,11 @@
 //! Crowds of idle connections (the `lab-crowd` fixture) in the lab's client namespace, and the
-//! agent's descriptors they might cost it: the hostile neighbour of the servers' test.
+//! agent's descriptors they might cost it, and its descriptor limit: the hostile neighbour of
+//! the servers' tests.
 
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, ensure};
 
 use crate::lab::Lab;
 use crate::paths::fixture;
@@ -53,4 +54,43 @@ pub fn connected(said: &[String]) -> usize {
 #[must_use]
 pub fn fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
+/// The numbers of process `pid`'s open descriptors.
+///
+/// # Errors
+/// When its /proc/PID/fd cannot be read.
+pub fn fd_numbers(pid: u32) -> Result<std::collections::BTreeSet<libc::rlim_t>> {
+    Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect())
+}
+
+/// Sets process `pid`'s soft descriptor limit, the hard one unchanged (putting it back needs
+/// no `CAP_SYS_RESOURCE`); returns the soft one it had.
+///
+/// # Errors
+/// When `prlimit` fails.
+pub fn set_soft_nofile(pid: u32, soft: libc::rlim_t) -> Result<libc::rlim_t> {
+    let pid = libc::pid_t::try_from(pid)?;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit(2) with valid pointers to values of our own; the first call only reads.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &raw mut lim) };
+    ensure!(r == 0, "prlimit {pid}: {}", std::io::Error::last_os_error());
+    let old = lim.rlim_cur;
+    lim.rlim_cur = soft.min(lim.rlim_max);
+    // SAFETY: as above.
+    let r = unsafe {
+        libc::prlimit(
+            pid,
+            libc::RLIMIT_NOFILE,
+            &raw const lim,
+            std::ptr::null_mut(),
+        )
+    };
+    ensure!(r == 0, "prlimit {pid}: {}", std::io::Error::last_os_error());
+    Ok(old)
 }

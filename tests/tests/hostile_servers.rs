@@ -4,17 +4,15 @@
 //! to the status socket, to show that server bounded too. While they are held the agent
 //! answers `lifeline status` and a scrape, kills a black-holed target connection within its
 //! usual time, counts whom it turned away, and its descriptors stay within the servers' caps.
-//! And out of descriptors altogether (its limit lowered), both servers keep accepting once
-//! descriptors are back.
+//! Out of descriptors altogether: `servers_out_of_fds.rs`.
 
 use std::net::SocketAddr;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use lifeline_tests::crowd::{connected, crowd, fds};
 use lifeline_tests::metrics::{parse, scrape};
 use lifeline_tests::scenario::{Setup, blackhole_until_killed};
@@ -172,123 +170,4 @@ fn hold_and_check(
         t0.elapsed().as_millis()
     );
     Ok((tcp_said, vec![tcp, denied, root]))
-}
-
-/// Sets process `pid`'s soft descriptor limit, the hard one unchanged (putting it back needs
-/// no `CAP_SYS_RESOURCE`); returns the soft one it had.
-fn set_nofile(pid: u32, soft: libc::rlim_t) -> Result<libc::rlim_t> {
-    let pid = libc::pid_t::try_from(pid)?;
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: prlimit(2) with valid pointers to values of our own; the first call only reads.
-    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &raw mut lim) };
-    ensure!(r == 0, "prlimit {pid}: {}", std::io::Error::last_os_error());
-    let old = lim.rlim_cur;
-    lim.rlim_cur = soft.min(lim.rlim_max);
-    // SAFETY: as above.
-    let r = unsafe {
-        libc::prlimit(
-            pid,
-            libc::RLIMIT_NOFILE,
-            &raw const lim,
-            std::ptr::null_mut(),
-        )
-    };
-    ensure!(r == 0, "prlimit {pid}: {}", std::io::Error::last_os_error());
-    Ok(old)
-}
-
-/// Out of descriptors: with the agent's limit lowered so that no descriptor is free, a
-/// crowd at the metrics port and a `lifeline status` make both servers' accepts fail
-/// (`EMFILE`); each warns, counts and pauses, and once the limit is back the scrape and the
-/// waiting `status` are answered (an accept loop that ended at its first error, as the
-/// metrics server's once did, never would), and the agent is still running.
-#[test]
-fn the_servers_keep_accepting_after_running_out_of_descriptors() -> Result<()> {
-    require_root();
-    let s = Setup::new()?;
-    let metrics: SocketAddr = "127.0.0.1:9464".parse()?;
-    let args = AgentArgs {
-        extra: vec!["--metrics-addr".into(), metrics.to_string()],
-        ..AgentArgs::default()
-    };
-    let mut agent = Agent::start_with(&s.lab, &s.cgroup, &args)?;
-    agent.wait_ready(Duration::from_mins(1))?;
-    let ns = s.lab.client.path();
-    parse(&scrape(&ns, metrics)?.2)?;
-    let pid = agent.proc.pid();
-    // The limit bounds descriptor numbers, not their count, and a new descriptor takes the
-    // lowest free number: the lowest free number is the limit that leaves none.
-    let open: std::collections::BTreeSet<libc::rlim_t> =
-        std::fs::read_dir(format!("/proc/{pid}/fd"))?
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect();
-    let limit = (0..=open.len() as libc::rlim_t)
-        .find(|l| !open.contains(l))
-        .context("no free number")?;
-    let old = set_nofile(pid, limit)?;
-    let mut status = Command::new(lifeline_tests::paths::lifeline()?);
-    status
-        .args(["status", "--json", "--status-socket"])
-        .arg(&agent.status_socket);
-    let (answered, warned) = std::thread::scope(|scope| {
-        // Connected at once (the listen queue), answered once the server can accept.
-        let waiting = scope.spawn(|| status.output());
-        let warned = crowd(&s.lab, true, "tcp", &metrics.to_string(), 100).and_then(|_held| {
-            wait_until(
-                "both servers' warnings of a failed accept",
-                Duration::from_secs(10),
-                Duration::from_millis(100),
-                || {
-                    let warned: Vec<String> = agent
-                        .messages("WARN")
-                        .into_iter()
-                        .filter(|m| m.contains(" server: accept failed"))
-                        .collect();
-                    let both = ["metrics", "status"]
-                        .iter()
-                        .all(|s| warned.iter().any(|m| m.starts_with(s)));
-                    Ok(both.then_some(warned))
-                },
-            )
-        });
-        let restored = set_nofile(pid, old);
-        (waiting.join(), warned.and_then(|w| restored.map(|_| w)))
-    });
-    eprintln!(
-        "with no descriptor free (below {limit}, {} open): {warned:?}",
-        open.len()
-    );
-    warned?;
-    let answered = answered.map_err(|_| anyhow::anyhow!("the status thread panicked"))??;
-    ensure!(
-        answered.status.success() && answered.stdout.starts_with(b"{"),
-        "lifeline status once descriptors were back: {}",
-        String::from_utf8_lossy(&answered.stderr)
-    );
-    let scraped = wait_until(
-        "a scrape once descriptors are back",
-        Duration::from_secs(10),
-        Duration::from_millis(100),
-        || {
-            Ok(scrape(&ns, metrics)
-                .ok()
-                .filter(|r| r.0 == "HTTP/1.1 200 OK"))
-        },
-    )?;
-    let after = parse(&scraped.2)?;
-    for server in ["metrics", "status"] {
-        let series = format!("lifeline_server_accept_errors_total{{server=\"{server}\"}}");
-        let errors = after.get(&series).copied().unwrap_or_default();
-        eprintln!("{series} {errors}");
-        ensure!(errors >= 1.0, "{after:#?}");
-    }
-    eprintln!(
-        "the agent's errors meanwhile: {:?}",
-        agent.messages("ERROR")
-    );
-    ensure!(agent.proc.try_status().is_none(), "the agent exited");
-    Ok(())
 }
