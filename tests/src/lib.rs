@@ -34,6 +34,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod mountinfo;
 pub mod netns;
+pub mod news_lab;
 pub mod nft;
 mod nft_flows;
 pub mod outside;
