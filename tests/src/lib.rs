@@ -40,6 +40,7 @@ mod nft_flows;
 pub mod outside;
 pub mod paths;
 pub mod pod;
+pub mod pod_syscalls;
 pub mod podman;
 pub mod proc;
 pub mod scenario;
