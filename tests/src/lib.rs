@@ -54,6 +54,7 @@ mod teardown;
 pub mod timeline;
 pub mod tracefs;
 pub mod unit_agent;
+pub mod unit_sandbox;
 pub mod util;
 pub mod watched;
 
