@@ -7,7 +7,8 @@
 //! callback flags with `bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS)` (Linux 6.12,
 //! `bpf_sol_tcp_setsockopt()` in
 //! <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>). The same pass arms
-//! keepalive on them (`keepalive.rs`), as `sock_ops` does for new ones.
+//! keepalive on them (`keepalive.rs`), as `sock_ops` does for new ones, and reads
+//! `tcp_keepalive_timer`'s address from a socket of the agent's own (`unanswered.rs`).
 //!
 //! Older kernels, as the kernel matrix measured them: 6.1 loads this program but refuses
 //! the flags with EINVAL at run time (`bpf_sol_tcp_setsockopt()` in
@@ -25,6 +26,7 @@ use lifeline_common::sock::{ADOPT_ALREADY, ADOPT_ARMED, WATCH_CB_FLAGS};
 use crate::{
     keepalive,
     maps::{ADOPT, SOCKETS},
+    unanswered,
 };
 
 const SOL_TCP: i32 = 6;
@@ -48,6 +50,7 @@ pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
     }
     // SAFETY: `sk` is a non-NULL socket pointer typed by BTF; the helpers only read it.
     let cookie = unsafe { bpf_get_socket_cookie(sk) };
+    unanswered::learn_keepalive_timer(sk.cast_const().cast(), cookie);
     let Some(status) = ADOPT.get_ptr_mut(cookie) else {
         return 0;
     };

@@ -21,14 +21,25 @@
 //! tracepoint (`tp_btf`), for the timers whose function is `tcp_keepalive_timer`: the
 //! keepalive timer is `sk->sk_timer`, and it fires just before each probe. That tracepoint
 //! sees every timer of the host, so it is only the fallback.
+//!
+//! The fallback needs `tcp_keepalive_timer`'s address. /proc/kallsyms shows it only to
+//! `CAP_SYSLOG` when `perf_event_paranoid` > 1 (`kallsyms_show_value()` in
+//! <https://github.com/torvalds/linux/blob/v6.18/kernel/ksyms_common.c>): a pod reads 0s
+//! there. So the TCP iterator (`adopt.rs`) also reads it from a TCP socket of the agent's
+//! own, whose cookie the agent writes into `KEEPALIVE_FN`: every TCP socket's `sk_timer`
+//! is set up with `tcp_keepalive_timer` (`tcp_init_xmit_timers()` in
+//! <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>, called for each
+//! new socket by `tcp_init_sock()`), and nothing changes it. Kernels without the iterator
+//! (before 5.12) have only kallsyms.
 
 use aya_ebpf::{
     Global,
     helpers::bpf_probe_read_kernel,
-    macros::{btf_tracepoint, fentry},
+    macros::{btf_tracepoint, fentry, map},
+    maps::Array,
     programs::{BtfTracePointContext, FEntryContext},
 };
-use lifeline_common::{config::stats, news};
+use lifeline_common::{config::stats, keepalive_fn, news};
 
 use crate::maps::{SOCKETS, count, news};
 
@@ -51,6 +62,28 @@ static SK_TIMER_OFFSET: Global<u32> = Global::new(0);
 #[unsafe(no_mangle)]
 static KEEPALIVE_TIMER: Global<u64> = Global::new(0);
 
+/// `lifeline_common::keepalive_fn`: the agent's socket's cookie, and the address the TCP
+/// iterator read from it (0 until it has).
+#[map]
+pub static KEEPALIVE_FN: Array<u64> = Array::with_max_entries(keepalive_fn::LEN, 0);
+
+/// For the TCP iterator, on every socket it visits: when `sk` is the agent's own socket,
+/// keep its keepalive timer's function.
+pub fn learn_keepalive_timer(sk: *const u8, cookie: u64) {
+    let ours = KEEPALIVE_FN.get(keepalive_fn::COOKIE).copied();
+    if cookie == 0 || ours != Some(cookie) {
+        return;
+    }
+    let timer = sk.wrapping_add(SK_TIMER_OFFSET.load() as usize);
+    let Some(function) = read::<u64>(timer, TIMER_FUNCTION_OFFSET.load()) else {
+        return;
+    };
+    if let Some(slot) = KEEPALIVE_FN.get_ptr_mut(keepalive_fn::ADDRESS) {
+        // SAFETY: the array's slot, plain data.
+        unsafe { *slot = function };
+    }
+}
+
 #[fentry(function = "tcp_write_wakeup")]
 pub fn lifeline_unanswered(ctx: FEntryContext) -> u32 {
     let _ = report(ctx.arg(0));
@@ -68,7 +101,10 @@ pub fn lifeline_unanswered_timer(ctx: BtfTracePointContext) -> u32 {
 
 fn try_timer(ctx: &BtfTracePointContext) -> Option<()> {
     let timer: *const u8 = ctx.arg(0);
-    let want = KEEPALIVE_TIMER.load();
+    let want = match KEEPALIVE_TIMER.load() {
+        0 => KEEPALIVE_FN.get(keepalive_fn::ADDRESS).copied()?,
+        known => known,
+    };
     if timer.is_null() || want == 0 {
         return None;
     }

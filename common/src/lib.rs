@@ -34,6 +34,7 @@ pub mod maps {
     pub const TARGET_PATHS: &str = "TARGET_PATHS";
     pub const ENDPOINT_PEERS: &str = "ENDPOINT_PEERS";
     pub const TUPLES: &str = "TUPLES";
+    pub const KEEPALIVE_FN: &str = "KEEPALIVE_FN";
 }
 
 /// Names of the probe's load-time globals (`EbpfLoader::override_global`): the keepalive
@@ -51,6 +52,18 @@ pub mod globals {
     pub const TIMER_FUNCTION_OFFSET: &str = "TIMER_FUNCTION_OFFSET";
     /// Byte offset of `sk_timer` in `struct sock`.
     pub const SK_TIMER_OFFSET: &str = "SK_TIMER_OFFSET";
-    /// Address of `tcp_keepalive_timer` (u64, from /proc/kallsyms); 0: unknown.
+    /// Address of `tcp_keepalive_timer` (u64, from /proc/kallsyms); 0: unknown (then
+    /// `maps::KEEPALIVE_FN` may have it).
     pub const KEEPALIVE_TIMER: &str = "KEEPALIVE_TIMER";
+}
+
+/// Slots of `maps::KEEPALIVE_FN` (u64 each): `tcp_keepalive_timer`'s address learned by the
+/// TCP iterator from a TCP socket of the agent's own, for the tracepoint fallback when
+/// /proc/kallsyms hides addresses (no `CAP_SYSLOG`: a pod).
+pub mod keepalive_fn {
+    /// The cookie of the agent's socket (written by the agent).
+    pub const COOKIE: u32 = 0;
+    /// Its `sk_timer.function` (written by the iterator, read by the timer program).
+    pub const ADDRESS: u32 = 1;
+    pub const LEN: u32 = 2;
 }

@@ -13,7 +13,10 @@
 //!   `--read-only` without podman's extra tmpfs mounts (Kubernetes adds none); `runAsUser`
 //!   is `--user`; `seccompProfile` `Localhost` is the file under `kubelet's` seccomp directory
 //!   (`Node::seccomp_root`), `RuntimeDefault` podman's default profile (containers-common's,
-//!   the same rules as containerd's for bpf and `perf_event_open`); `appArmorProfile`.
+//!   the same rules as containerd's for bpf and `perf_event_open`); `appArmorProfile`
+//!   `Unconfined` is `apparmor=unconfined`, `RuntimeDefault` podman's default (none on the
+//!   lab's kernel, which has no `AppArmor`). `automountServiceAccountToken`: podman mounts no
+//!   token either way (the test asserts the manifest's `false`).
 //! - volumes: `hostPath` is the node's path as `Node::host_paths` maps it, `emptyDir` and
 //!   `configMap` are fresh directories (the `ConfigMap`'s files written into it); `readOnly`.
 //! - `limits.memory`, `terminationGracePeriodSeconds` (`--stop-timeout`), `command`

@@ -7,112 +7,11 @@
 //! minus 2, 1 s apart after 2 s idle), not before, and stops once lifeline killed it, while
 //! the healthy one keeps being probed.
 
-use std::net::SocketAddr;
-use std::time::Duration;
-
-use anyhow::{Context, Result, ensure};
-use lifeline_tests::idle_lab::{SERVER, agent_with, wait_armed};
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::metrics::{parse, scrape};
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::{Client, mono_ms, require_root, wait_until};
-
-const METRIC: &str = "lifeline_probe_unanswered_news_total";
-/// `--silent-probes` 11 - 2: the 10th probe in a row is the first news.
-const UNANSWERED_MIN: u64 = 9;
-
-fn news(ns: &str, addr: SocketAddr) -> Result<u64> {
-    let m = parse(&scrape(ns, addr)?.2)?;
-    let v = m
-        .get(METRIC)
-        .copied()
-        .with_context(|| format!("no {METRIC}"))?;
-    #[allow(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "a counter: a small whole number"
-    )]
-    Ok(v as u64)
-}
+use anyhow::Result;
+use lifeline_tests::require_root;
 
 #[test]
 fn unanswered_keepalive_probes_are_news_and_answered_ones_are_not() -> Result<()> {
     require_root();
-    let s = Setup::new()?;
-    let addr: SocketAddr = "127.0.0.1:9464".parse()?;
-    let agent = agent_with(&s, &["--metrics-addr", &addr.to_string()])?;
-    let ns = s.lab.client.path();
-    let healthy = Client::start(&s.lab, Some(&s.cgroup), &["--peer", SERVER, "idle"])?;
-    let args = ["--peer", SERVER, "watch", "--every", "60"];
-    let doomed = Client::start(&s.lab, Some(&s.cgroup), &args)?;
-    let (hp, dp) = (
-        healthy.local_port().context("no local port")?,
-        doomed.local_port().context("no local port")?,
-    );
-    wait_armed(&agent, hp, "2s,1s,20")?;
-    wait_armed(&agent, dp, "2s,1s,20")?;
-
-    // Both idle and answered: at least five probes each, no news.
-    std::thread::sleep(Duration::from_secs(12));
-    ensure!(news(&ns, addr)? == 0, "news from healthy idle sockets");
-
-    let fault = s.lab.blackhole_flow(dp)?;
-    let fault_ms = mono_ms();
-    let first = wait_until(
-        "unanswered probes",
-        Duration::from_secs(25),
-        Duration::from_millis(100),
-        || Ok((news(&ns, addr)? > 0).then(mono_ms)),
-    );
-    if !kernel::has(&features::KEEPALIVE_NEWS) {
-        // The documented degradation: no news, the idle socket is still found by sock_diag.
-        ensure!(first.is_err(), "news on a kernel without the hook");
-        ensure!(
-            agent
-                .proc
-                .stderr_text()
-                .contains("keepalive news unavailable")
-        );
-        kernel::report(&features::KEEPALIVE_NEWS, "no news; warned at start");
-        return Ok(());
-    }
-    let after = first? - fault_ms;
-    // The last answered probe was at most 2 s before the fault; the 10th after it is sent
-    // 2 + 9 x 1 s later.
-    ensure!(
-        (UNANSWERED_MIN * 1000 - 500..=(UNANSWERED_MIN + 2) * 1000 + 2500).contains(&after),
-        "first news {after} ms after the black hole"
-    );
-    let kill = wait_until(
-        "the silent kill",
-        Duration::from_secs(20),
-        Duration::from_millis(200),
-        || {
-            Ok(agent
-                .decisions()
-                .into_iter()
-                .find(|d| d.is_for_port(dp) && d.action == "kill"))
-        },
-    )?;
-    ensure!(kill.verdict == "silent", "{}", kill.raw);
-    let at_kill = news(&ns, addr)?;
-    // The healthy socket keeps being probed and answered: nothing more comes.
-    std::thread::sleep(Duration::from_secs(6));
-    let total = news(&ns, addr)?;
-    ensure!(
-        total == at_kill,
-        "news after the kill: {at_kill} then {total}"
-    );
-    // One per probe from the 10th until the kill, at most up to the kernel's own 20th.
-    ensure!((1..=11).contains(&total), "{total} news");
-    let (_, dropped) = s.lab.counters(&fault)?;
-    ensure!(dropped > 0, "the black hole dropped nothing");
-    ensure!(healthy.errors().is_empty(), "healthy: {}", healthy.dump());
-    kernel::report(
-        &features::KEEPALIVE_NEWS,
-        &format!(
-            "{total} news for the black-holed idle socket, the first {after} ms after the fault; none for the healthy one"
-        ),
-    );
-    Ok(())
+    lifeline_tests::news_lab::scenario()
 }

@@ -18,7 +18,7 @@ pub(super) fn loopback_pair() -> Result<(TcpStream, TcpStream, u64)> {
     let client =
         TcpStream::connect(listener.local_addr()?).context("cannot connect on loopback")?;
     let (server, _) = listener.accept()?;
-    let cookie = crate::watch::netns::socket_cookie(&client)?;
+    let cookie = crate::kernel::sockopts::socket_cookie(&client)?;
     Ok((client, server, cookie))
 }
 

@@ -22,8 +22,10 @@ use lifeline_common::{
 use crate::{
     check::row::Row,
     judge::idle,
-    kernel::probe::{AppKeepalive, Probe},
-    watch::netns::socket_cookie,
+    kernel::{
+        probe::{AppKeepalive, Probe},
+        sockopts::socket_cookie,
+    },
 };
 
 /// `sock_ops watch` and `keepalive`: a loopback connection made after the probe attached.

@@ -1,5 +1,5 @@
 //! Keepalive options of a socket of the agent's own, through plain `setsockopt(2)` and
-//! `getsockopt(2)`: what `lifeline check` uses to see the kernel's values.
+//! `getsockopt(2)`: what `lifeline check` uses to see the kernel's values; and its cookie.
 
 use std::{io, net::TcpStream, os::fd::AsRawFd};
 
@@ -56,4 +56,25 @@ pub fn read(s: &TcpStream) -> io::Result<(u32, u32, u32)> {
         get(s, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL)?,
         get(s, libc::IPPROTO_TCP, libc::TCP_KEEPCNT)?,
     ))
+}
+
+/// `SO_COOKIE` (4.13): the same cookie `bpf_get_socket_cookie` returns.
+pub fn socket_cookie(fd: &impl AsRawFd) -> anyhow::Result<u64> {
+    let mut cookie: u64 = 0;
+    let mut len = libc::socklen_t::try_from(size_of::<u64>()).unwrap_or_default();
+    // SAFETY: getsockopt writes at most `len` bytes into `cookie`, a valid u64.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_COOKIE,
+            (&raw mut cookie).cast(),
+            &raw mut len,
+        )
+    };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        anyhow::bail!("getsockopt(SO_COOKIE): {e}");
+    }
+    Ok(cookie)
 }

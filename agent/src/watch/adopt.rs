@@ -80,7 +80,9 @@ pub fn adopt(
     }
     found.retain(|d| select.ports.contains(&d.peer.port()));
     let inodes: Vec<u32> = found.iter().map(|d| d.inode).collect();
-    let owners = owners::by_inode(&inodes);
+    let found_owners = owners::by_inode(&inodes);
+    found_owners.warn_unnamed(inodes.len());
+    let owners = &found_owners.by_inode;
     let now = clock::now_ns();
     let mut cookies = Vec::new();
     for d in &found {

@@ -11,7 +11,7 @@ use std::{net::SocketAddrV4, os::fd::AsRawFd as _};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::kernel::probe::Probe;
+use crate::kernel::{probe::Probe, sockopts::socket_cookie};
 
 /// Teach the probe the agent's namespace; returns its cookie.
 ///
@@ -68,24 +68,4 @@ fn tcp_socket() -> Result<std::os::fd::OwnedFd> {
     }
     // SAFETY: `fd` is a fresh descriptor nobody else owns.
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
-}
-
-/// `SO_COOKIE` (4.13): the same cookie `bpf_get_socket_cookie` returns.
-pub fn socket_cookie(fd: &impl std::os::fd::AsRawFd) -> Result<u64> {
-    let mut cookie: u64 = 0;
-    let mut len = libc::socklen_t::try_from(size_of::<u64>()).unwrap_or_default();
-    // SAFETY: getsockopt writes at most `len` bytes into `cookie`, a valid u64.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_COOKIE,
-            (&raw mut cookie).cast(),
-            &raw mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error()).context("getsockopt(SO_COOKIE)");
-    }
-    Ok(cookie)
 }

@@ -63,6 +63,8 @@ pub struct Pod {
     pub cap_add: Vec<String>,
     pub seccomp: Seccomp,
     pub apparmor_unconfined: bool,
+    /// `automountServiceAccountToken` (Kubernetes mounts a token unless it is `false`).
+    pub service_account_token: bool,
     pub memory_limit: Option<String>,
     pub mounts: Vec<Mount>,
     pub readiness: Probe,
@@ -119,7 +121,14 @@ impl Pod {
                 )?),
                 Some(other) => bail!("seccompProfile type {other} is not mapped"),
             },
-            apparmor_unconfined: sc["appArmorProfile"]["type"].as_str() == Some("Unconfined"),
+            apparmor_unconfined: match sc["appArmorProfile"]["type"].as_str() {
+                None | Some("RuntimeDefault") => false,
+                Some("Unconfined") => true,
+                Some(other) => bail!("appArmorProfile type {other} is not mapped"),
+            },
+            service_account_token: spec["automountServiceAccountToken"]
+                .as_bool()
+                .unwrap_or(true),
             memory_limit: c["resources"]["limits"]["memory"]
                 .as_str()
                 .map(str::to_owned),

@@ -1,5 +1,7 @@
 //! The node the pod runs on: the lab's namespace, cgroups, tracefs and bus as its host, and
-//! the directories kubelet would keep (the seccomp profiles, the pod's volumes).
+//! the directories kubelet would keep (the seccomp profiles, the pod's volumes). One thing
+//! the manifest does not have: the lab's tools, read-only at `/lab` in every container
+//! (the syscall helper `podman exec` runs in the pod; the image is FROM scratch).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,15 +13,20 @@ use lifeline_tests::podman::Podman;
 use lifeline_tests::scenario::Setup;
 use lifeline_tests::systemd::UserManager;
 use lifeline_tests::tracefs::LabTracefs;
-use lifeline_tests::{TempDir, cgroup2_mount, unique_name};
+use lifeline_tests::{TempDir, cgroup2_mount, pod_syscalls, unique_name};
 
 use crate::steps::{as_check, strs};
+
+/// Where the lab's tools are in a container.
+pub const TOOLS: &str = "/lab";
 
 /// The node the pod runs on. Fields drop in order: the volumes' directory, then tracefs.
 pub struct LabNode {
     node: Node,
     /// The lab client's cgroup relative to the hierarchy's root, as the `ConfigMap` names one.
     cgroup: String,
+    /// Mounted read-only at `TOOLS` in the containers.
+    tools: PathBuf,
     _dir: TempDir,
     _tracefs: LabTracefs,
 }
@@ -52,9 +59,13 @@ impl LabNode {
             std::fs::copy(packaged.join(name), dest)?;
         }
         let cgroup = s.cgroup.path().strip_prefix(cgroup2_mount()?)?;
+        let tools = dir.path().join("tools");
+        std::fs::create_dir_all(&tools)?;
+        pod_syscalls::build(&tools)?;
         Ok(Self {
             node,
             cgroup: cgroup.to_str().context("utf-8")?.to_owned(),
+            tools,
             _dir: dir,
             _tracefs: tracefs,
         })
@@ -79,7 +90,10 @@ impl LabNode {
             t.insert("cgroup".into(), toml::Value::String(cgroup.clone()));
             Ok(t.to_string())
         };
-        run_args(&pod, &self.node, name, seccomp, &config)
+        let mut args = run_args(&pod, &self.node, name, seccomp, &config)?;
+        let tools = format!("{}:{TOOLS}:ro", self.tools.display());
+        args.splice(3..3, ["-v".to_owned(), tools]);
+        Ok(args)
     }
 
     /// `lifeline check` with the pod's flags in a one-off container: (exit code, output).
@@ -89,15 +103,29 @@ impl LabNode {
         pod: &Pod,
         seccomp: &Seccomp,
     ) -> Result<(Option<i32>, String)> {
-        let mut args = self.args(pod, &unique_name("chk"), Some(seccomp), &as_check(pod))?;
+        let out = self.run_once(podman, pod, seccomp, &as_check(pod))?;
+        eprintln!("check under {seccomp:?}:\n{}", out.1);
+        Ok(out)
+    }
+
+    /// `command` in a one-off container of the pod under `seccomp`: (exit code, stdout and
+    /// stderr).
+    pub fn run_once(
+        &self,
+        podman: &Podman,
+        pod: &Pod,
+        seccomp: &Seccomp,
+        command: &[String],
+    ) -> Result<(Option<i32>, String)> {
+        let mut args = self.args(pod, &unique_name("one"), Some(seccomp), command)?;
         args.insert(1, "--rm".into());
-        let out = lifeline_tests::cmd::output(&mut podman.command(&strs(&args)))?;
+        let mut cmd = podman.command(&strs(&args));
+        let out = lifeline_tests::cmd::output(&mut cmd)?;
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        eprintln!("check under {seccomp:?}:\n{text}");
         Ok((out.status.code(), text))
     }
 

@@ -3,13 +3,20 @@
 //! would run it (`tests/src/pod.rs` says how, setting by setting), with the image `cargo
 //! xtask image` built. The lab stands in for the node: the pod's host network is the lab's
 //! client namespace, its hostPaths are the machine's cgroup2 hierarchy, a tracefs mount of
-//! the lab's and a systemd manager's bus socket as /run/dbus; the `ConfigMap` is the
-//! manifest's, with its `cgroup` pointed at the lab client's cgroup on the host.
+//! the lab's and (for the `restart_unit` opt-in only) a systemd manager's bus socket as
+//! /run/dbus; the `ConfigMap` is the manifest's, with its `cgroup` pointed at the lab
+//! client's cgroup on the host.
 //!
-//! Under `RuntimeDefault` `check` names the seccomp filter (not a capability); with the
-//! manifest's Localhost profile `check` passes inside the pod and predicts run's mounts,
-//! `run` kills a black-holed connection of a process on the host, the probes answer, the
-//! metric counts the kill, and a stop leaves nothing attached.
+//! The manifest grants no `SYS_PTRACE`, no host bus, no token (`steps/hardening.rs`). Under
+//! `RuntimeDefault` `check` names the seccomp filter (not a capability); without
+//! `no_new_privs` runc cannot start the pod with the shipped profile; the documented
+//! `restart_unit` opt-in reaches systemd. With the manifest as shipped `check` passes inside
+//! the pod (every hook attaches, the keepalive news fallback included) and predicts run's
+//! mounts; a socket older than the pod is watched without its owner, said in one warning;
+//! inside the pod the profile refuses `unshare`, a namespace `clone`, `mount`, `ptrace` and
+//! a `NETLINK_ROUTE` socket (test d: the same calls without the profile get the kernel's own
+//! answer); `run` kills a black-holed connection of a process on the host, the probes answer,
+//! the metric counts the kill, and a stop leaves nothing attached.
 
 mod lab_node;
 mod steps;
@@ -23,23 +30,20 @@ use lifeline_tests::podman::Podman;
 use lifeline_tests::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::systemd::UserManager;
 use lifeline_tests::{Agent, Proc, require_root, unique_name};
+use steps::hardening;
 
 #[test]
 fn the_daemonset_pod_heals_a_host_connection() -> Result<()> {
     require_root();
-    let pod = Pod::read(&workspace().join("packaging/daemonset.yaml"))?;
-    assert!(!pod.privileged, "the DaemonSet must not be privileged");
-    assert!(
-        !pod.cap_add.iter().any(|c| c == "SYS_ADMIN"),
-        "{:?}",
-        pod.cap_add
-    );
+    let manifest = workspace().join("packaging/daemonset.yaml");
+    let pod = Pod::read(&manifest)?;
+    hardening::assert_least_privilege(&pod)?;
     let podman = Podman::new()?;
     podman.load(&steps::image_archive(&pod)?, &pod.image)?;
 
     let s = Setup::new()?;
     let m = UserManager::start()?;
-    // The ConfigMap's restart_unit, on the lab's "system bus" (hostPath /run/dbus).
+    // The restart_unit opt-in's unit, on the lab's "system bus" (hostPath /run/dbus).
     m.install("kubelet.service", "[Service]\nExecStart=/bin/sleep 600\n")?;
     std::os::unix::fs::symlink("bus", m.dir().join("system_bus_socket"))?;
     let lab_node = lab_node::LabNode::new(&pod, &s, &m)?;
@@ -47,7 +51,29 @@ fn the_daemonset_pod_heals_a_host_connection() -> Result<()> {
     // RuntimeDefault: the capabilities are there, the runtime's filter is what refuses.
     let out = lab_node.check_once(&podman, &pod, &Seccomp::RuntimeDefault)?;
     steps::assert_seccomp_named(&out)?;
+    // The profile needs no_new_privs: without it runc installs it before it drops
+    // capabilities and changes user, and those calls are refused.
+    let mut no_nnp = pod.clone();
+    no_nnp.no_new_privileges = false;
+    let (code, text) = lab_node.run_once(&podman, &no_nnp, &pod.seccomp, &steps::as_check(&pod))?;
+    eprintln!("without no_new_privs: {code:?}\n{text}");
+    assert!(
+        code != Some(0)
+            && text.to_lowercase().contains("operation not permitted")
+            && !text.contains("CHECK"),
+        "{text}"
+    );
+    // The documented opt-in: restarts through the host's systemd, `check` reaches it.
+    let opted = hardening::with_restart_opt_in(&pod, &std::fs::read_to_string(&manifest)?)?;
+    let (code, table) = lab_node.check_once(&podman, &opted, &pod.seccomp)?;
+    assert!(
+        code == Some(0)
+            && steps::row(&table, "systemd unit").is_some_and(|r| r.starts_with("pass")),
+        "{table}"
+    );
 
+    // A connection older than the pod: without SYS_PTRACE its owner cannot be named.
+    let older = s.heartbeat_client(&[])?;
     let attached_before = steps::attached_ids()?;
     let name = unique_name("pod");
     let args = lab_node.args(&pod, &name, None, &pod.command)?;
@@ -63,10 +89,24 @@ fn the_daemonset_pod_heals_a_host_connection() -> Result<()> {
         "the pod attached nothing to the cgroup v2 root"
     );
     steps::probes_healthy(&podman, &pod, &name)?;
+    // What is lost without SYS_PTRACE, said in one line: the older socket is watched (by
+    // its cgroup) without a known owner.
+    let unowned = "sockets older than the agent have no known owner";
+    assert!(
+        agent
+            .messages("WARN")
+            .iter()
+            .any(|m| m.starts_with(unowned)),
+        "{}",
+        agent.proc.stderr_text()
+    );
+    drop(older);
 
     // `kubectl exec ds/lifeline -- lifeline check ...`: passes, and says what run did.
     let table = steps::check_in_pod(&podman, &pod, &name)?;
     steps::assert_prediction(&table, &agent)?;
+    // Test d: inside the running pod the profile refuses the escapes.
+    hardening::assert_refused(&podman, &lab_node, &pod, &name)?;
 
     // A process on the host (the lab client in a cgroup the ConfigMap targets), after the pod.
     let client = s.heartbeat_client(&[])?;

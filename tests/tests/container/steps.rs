@@ -87,6 +87,7 @@ pub fn attached_ids() -> Result<Vec<u64>> {
         .unwrap_or_default())
 }
 
+pub mod hardening;
 mod pod_checks;
 pub use pod_checks::{
     assert_prediction, check_in_pod, config_duration, kill_counted, probes_healthy,

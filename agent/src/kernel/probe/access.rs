@@ -1,16 +1,13 @@
 //! Reading and writing the loaded probe's maps: its records, counters, news and logs, and
 //! the iterator run that arms sockets older than the agent.
 
-use std::{collections::HashMap as StdHashMap, io::Read};
+use std::collections::HashMap as StdHashMap;
 
 use anyhow::{Context as _, Result};
-use aya::{
-    maps::{HashMap, MapData, PerCpuArray, RingBuf},
-    programs::Iter,
-};
-use lifeline_common::{SockState, config::stats, hooks::Hook, maps, sock::ADOPT_PENDING};
+use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
+use lifeline_common::{SockState, config::stats, maps, sock::ADOPT_PENDING};
 
-use super::{Probe, attach::program, batch, counters};
+use super::{Probe, batch, counters};
 
 /// `BPF_NOEXIST` (include/uapi/linux/bpf.h): insert only if the key is absent.
 const BPF_NOEXIST: u64 = 1;
@@ -105,12 +102,7 @@ impl Probe {
                 adopt.insert(c, ADOPT_PENDING, 0)?;
             }
         }
-        let iter: &mut Iter = program(&mut self.ebpf, Hook::AdoptIter)?;
-        let link_id = iter.attach()?;
-        let mut file = iter.take_link(link_id)?.into_file()?;
-        // Reading the iterator runs the program over every TCP socket once.
-        file.read_to_end(&mut Vec::new())
-            .context("running the TCP iterator")?;
+        super::keepalive_fn::run_iterator(&mut self.ebpf)?;
         let adopt: HashMap<&MapData, u64, i32> = HashMap::try_from(self.map(maps::ADOPT)?)?;
         Ok(cookies
             .iter()

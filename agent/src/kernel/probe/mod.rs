@@ -16,6 +16,7 @@ mod attach;
 mod batch;
 mod btf;
 mod counters;
+mod keepalive_fn;
 mod maps_setup;
 mod object;
 mod records;
@@ -101,7 +102,7 @@ impl Probe {
         let cgroup = cfg.root.as_fd();
         attach::cgroup_root(&mut ebpf, cgroup)?;
         let app_keepalive = sockopt::load(&mut ebpf, cgroup);
-        let unanswered_hook = unanswered::attach(&mut ebpf, &news_globals);
+        // The iterator first: the keepalive news fallback may need it.
         let can_adopt = match load_iter(&mut ebpf) {
             Ok(()) => true,
             Err(e) => {
@@ -110,6 +111,7 @@ impl Probe {
                 false
             }
         };
+        let unanswered_hook = unanswered::attach(&mut ebpf, &news_globals, can_adopt);
         Ok(Self {
             ebpf,
             can_adopt,

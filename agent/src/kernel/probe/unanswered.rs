@@ -1,6 +1,9 @@
 //! The keepalive news programs (`agent-ebpf/src/unanswered.rs`): keepalive probes of a
 //! watched idle socket unanswered past the threshold are news. fentry on `tcp_write_wakeup`
-//! where the kernel allows it, else the `timer_expire_entry` tracepoint. Optional: without
+//! where the kernel allows it, else the `timer_expire_entry` tracepoint, which needs
+//! `tcp_keepalive_timer`'s address: from /proc/kallsyms, or where that hides it (no
+//! `CAP_SYSLOG`: the pod), from a socket of the agent's through the TCP iterator
+//! (`keepalive_fn`). Optional: without
 //! either (no BTF, a struct that changed shape) idle sockets are looked at through
 //! `sock_diag` on a schedule, as before; one warning says so and `check` shows it.
 
@@ -17,7 +20,7 @@ use lifeline_common::{
     hooks::{Attach, Hook},
 };
 
-use super::{attach::program, btf::Btf};
+use super::{attach::program, btf::Btf, keepalive_fn};
 use crate::kernel::errors::explain_program;
 
 const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
@@ -92,18 +95,30 @@ fn kallsyms(name: &str) -> Option<u64> {
 }
 
 /// Load and attach a reporting program when `globals` were found: `Ok(hook)`, or why not
-/// (after one warning).
-pub(super) fn attach(ebpf: &mut Ebpf, globals: &Result<Globals>) -> Result<Hook, String> {
+/// (after one warning). `iterator`: the TCP iterator is loaded (it can learn the address).
+pub(super) fn attach(
+    ebpf: &mut Ebpf,
+    globals: &Result<Globals>,
+    iterator: bool,
+) -> Result<Hook, String> {
     let result = (|| -> Result<Hook> {
         let g = globals.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
         let btf = aya::Btf::from_sys_fs().with_context(|| format!("reading {VMLINUX}"))?;
         let Err(first) = fentry(ebpf, &btf) else {
             return Ok(Hook::Unanswered);
         };
-        ensure!(
-            g.keepalive_timer != 0,
-            "{first:#}; no tcp_keepalive_timer in /proc/kallsyms for the fallback"
-        );
+        let source = if g.keepalive_timer != 0 {
+            "/proc/kallsyms"
+        } else {
+            ensure!(
+                iterator,
+                "{first:#}; fallback: /proc/kallsyms hides tcp_keepalive_timer (needs CAP_SYSLOG) and the TCP iterator that could read it did not load"
+            );
+            keepalive_fn::learn(ebpf).with_context(|| {
+                format!("{first:#}; fallback: /proc/kallsyms hides tcp_keepalive_timer (needs CAP_SYSLOG)")
+            })?;
+            "a socket of the agent's, through the TCP iterator"
+        };
         let hook = Hook::UnansweredTimer;
         let Attach::BtfTracePoint(event) = hook.attach() else {
             anyhow::bail!("{} is not a tp_btf program", hook.program());
@@ -113,7 +128,7 @@ pub(super) fn attach(ebpf: &mut Ebpf, globals: &Result<Globals>) -> Result<Hook,
             .and_then(|()| prog.attach().map(drop))
             .map_err(|e| explain_program(hook, &e))
             .with_context(|| format!("{first:#}; fallback"))?;
-        tracing::debug!(error = %format!("{first:#}"), "keepalive news through {}: fentry unavailable", hook.attach());
+        tracing::debug!(error = %format!("{first:#}"), address_from = source, "keepalive news through {}: fentry unavailable", hook.attach());
         Ok(hook)
     })();
     result.map_err(|e| {

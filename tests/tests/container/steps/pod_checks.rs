@@ -32,9 +32,10 @@ pub fn check_in_pod(podman: &Podman, pod: &Pod, name: &str) -> Result<String> {
         "target cgroup",
         "sock_ops attach",
         "cgroup tracepoints",
+        "unanswered probes",
         "bpf_setsockopt",
+        "sock_ops watch",
         "SOCK_DESTROY",
-        "systemd unit",
     ] {
         let r = row(&table, name).with_context(|| format!("no row {name}:\n{table}"))?;
         ensure!(r.starts_with("pass"), "row {name}:\n{table}");
