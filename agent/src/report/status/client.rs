@@ -16,9 +16,30 @@ use super::Snapshot;
 /// # Errors
 /// When no daemon answers at `path`, or its answer is not a snapshot.
 pub fn fetch(path: &Path) -> Result<Snapshot> {
+    fetch_within(path, None)
+}
+
+/// `fetch`, each read waiting at most `timeout` (`lifeline check` must not hang on a
+/// daemon that accepts and never answers).
+///
+/// # Errors
+/// As `fetch`, and when a read times out.
+pub fn fetch_within(path: &Path, timeout: Option<std::time::Duration>) -> Result<Snapshot> {
     let mut body = Vec::new();
-    copy_json(path, &mut body)?;
+    copy_from(connect(path, timeout)?, &mut body)?;
     serde_json::from_slice(&body).context("the daemon's status is not valid JSON")
+}
+
+fn connect(path: &Path, timeout: Option<std::time::Duration>) -> Result<UnixStream> {
+    let conn = UnixStream::connect(path).map_err(|e| {
+        anyhow!(
+            "cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)",
+            path.display()
+        )
+    })?;
+    conn.set_read_timeout(timeout)
+        .context("setting the status read timeout")?;
+    Ok(conn)
 }
 
 /// `lifeline status --json`: the daemon's answer copied to `out` as it arrives, so 100,000
@@ -28,12 +49,10 @@ pub fn fetch(path: &Path) -> Result<Snapshot> {
 /// # Errors
 /// When no daemon answers at `path`, or its answer is not a JSON object.
 pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
-    let mut conn = UnixStream::connect(path).map_err(|e| {
-        anyhow!(
-            "cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)",
-            path.display()
-        )
-    })?;
+    copy_from(connect(path, None)?, out)
+}
+
+fn copy_from(mut conn: UnixStream, out: &mut impl Write) -> Result<()> {
     let mut buf = vec![0u8; 1 << 16];
     let mut first = true;
     let mut last = 0u8;
