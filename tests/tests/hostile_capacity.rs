@@ -188,5 +188,24 @@ fn a_flood_of_connects_and_setsockopt_does_not_crowd_out_the_target() -> Result<
             )),
         "{table}"
     );
+    // `lifeline check` beside the agent says so too.
+    let cgroup = s.cgroup.path().to_string_lossy().into_owned();
+    let mut cmd = Command::new("nsenter");
+    cmd.arg(format!("--net={}", s.lab.client.path()))
+        .arg("--")
+        .arg(lifeline_tests::paths::lifeline()?)
+        .args(["check", "--cgroup", &cgroup, "--status-socket"])
+        .arg(&agent.status_socket);
+    let out = lifeline_tests::cmd::output(&mut cmd)?;
+    let out = String::from_utf8_lossy(&out.stdout);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("agent capacity"))
+        .with_context(|| format!("no agent capacity row:\n{out}"))?;
+    ensure!(
+        row.split_whitespace().nth(2) == Some("warn")
+            && row.contains("watched only for their peer NOT watched"),
+        "{out}"
+    );
     Ok(())
 }
