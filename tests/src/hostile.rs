@@ -41,7 +41,7 @@ pub fn syn_hold() -> Duration {
     if linear >= 4 {
         Duration::from_millis(3500)
     } else {
-        Duration::from_millis(2000)
+        Duration::from_secs(2)
     }
 }
 

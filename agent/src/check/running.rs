@@ -79,7 +79,11 @@ mod tests {
             r#"{"stall_timeout_ms":1,"silent_timeout_ms":null,"kills":0,"holds":0,"endpoint_source":null,"endpoints":[],"sockets_full":0,"watched":2,"capacity":{"owners_skipped":9,"endpoint_quota_full":0,"news_lost":0,"inbox_dropped":0}}"#,
         );
         assert_eq!(fine.result, Level::Pass, "{}", fine.detail);
-        assert!(fine.detail.contains("2 watched, 9 connect(s)"), "{}", fine.detail);
+        assert!(
+            fine.detail.contains("2 watched, 9 connect(s)"),
+            "{}",
+            fine.detail
+        );
         let none = capacity_row(Path::new("/nonexistent/lifeline.sock"));
         assert_eq!(none.result, Level::Pass, "{}", none.detail);
     }
