@@ -26,7 +26,7 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::error;
 use lifeline_common::{
-    SockState,
+    Owner, SockState,
     config::stats,
     news,
     sock::{SOURCE_SOCK_OPS, WATCH_CB_FLAGS},
@@ -83,20 +83,7 @@ fn on_established(ctx: &SockOpsContext) {
     // could never be a target (`crate::owner` skipped it), or predates the agent (adopted
     // through sock_diag instead). The entry is the only sign of the namespace here:
     // `bpf_get_netns_cookie` reaches `sock_ops` only in 5.15.
-    // Copied into the record from here on: the entry goes now, not at close, so the maps
-    // hold only connects in flight. Every `connect4` insert rotates the LRU lists
-    // (<https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/bpf_lru_list.c>,
-    // `__bpf_lru_list_rotate`), and with every watched socket's entry kept there it walked
-    // cold nodes: over a microsecond per connect.
-    // SAFETY: plain-old-data copied out of the map value.
-    let owner = if let Some(o) = OWNERS.get_ptr(cookie).map(|o| unsafe { *o }) {
-        let _ = OWNERS.remove(cookie);
-        o
-    // SAFETY: as above.
-    } else if let Some(o) = PEER_OWNERS.get_ptr(cookie).map(|o| unsafe { *o }) {
-        let _ = PEER_OWNERS.remove(cookie);
-        o
-    } else {
+    let Some(owner) = take_owner(cookie) else {
         return;
     };
     let ip = Addresses::read(ctx);
@@ -189,6 +176,25 @@ fn on_established(ctx: &SockOpsContext) {
     }
     count(stats::WATCHED);
     news(cookie, news::ESTABLISHED, 0);
+}
+
+/// The socket's owner entry, from `OWNERS` (targets) or `PEER_OWNERS` (connects to an
+/// endpoint address), removed there. Copied into the record from here on: the entry goes
+/// now, not at close, so the maps hold only connects in flight. Every `connect4` insert
+/// rotates the LRU lists
+/// (<https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/bpf_lru_list.c>,
+/// `__bpf_lru_list_rotate`), and with every watched socket's entry kept there it walked
+/// cold nodes: over a microsecond per connect.
+fn take_owner(cookie: u64) -> Option<Owner> {
+    // SAFETY: plain-old-data copied out of the map value.
+    if let Some(o) = OWNERS.get_ptr(cookie).map(|o| unsafe { *o }) {
+        let _ = OWNERS.remove(cookie);
+        return Some(o);
+    }
+    // SAFETY: as above.
+    let o = PEER_OWNERS.get_ptr(cookie).map(|o| unsafe { *o })?;
+    let _ = PEER_OWNERS.remove(cookie);
+    Some(o)
 }
 
 /// Every address field, read up front with one volatile load each. Context fields are
