@@ -40,8 +40,26 @@ pub static SCRATCH: PerCpuArray<SockState> = PerCpuArray::with_max_entries(1, 0)
 pub static OWNERS: LruHashMap<u64, Owner> =
     LruHashMap::with_max_entries(16_384, BPF_F_NO_COMMON_LRU);
 
+/// Owners of connects with no target reason whose destination is one of the endpoint's
+/// addresses (`ENDPOINT_PEERS`): only their peer can make them targets, at ESTABLISHED.
+/// Apart from `OWNERS` so that a flood of such connects by anyone (a neighbour's refused
+/// connects to the API address) evicts only its own kind, never a target's pending entry.
+/// Same shape and size as `OWNERS`.
+#[map]
+pub static PEER_OWNERS: LruHashMap<u64, Owner> =
+    LruHashMap::with_max_entries(16_384, BPF_F_NO_COMMON_LRU);
+
 /// `BPF_F_NO_COMMON_LRU` (<https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/bpf.h>).
 const BPF_F_NO_COMMON_LRU: u32 = 1 << 1;
+
+/// The share of `SOCKETS` that sockets watched only for their peer (`BY_ENDPOINT` alone:
+/// any process's connection to the API address) may hold: one entry per such record,
+/// inserted `BPF_NOEXIST` before the record and removed with it. Full: the socket is not
+/// recorded (`stats::ENDPOINT_QUOTA_FULL`), and the rest of `SOCKETS` stays for targets.
+/// A plain hash map whose size is the quota (5.10 has no per-map counters); the agent sizes
+/// it at load time from `--max-sockets`.
+#[map]
+pub static ENDPOINT_QUOTA: HashMap<u64, u8> = HashMap::with_max_entries(16_384, 0);
 
 /// Watched remote ports (host byte order).
 #[map]

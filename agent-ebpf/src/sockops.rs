@@ -26,7 +26,7 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::error;
 use lifeline_common::{
-    SockState,
+    Owner, SockState,
     config::stats,
     news,
     sock::{SOURCE_SOCK_OPS, WATCH_CB_FLAGS},
@@ -37,12 +37,15 @@ use lifeline_common::{
 use crate::{
     keepalive,
     maps::{
-        ADOPT, ENDPOINT_PEERS, OWNERS, PORTS, SCRATCH, SOCKETS, TUPLES, config_flag, count, news,
+        ADOPT, ENDPOINT_PEERS, ENDPOINT_QUOTA, OWNERS, PEER_OWNERS, PORTS, SCRATCH, SOCKETS,
+        TUPLES, config_flag, count, news,
     },
 };
 
 const AF_INET: u32 = 2;
 const TCP_ESTABLISHED: u8 = 1;
+/// `BPF_NOEXIST` (<https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/bpf.h>).
+const BPF_NOEXIST: u64 = 1;
 
 #[sock_ops]
 pub fn lifeline_sockops(ctx: SockOpsContext) -> u32 {
@@ -76,18 +79,13 @@ fn on_established(ctx: &SockOpsContext) {
         return;
     }
     let cookie = cookie(ctx);
-    // No owner record: the connect did not come from the agent's namespace (or predates
-    // the agent, and is adopted through sock_diag instead).
-    // SAFETY: plain-old-data copied out of the map value.
-    let Some(owner) = OWNERS.get_ptr(cookie).map(|o| unsafe { *o }) else {
+    // No owner record in either map: the connect did not come from the agent's namespace,
+    // could never be a target (`crate::owner` skipped it), or predates the agent (adopted
+    // through sock_diag instead). The entry is the only sign of the namespace here:
+    // `bpf_get_netns_cookie` reaches `sock_ops` only in 5.15.
+    let Some(owner) = take_owner(cookie) else {
         return;
     };
-    // Copied into the record from here on: the entry goes now, not at close, so `OWNERS`
-    // holds only connects in flight. Every `connect4` insert rotates the LRU lists
-    // (<https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/bpf_lru_list.c>,
-    // `__bpf_lru_list_rotate`), and with every watched socket's entry kept there it walked
-    // cold nodes: over a microsecond per connect.
-    let _ = OWNERS.remove(cookie);
     let ip = Addresses::read(ctx);
     let mut reasons = owner.reasons;
     if config_flag(WATCH_ENDPOINT) && is_endpoint_peer(ctx.family(), &ip, port) {
@@ -97,7 +95,17 @@ fn on_established(ctx: &SockOpsContext) {
         // Not a target: nothing is recorded or armed on it, it costs nothing from here on.
         return;
     }
+    // Only its peer makes it a target: any process's connection to the API address, so it
+    // may hold only its share of `SOCKETS`, and targets keep the rest.
+    let peer_only = reasons == BY_ENDPOINT;
+    if peer_only && ENDPOINT_QUOTA.insert(cookie, 1, BPF_NOEXIST).is_err() {
+        count(stats::ENDPOINT_QUOTA_FULL);
+        return;
+    }
     let Some(s) = SCRATCH.get_ptr_mut(0) else {
+        if peer_only {
+            let _ = ENDPOINT_QUOTA.remove(cookie);
+        }
         return;
     };
     // SAFETY: this CPU's slot; nothing else runs on this CPU while the program does.
@@ -136,6 +144,9 @@ fn on_established(ctx: &SockOpsContext) {
     )]
     let inserted = SOCKETS.insert(cookie, &*s, 0);
     if inserted.is_err() {
+        if peer_only {
+            let _ = ENDPOINT_QUOTA.remove(cookie);
+        }
         // Loud, never silent: the agent reports this counter and logs every drop.
         count(stats::SOCKETS_FULL);
         error!(
@@ -147,7 +158,7 @@ fn on_established(ctx: &SockOpsContext) {
     // So the `setsockopt` hook finds the record when the application sets its own keepalive
     // after connect (`crate::sockopt`). Full: that hook leaves the socket's options alone.
     let _ = TUPLES.insert(
-        tuple(s),
+        SockKey::of(s),
         AppSet {
             cookie,
             ..AppSet::default()
@@ -165,6 +176,25 @@ fn on_established(ctx: &SockOpsContext) {
     }
     count(stats::WATCHED);
     news(cookie, news::ESTABLISHED, 0);
+}
+
+/// The socket's owner entry, from `OWNERS` (targets) or `PEER_OWNERS` (connects to an
+/// endpoint address), removed there. Copied into the record from here on: the entry goes
+/// now, not at close, so the maps hold only connects in flight. Every `connect4` insert
+/// rotates the LRU lists
+/// (<https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/bpf_lru_list.c>,
+/// `__bpf_lru_list_rotate`), and with every watched socket's entry kept there it walked
+/// cold nodes: over a microsecond per connect.
+fn take_owner(cookie: u64) -> Option<Owner> {
+    // SAFETY: plain-old-data copied out of the map value.
+    if let Some(o) = OWNERS.get_ptr(cookie).map(|o| unsafe { *o }) {
+        let _ = OWNERS.remove(cookie);
+        return Some(o);
+    }
+    // SAFETY: as above.
+    let o = PEER_OWNERS.get_ptr(cookie).map(|o| unsafe { *o })?;
+    let _ = PEER_OWNERS.remove(cookie);
+    Some(o)
 }
 
 /// Every address field, read up front with one volatile load each. Context fields are
@@ -217,18 +247,6 @@ fn is_endpoint_peer(family: u32, ip: &Addresses, port: u16) -> bool {
         copy_ip6(&mut key.addr, ip.remote6);
     }
     ENDPOINT_PEERS.get_ptr(key).is_some()
-}
-
-/// The record's addresses as the `TUPLES` key.
-pub fn tuple(s: &SockState) -> SockKey {
-    SockKey {
-        local: s.local_addr,
-        peer: s.peer_addr,
-        family: s.family,
-        local_port: s.local_port,
-        peer_port: s.peer_port,
-        pad: 0,
-    }
 }
 
 fn copy_ip6(dst: &mut [u8; 16], words: [u32; 4]) {
@@ -284,11 +302,12 @@ fn on_state(ctx: &SockOpsContext) {
     if new_state == BPF_TCP_CLOSE {
         if let Some(rec) = SOCKETS.get_ptr(cookie) {
             // SAFETY: map value of the right type, read under the socket's lock.
-            let key = tuple(unsafe { &*rec });
+            let key = SockKey::of(unsafe { &*rec });
             let _ = TUPLES.remove(key);
         }
         // Only a recorded socket is news; the others were never the agent's business.
         if SOCKETS.remove(cookie).is_ok() {
+            let _ = ENDPOINT_QUOTA.remove(cookie);
             news(cookie, news::CLOSE, 0);
         }
         let _ = ADOPT.remove(cookie);

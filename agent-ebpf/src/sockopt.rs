@@ -102,6 +102,7 @@ fn try_setsockopt<const NETNS: bool>(ctx: &SockoptContext) -> Option<()> {
     #[allow(clippy::cast_sign_loss, reason = "checked positive first")]
     let asked_u = if asked > 0 { asked as u32 } else { 0 };
     app.calls += 1;
+    let before = rec.keepalive;
     let new = match o.optname {
         // Turning keepalive off on a watched socket would blind lifeline to a dead peer.
         SO_KEEPALIVE if o.level == SOL_SOCKET => 1,
@@ -126,8 +127,10 @@ fn try_setsockopt<const NETNS: bool>(ctx: &SockoptContext) -> Option<()> {
     unsafe {
         val.write_volatile(new as i32);
     };
-    if o.level == SOL_TCP {
-        // The record changed: the agent's copy follows the news.
+    // News only when the values in force changed: the agent's copy follows it, and a
+    // loop of the same call on a watched socket (anyone's, for an endpoint client) must
+    // not flood the ring buffer, where it would push out other sockets' news.
+    if rec.keepalive != before {
         news(app.cookie, news::KEEPALIVE, 0);
     }
     Some(())

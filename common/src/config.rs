@@ -17,7 +17,16 @@ pub mod stats {
     /// `UNANSWERED` news sent: keepalive probes of a watched socket went unanswered past the
     /// threshold (`crate::news::UNANSWERED`).
     pub const UNANSWERED: u32 = 4;
-    pub const LEN: u32 = 5;
+    /// A connect to a watched port recorded no owner: its task is no target and its
+    /// destination is none of the endpoint's addresses, so it can never become one
+    /// (`connect4`/`connect6`). Normal for the node's other traffic to those ports; a
+    /// flood of them shows here and costs no map entry.
+    pub const OWNERS_SKIPPED: u32 = 5;
+    /// A socket whose only reason is its peer (an endpoint client, whoever owns it) was not
+    /// recorded because such sockets already hold their share of `SOCKETS`
+    /// (`ENDPOINT_QUOTA`), kept so that they can never crowd out a target's record.
+    pub const ENDPOINT_QUOTA_FULL: u32 = 6;
+    pub const LEN: u32 = 7;
 }
 
 /// Who opened a socket: recorded by the cgroup `connect4`/`connect6` hook, which runs

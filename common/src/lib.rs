@@ -23,6 +23,8 @@ pub use sock::SockState;
 pub mod maps {
     pub const SOCKETS: &str = "SOCKETS";
     pub const OWNERS: &str = "OWNERS";
+    pub const PEER_OWNERS: &str = "PEER_OWNERS";
+    pub const ENDPOINT_QUOTA: &str = "ENDPOINT_QUOTA";
     pub const PORTS: &str = "PORTS";
     pub const COMMS: &str = "COMMS";
     pub const CONFIG: &str = "CONFIG";

@@ -32,6 +32,22 @@ pub struct SockKey {
 
 const _: () = assert!(core::mem::size_of::<SockKey>() == 40);
 
+impl SockKey {
+    /// A record's addresses as its `TUPLES` key: the one key `sock_ops` writes, the
+    /// agent's seed writes, and both remove with the record.
+    #[must_use]
+    pub const fn of(s: &crate::SockState) -> Self {
+        Self {
+            local: s.local_addr,
+            peer: s.peer_addr,
+            family: s.family,
+            local_port: s.local_port,
+            peer_port: s.peer_port,
+            pad: 0,
+        }
+    }
+}
+
 /// `TUPLES` value: which record, and what the application asked for itself.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -24,6 +24,7 @@ pub mod endpoint_checks;
 pub mod endpoint_log;
 pub mod endpoint_scenario;
 pub mod fake_kubelet;
+pub mod hostile;
 pub mod idle_lab;
 pub mod journald;
 pub mod keepalive;

@@ -17,6 +17,35 @@ pub struct Status {
     pub targets: Vec<(String, String)>,
     /// Where they came from ("kubelet pid N --kubeconfig FILE", "--endpoint", ...).
     pub endpoint_source: Option<String>,
+    /// What the agent could not keep, and the connects it skipped (all 0 when absent).
+    pub capacity: Capacity,
+}
+
+/// `sockets_full` and the `capacity` object: counts since the agent started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capacity {
+    pub sockets_full: u64,
+    pub owners_skipped: u64,
+    pub endpoint_quota_full: u64,
+    pub news_lost: u64,
+    pub inbox_dropped: u64,
+}
+
+impl Capacity {
+    fn from_json(v: &Value) -> Self {
+        let n = |k: &str| {
+            v.pointer(&format!("/capacity/{k}"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        Self {
+            sockets_full: v.get("sockets_full").and_then(Value::as_u64).unwrap_or(0),
+            owners_skipped: n("owners_skipped"),
+            endpoint_quota_full: n("endpoint_quota_full"),
+            news_lost: n("news_lost"),
+            inbox_dropped: n("inbox_dropped"),
+        }
+    }
 }
 
 /// One watched socket as the agent sees it.
@@ -94,6 +123,7 @@ impl Status {
                 .get("endpoint_source")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            capacity: Capacity::from_json(v),
         })
     }
 

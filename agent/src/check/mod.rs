@@ -10,6 +10,7 @@ mod endpoint;
 mod host;
 mod probe;
 mod row;
+mod running;
 mod watch;
 
 use std::fmt::Write as _;
@@ -57,6 +58,7 @@ pub fn run(args: &Run) -> Result<()> {
     if let Some(unit) = &args.node.restart_unit {
         rows.push(probe::dbus_row(&args.node.systemd_bus, unit));
     }
+    rows.push(running::capacity_row(&args.report.status_socket));
     rows.push(resolver());
     rows.push(
         match crate::endpoint::lookup_order(&args.endpoint.hosts_file) {

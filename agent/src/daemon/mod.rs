@@ -50,6 +50,8 @@ pub struct Daemon {
     counts: act::Counts,
     /// The probe's counters as read at the last sweep, published in the summary.
     probe_stats: [u64; lifeline_common::config::stats::LEN as usize],
+    /// News the inbox dropped, as of the last sweep.
+    inbox_dropped: u64,
 }
 
 impl Daemon {
@@ -77,6 +79,7 @@ impl Daemon {
             members: Members::default(),
             counts: parts.counts,
             probe_stats: Default::default(),
+            inbox_dropped: 0,
         }
     }
 

@@ -9,7 +9,7 @@ use lifeline_common::{SockState, config::stats};
 
 use crate::{
     act::{Class, Decided, Did},
-    report::status::Snapshot,
+    report::status::{Capacity, Snapshot},
 };
 
 use super::Daemon;
@@ -33,6 +33,7 @@ impl Daemon {
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             endpoint_source: self.follow.as_ref().map(|f| f.source.to_string()),
             sockets_full: self.sockets_full,
+            capacity: Capacity::new(&self.probe_stats, self.inbox_dropped),
             endpoints: self
                 .follow
                 .as_ref()
@@ -70,11 +71,16 @@ impl Daemon {
         }
     }
 
-    /// A full map means sockets go unwatched: say so loudly, every time it grows. Keeps the
-    /// probe's counters for the summary; returns its count of lost news.
+    /// A full map means sockets go unwatched: say so loudly, every time it grows; so for
+    /// the endpoint clients' share and for news the inbox dropped. Keeps the probe's
+    /// counters for the summary; returns the news lost in the kernel and in the inbox
+    /// (either way the whole map is re-read).
     pub(super) fn check_capacity(&mut self) -> Result<u64> {
         let counters = self.probe.stats()?;
+        let was = Capacity::new(&self.probe_stats, self.inbox_dropped);
         self.probe_stats = counters;
+        self.inbox_dropped = self.news.dropped();
+        let now = Capacity::new(&counters, self.inbox_dropped);
         let full = counters[stats::SOCKETS_FULL as usize];
         if full > self.sockets_full {
             tracing::error!(
@@ -84,6 +90,20 @@ impl Daemon {
             );
             self.sockets_full = full;
         }
-        Ok(counters[stats::NEWS_LOST as usize])
+        if now.endpoint_quota_full > was.endpoint_quota_full {
+            tracing::error!(
+                not_watched = now.endpoint_quota_full,
+                new = now.endpoint_quota_full - was.endpoint_quota_full,
+                "the endpoint clients' share of SOCKETS is full: new sockets watched only for their peer are NOT watched"
+            );
+        }
+        if now.inbox_dropped > was.inbox_dropped {
+            tracing::warn!(
+                dropped = now.inbox_dropped,
+                new = now.inbox_dropped - was.inbox_dropped,
+                "the probe's news came faster than the sweeps took it: news dropped, every record is re-read"
+            );
+        }
+        Ok(now.news_lost.saturating_add(now.inbox_dropped))
     }
 }

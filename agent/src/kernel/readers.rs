@@ -12,22 +12,48 @@ use tokio::{
 
 use crate::kernel::probe::Probe;
 
+/// News the inbox holds at most: a full ring buffer and a half (the kernel's holds about
+/// 43,000), 1 MiB. Only a sweep that cannot keep up lets it fill; past it news is dropped
+/// and counted, and the daemon then re-reads the whole map, exactly as for news the kernel
+/// lost, so a flood of news costs bounded memory and nothing is missed.
+pub const INBOX_CAP: usize = 65_536;
+/// Taken off the ring buffer in batches of this many, each handed to the inbox at once.
+const BATCH: usize = 4096;
+
 /// News the reader has taken off the ring buffer and the next sweep has not handled yet.
 #[derive(Clone, Default)]
-pub struct Inbox(Arc<Mutex<Vec<News>>>);
+pub struct Inbox(Arc<Mutex<Queue>>);
+
+#[derive(Default)]
+struct Queue {
+    news: Vec<News>,
+    /// News dropped because the inbox was full, since the start.
+    dropped: u64,
+}
 
 impl Inbox {
     /// Everything received so far, oldest first; the inbox is empty afterwards.
     #[must_use]
     pub fn take(&self) -> Vec<News> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+        std::mem::take(&mut self.lock().news)
+    }
+
+    /// News dropped since the start because the inbox was full (`INBOX_CAP`).
+    #[must_use]
+    pub fn dropped(&self) -> u64 {
+        self.lock().dropped
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn push(&self, batch: &mut Vec<News>) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .append(batch);
+        let mut q = self.lock();
+        let room = INBOX_CAP.saturating_sub(q.news.len()).min(batch.len());
+        q.news.extend(batch.drain(..room));
+        q.dropped += u64::try_from(batch.len()).unwrap_or(u64::MAX);
+        batch.clear();
     }
 }
 
@@ -51,6 +77,9 @@ pub fn spawn_news_reader(probe: &mut Probe, wake: &Arc<Notify>, inbox: &Inbox) -
                 let Some(n) = decode(&item) else { continue };
                 trouble |= matches!(n.kind, news::TROUBLE | news::UNANSWERED);
                 batch.push(n);
+                if batch.len() >= BATCH {
+                    inbox.push(&mut batch);
+                }
             }
             guard.clear_ready();
             inbox.push(&mut batch);
@@ -90,6 +119,31 @@ pub fn spawn_probe_logger(probe: &mut Probe) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_inbox_drops_and_counts_and_takes_again_after_a_sweep() {
+        let inbox = Inbox::default();
+        let n = |cookie| News {
+            cookie,
+            kind: news::STATE,
+            arg: 0,
+        };
+        let mut batch: Vec<News> = (0..INBOX_CAP as u64 - 1).map(n).collect();
+        inbox.push(&mut batch);
+        let mut more = vec![n(1), n(2), n(3)];
+        inbox.push(&mut more);
+        assert!(more.is_empty(), "the batch is handed over whole");
+        assert_eq!(inbox.dropped(), 2, "one fitted, two did not");
+        let taken = inbox.take();
+        assert_eq!(taken.len(), INBOX_CAP);
+        assert_eq!(
+            taken.last(),
+            Some(&n(1)),
+            "the oldest kept, the newest dropped"
+        );
+        inbox.push(&mut vec![n(4)]);
+        assert_eq!((inbox.take(), inbox.dropped()), (vec![n(4)], 2));
+    }
 
     #[test]
     fn a_record_decodes_and_a_short_one_is_skipped() {

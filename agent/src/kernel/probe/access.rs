@@ -9,9 +9,6 @@ use lifeline_common::{SockState, config::stats, maps, sock::ADOPT_PENDING};
 
 use super::{Probe, batch, counters};
 
-/// `BPF_NOEXIST` (include/uapi/linux/bpf.h): insert only if the key is absent.
-const BPF_NOEXIST: u64 = 1;
-
 impl Probe {
     /// Hand the probe's log ring buffer to a task that forwards it into `tracing`.
     ///
@@ -58,35 +55,6 @@ impl Probe {
     pub fn stats(&self) -> Result<[u64; stats::LEN as usize]> {
         let map: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map(maps::STATS)?)?;
         counters::sum(&map)
-    }
-
-    /// Record a socket found by `sock_diag` unless the kernel side already has it; `true`
-    /// when recorded now.
-    ///
-    /// # Errors
-    /// When the map is full or cannot be written.
-    pub fn seed(&mut self, cookie: u64, state: &SockState) -> Result<bool> {
-        let mut map: HashMap<&mut MapData, u64, SockState> =
-            HashMap::try_from(self.map_mut(maps::SOCKETS)?)?;
-        match map.insert(cookie, state, BPF_NOEXIST) {
-            Err(aya::maps::MapError::SyscallError(e))
-                if e.io_error.raw_os_error() == Some(libc::EEXIST) =>
-            {
-                Ok(false)
-            }
-            r => r
-                .map(|()| true)
-                .context("SOCKETS map full: a pre-existing socket is NOT watched"),
-        }
-    }
-
-    /// Drop a record whose socket no longer exists.
-    pub fn forget(&mut self, cookie: u64) {
-        if let Ok(m) = self.map_mut(maps::SOCKETS)
-            && let Ok(mut map) = HashMap::<&mut MapData, u64, SockState>::try_from(m)
-        {
-            let _ = map.remove(&cookie);
-        }
     }
 
     /// Arm `sock_ops` callbacks on pre-existing sockets through the TCP iterator.

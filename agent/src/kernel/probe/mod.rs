@@ -16,6 +16,7 @@ mod attach;
 mod batch;
 mod btf;
 mod counters;
+mod entries;
 mod keepalive_fn;
 mod maps_setup;
 mod object;
@@ -67,6 +68,13 @@ fn owners_entries() -> u32 {
     cpus.saturating_mul(1024).max(16_384)
 }
 
+/// The share of `SOCKETS` that sockets watched only for their peer may hold: a quarter, so
+/// that anyone's connections to the API address can never take the records targets need.
+#[must_use]
+pub fn endpoint_quota(max_sockets: u32) -> u32 {
+    (max_sockets / 4).max(1)
+}
+
 impl Probe {
     /// Load the object, fill the configuration maps and attach every program.
     ///
@@ -88,6 +96,8 @@ impl Probe {
             .map_max_entries(maps::SOCKETS, cfg.max_sockets)
             .map_max_entries(maps::TUPLES, cfg.max_sockets)
             .map_max_entries(maps::OWNERS, owners_entries())
+            .map_max_entries(maps::PEER_OWNERS, owners_entries())
+            .map_max_entries(maps::ENDPOINT_QUOTA, endpoint_quota(cfg.max_sockets))
             .load(object)
             .map_err(|e| crate::kernel::errors::explain_load(&e))?;
         configure(&mut ebpf, cfg)?;

@@ -150,7 +150,7 @@ impl Metrics {
     /// and gone now drop to 0.
     pub fn observe(&self, s: &Snapshot, seen: &mut HashSet<String>) {
         let m = &*self.0;
-        m.probe.observe(&s.probe_stats);
+        m.probe.observe(&s.probe_stats, s.capacity.inbox_dropped);
         m.watched.set(i64::try_from(s.watched).unwrap_or(i64::MAX));
         seen.extend(s.verdicts.keys().cloned());
         for v in seen.iter() {

@@ -15,29 +15,62 @@ use prometheus_client::{
 };
 
 /// Which counters are exported, as (name, help, `stats` index).
-const EXPORTED: [(&str, &str, u32); 1] = [(
-    "probe_unanswered_news",
-    "Keepalive probes of watched idle sockets that the kernel reported unanswered past the threshold (news, no sock_diag read)",
-    stats::UNANSWERED,
-)];
+const EXPORTED: [(&str, &str, u32); 5] = [
+    (
+        "probe_unanswered_news",
+        "Keepalive probes of watched idle sockets that the kernel reported unanswered past the threshold (news, no sock_diag read)",
+        stats::UNANSWERED,
+    ),
+    (
+        "probe_sockets_full",
+        "Sockets NOT watched because the probe's SOCKETS map was full (raise --max-sockets)",
+        stats::SOCKETS_FULL,
+    ),
+    (
+        "probe_endpoint_quota_full",
+        "Sockets watched only for their peer (endpoint clients) NOT watched because their share of SOCKETS, a quarter, was full",
+        stats::ENDPOINT_QUOTA_FULL,
+    ),
+    (
+        "probe_news_lost",
+        "News the probe could not queue in its ring buffer (each loss makes the agent re-read every record)",
+        stats::NEWS_LOST,
+    ),
+    (
+        "probe_owners_skipped",
+        "Connects to a watched port that recorded nothing: no target, not to an endpoint address (the node's other traffic; no loss)",
+        stats::OWNERS_SKIPPED,
+    ),
+];
+
+/// The agent's own count beside them: news its inbox had no room for.
+const INBOX_DROPPED: (&str, &str) = (
+    "news_inbox_dropped",
+    "News the agent's inbox had no room for (each loss makes the agent re-read every record)",
+);
 
 /// 0 until the first sweep; a clone shows the same values.
 #[derive(Clone, Debug, Default)]
-pub struct ProbeCounters(Arc<[AtomicU64; stats::LEN as usize]>);
+pub struct ProbeCounters(Arc<([AtomicU64; stats::LEN as usize], AtomicU64)>);
 
 impl ProbeCounters {
-    /// The counters as of a sweep (`Snapshot::probe_stats`).
-    pub fn observe(&self, values: &[u64; stats::LEN as usize]) {
-        for (slot, value) in self.0.iter().zip(values) {
+    /// The counters as of a sweep (`Snapshot::probe_stats`, `Capacity::inbox_dropped`).
+    pub fn observe(&self, values: &[u64; stats::LEN as usize], inbox_dropped: u64) {
+        for (slot, value) in self.0.0.iter().zip(values) {
             slot.store(*value, Ordering::Relaxed);
         }
+        self.0.1.store(inbox_dropped, Ordering::Relaxed);
     }
 }
 
 impl Collector for ProbeCounters {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        for (name, help, index) in EXPORTED {
-            let counter = ConstCounter::new(self.0[index as usize].load(Ordering::Relaxed));
+        let values = EXPORTED
+            .iter()
+            .map(|(name, help, index)| (*name, *help, &self.0.0[*index as usize]))
+            .chain([(INBOX_DROPPED.0, INBOX_DROPPED.1, &self.0.1)]);
+        for (name, help, value) in values {
+            let counter = ConstCounter::new(value.load(Ordering::Relaxed));
             counter.encode(encoder.encode_descriptor(
                 name,
                 help,

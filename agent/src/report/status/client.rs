@@ -5,20 +5,48 @@ use std::{
     io::{Read as _, Write},
     os::unix::net::UnixStream,
     path::Path,
+    time::Duration,
 };
 
 use anyhow::{Context as _, Result, anyhow};
 
 use super::Snapshot;
 
+/// A daemon that cannot even accept (out of descriptors, stopped) must not hang us: its
+/// server answers or closes within `ANSWER_TIMEOUT`, so twice that is no answer at all.
+fn patience() -> Duration {
+    super::server::ANSWER_TIMEOUT * 2
+}
+
 /// Read the running daemon's snapshot.
 ///
 /// # Errors
 /// When no daemon answers at `path`, or its answer is not a snapshot.
 pub fn fetch(path: &Path) -> Result<Snapshot> {
+    fetch_within(path, patience())
+}
+
+/// `fetch`, each read waiting at most `timeout` (`lifeline check` must not hang on a
+/// daemon that accepts and never answers).
+///
+/// # Errors
+/// As `fetch`, and when a read times out.
+pub fn fetch_within(path: &Path, timeout: Duration) -> Result<Snapshot> {
     let mut body = Vec::new();
-    copy_json(path, &mut body)?;
+    copy_from(connect(path, timeout)?, path, timeout, &mut body)?;
     serde_json::from_slice(&body).context("the daemon's status is not valid JSON")
+}
+
+fn connect(path: &Path, timeout: Duration) -> Result<UnixStream> {
+    let conn = UnixStream::connect(path).map_err(|e| {
+        anyhow!(
+            "cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)",
+            path.display()
+        )
+    })?;
+    conn.set_read_timeout(Some(timeout))
+        .context("setting the status socket's read timeout")?;
+    Ok(conn)
 }
 
 /// `lifeline status --json`: the daemon's answer copied to `out` as it arrives, so 100,000
@@ -28,17 +56,15 @@ pub fn fetch(path: &Path) -> Result<Snapshot> {
 /// # Errors
 /// When no daemon answers at `path`, or its answer is not a JSON object.
 pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
-    let mut conn = UnixStream::connect(path).map_err(|e| {
-        anyhow!(
-            "cannot reach the lifeline daemon at {}: {e} (is `lifeline run` running?)",
-            path.display()
-        )
-    })?;
-    // A daemon that cannot even accept (out of descriptors, stopped) must not hang us: its
-    // server answers or closes within ANSWER_TIMEOUT, so twice that is no answer at all.
-    let patience = super::server::ANSWER_TIMEOUT * 2;
-    conn.set_read_timeout(Some(patience))
-        .context("setting the status socket's read timeout")?;
+    copy_from(connect(path, patience())?, path, patience(), out)
+}
+
+fn copy_from(
+    mut conn: UnixStream,
+    path: &Path,
+    timeout: Duration,
+    out: &mut impl Write,
+) -> Result<()> {
     let mut buf = vec![0u8; 1 << 16];
     let mut first = true;
     let mut last = 0u8;
@@ -47,11 +73,18 @@ pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => anyhow::bail!(
-                "the lifeline daemon at {} sent nothing for {} s (busy, stopped, or out of descriptors)",
-                path.display(),
-                patience.as_secs()
-            ),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                anyhow::bail!(
+                    "the lifeline daemon at {} sent nothing for {} s (busy, stopped, or out of descriptors)",
+                    path.display(),
+                    timeout.as_secs()
+                )
+            }
             Err(e) => return Err(e).context("reading the daemon's status"),
         };
         anyhow::ensure!(

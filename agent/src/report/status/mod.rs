@@ -1,12 +1,14 @@
 //! `lifeline status`: the daemon answers on a Unix socket with a snapshot built for the
 //! request; the command reads it and prints a table (or the JSON).
 
+mod capacity;
 mod client;
 pub mod server;
 pub mod socket;
 mod table;
 
-pub use client::{fetch, print_json};
+pub use capacity::Capacity;
+pub use client::{fetch, fetch_within, print_json};
 pub use table::render;
 
 use serde::{Deserialize, Serialize};
@@ -26,6 +28,9 @@ pub struct Snapshot {
     pub endpoints: Vec<crate::endpoint::EndpointStatus>,
     /// Sockets the probe could not record because its map was full.
     pub sockets_full: u64,
+    /// The other counts of what could not be kept (and of connects skipped).
+    #[serde(default)]
+    pub capacity: Capacity,
     /// Each watch target and its state (`present`, `waiting`, `active`).
     #[serde(default)]
     pub targets: Vec<crate::watch::TargetStatus>,

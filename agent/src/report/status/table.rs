@@ -24,6 +24,18 @@ pub fn render(s: &Snapshot) -> String {
             String::new()
         }
     );
+    // The other losses, one line each (SOCKETS full is on the first line), and the
+    // connects that recorded nothing, which are no loss.
+    for w in s.capacity.warnings(0) {
+        let _ = writeln!(out, "WARNING: {w}");
+    }
+    if s.capacity.owners_skipped > 0 {
+        let _ = writeln!(
+            out,
+            "skipped connects: {} to watched ports recorded nothing (no target, not to an endpoint address)",
+            s.capacity.owners_skipped
+        );
+    }
     for t in &s.targets {
         let id = t
             .cgroup_id

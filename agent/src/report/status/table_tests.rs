@@ -70,3 +70,26 @@ fn the_owner_column_says_what_became_of_the_owner() {
     ));
     assert!(unknown.is_err(), "an owner state this agent does not know");
 }
+
+#[test]
+fn losses_are_warnings_and_skipped_connects_a_plain_line() {
+    let mut s = snapshot(&[]);
+    assert!(!render(&s).contains("WARNING"), "{}", render(&s));
+    s.capacity.owners_skipped = 250_000;
+    s.capacity.endpoint_quota_full = 2;
+    s.capacity.inbox_dropped = 7;
+    let table = render(&s);
+    assert!(
+        table.contains("\nskipped connects: 250000 to watched ports recorded nothing"),
+        "{table}"
+    );
+    let warnings: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("WARNING: "))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{table}");
+    assert!(
+        warnings[1].contains("0 in the kernel's ring buffer, 7 past"),
+        "{table}"
+    );
+}
