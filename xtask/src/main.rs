@@ -3,6 +3,7 @@
 //! Arguments are parsed by hand: the library half of this crate is a build-dependency of the
 //! agent and is kept to anyhow alone, and a handful of subcommands with a few flags each do not need clap.
 
+mod arch;
 mod bench;
 mod cargo_run;
 mod deb;

@@ -71,6 +71,20 @@ pub fn ensure() -> Result<()> {
     install(&pkgs)
 }
 
+/// The tools that handle every architecture's binary (the host's `strip` reads x86 only),
+/// installed when missing: `cargo xtask image` and `deb` need them without the lab's packages.
+///
+/// # Errors
+/// As `ensure`.
+pub fn ensure_cross() -> Result<()> {
+    let needed: Vec<_> = crate::arch::ALL.iter().map(|a| a.strip).collect();
+    let pkgs = missing(&needed);
+    if pkgs.is_empty() {
+        return Ok(());
+    }
+    install(&pkgs)
+}
+
 /// The kernel matrix's packages, installed when missing. busybox-static is checked by
 /// package: a dynamic busybox would be found on PATH as well, and cannot run in an
 /// initramfs.
