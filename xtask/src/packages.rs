@@ -39,6 +39,7 @@ const NEEDED: &[(&str, &str)] = &[
 /// virtiofsd), the initramfs' static busybox, and the tools that unpack a kernel package.
 const MATRIX: &[(&str, &str)] = &[
     ("qemu-system-x86_64", "qemu-system-x86"),
+    ("qemu-system-aarch64", "qemu-system-arm"),
     ("cpio", "cpio"),
     ("depmod", "kmod"),
     ("dpkg-deb", "dpkg"),
