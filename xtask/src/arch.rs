@@ -1,4 +1,4 @@
-//! The architectures lifeline ships for: one static musl binary each, built on this x86_64
+//! The architectures lifeline ships for: one static musl binary each, built on this `x86_64`
 //! host. The eBPF object is the same little-endian `bpfel` object for both (it is built for
 //! `bpfel-unknown-none`, not for the agent's target) and everything it reads of kernel
 //! structures is relocated from the running kernel's BTF, so only the user-space build differs.

@@ -11,6 +11,7 @@ mod arm64;
 mod build;
 mod fetch;
 mod initrd;
+mod initrd_arm64;
 mod report;
 mod report_arm64;
 mod results;

@@ -1,7 +1,7 @@
 //! docs/KERNELS.md from the guests' results (results.rs): per kernel, each feature of
 //! `lifeline_common::features` as the tests reported it, each test's outcome and time, and
 //! what `lifeline check` printed there; the arm64 kernels' checks after them
-//! (report_arm64.rs). A failed test or a feature no passing test reported
+//! (`report_arm64.rs`). A failed test or a feature no passing test reported
 //! on some kernel fails the run (after the document is written, so it shows which).
 
 use std::{fmt::Write as _, fs, path::Path};
@@ -26,7 +26,7 @@ pub fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
             .any(|s| s.name == r.series && s.arch.name == "arm64")
     });
     let guests: Vec<Guest<'_>> = amd.into_iter().map(read).collect();
-    let commit = commit(ws);
+    let commit = report_arm64::commit(ws);
     let mut md = String::from("# lifeline on the kernels nodes run\n\n");
     let _ = writeln!(
         md,
@@ -117,21 +117,6 @@ pub fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
             "the kernel matrix failed: {}",
             failures.join("; ")
         )))
-    }
-}
-
-/// The commit the run tested, marked when the tree had other changes than this document.
-pub(super) fn commit(ws: &Path) -> String {
-    let git = |args: &[&str]| {
-        let mut cmd = std::process::Command::new("git");
-        xtask::process::capture("git", cmd.current_dir(ws).args(args)).unwrap_or_default()
-    };
-    let hash = git(&["rev-parse", "--short", "HEAD"]);
-    let changed = git(&["status", "--porcelain", "--untracked-files=no"]);
-    if changed.lines().all(|l| l.ends_with("docs/KERNELS.md")) {
-        hash
-    } else {
-        format!("{hash} with local changes")
     }
 }
 

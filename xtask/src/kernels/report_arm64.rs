@@ -23,7 +23,7 @@ pub fn replace(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
     let mut md = old[..old.find(HEADING).unwrap_or(old.len())].to_owned();
     let mut failures = Vec::new();
     let runs: Vec<&Run> = runs.iter().collect();
-    write(&super::report::commit(ws), &runs, &mut md, &mut failures);
+    write(&commit(ws), &runs, &mut md, &mut failures);
     fs::write(doc, md)?;
     Ok(if failures.is_empty() {
         Ok(())
@@ -88,5 +88,20 @@ pub fn write(commit: &str, runs: &[&Run], md: &mut String, failures: &mut Vec<St
             "\n### {} ({}, Debian package {})\n\n`lifeline check` there:\n\n```\n{check}```",
             r.release, r.series, r.version
         );
+    }
+}
+
+/// The commit the run tested, marked when the tree had other changes than this document.
+pub(super) fn commit(ws: &Path) -> String {
+    let git = |args: &[&str]| {
+        let mut cmd = std::process::Command::new("git");
+        xtask::process::capture("git", cmd.current_dir(ws).args(args)).unwrap_or_default()
+    };
+    let hash = git(&["rev-parse", "--short", "HEAD"]);
+    let changed = git(&["status", "--porcelain", "--untracked-files=no"]);
+    if changed.lines().all(|l| l.ends_with("docs/KERNELS.md")) {
+        hash
+    } else {
+        format!("{hash} with local changes")
     }
 }
