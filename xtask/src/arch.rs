@@ -17,6 +17,9 @@ pub struct Arch {
     pub strip: (&'static str, &'static str),
     /// The name of its build step in the phase summary.
     pub phase: &'static str,
+    /// How this `x86_64` host runs its binary: natively, or under qemu's user-mode emulator
+    /// (`qemu-user`, without binfmt registration: the host's exec behaviour is unchanged).
+    pub emulator: Option<(&'static str, &'static str)>,
 }
 
 pub const AMD64: Arch = Arch {
@@ -24,6 +27,7 @@ pub const AMD64: Arch = Arch {
     name: "amd64",
     strip: ("strip", "binutils"),
     phase: "musl build amd64",
+    emulator: None,
 };
 
 pub const ARM64: Arch = Arch {
@@ -31,6 +35,7 @@ pub const ARM64: Arch = Arch {
     name: "arm64",
     strip: ("aarch64-linux-gnu-strip", "binutils-aarch64-linux-gnu"),
     phase: "musl build arm64",
+    emulator: Some(("qemu-aarch64", "qemu-user")),
 };
 
 /// In the order of the image index (the host's own first).

@@ -44,6 +44,7 @@ pub fn build(ws: &Path, phases: &mut Phases) -> Result<oci::Image> {
     let mut bins = Vec::new();
     for a in arch::ALL {
         let bin = phases.run(a.phase, || release_musl(ws, a))?;
+        runs(ws, a, &bin)?;
         bins.push((a, bin));
     }
     phases.run("image", || oci::assemble(ws, &bins))
@@ -80,6 +81,34 @@ pub fn release_musl(ws: &Path, arch: &Arch) -> Result<PathBuf> {
         );
     }
     Ok(bin)
+}
+
+/// The binary starts and names itself (`lifeline <version>`), on this host natively or under
+/// qemu's user-mode emulator: a cross build that links but cannot run fails here, not on a node.
+fn runs(ws: &Path, arch: &Arch, bin: &Path) -> Result<()> {
+    let mut cmd = match arch.emulator {
+        Some((qemu, _)) => {
+            let mut c = Command::new(qemu);
+            c.arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let out = capture(
+        &format!("running the {} binary", arch.name),
+        cmd.arg("--version"),
+    )?;
+    let want = format!("lifeline {}", crate::meta::Meta::read(ws)?.version);
+    if out.trim() != want {
+        bail!(
+            "the {} binary {} printed {:?} for --version, not {want:?}",
+            arch.name,
+            bin.display(),
+            out.trim()
+        );
+    }
+    eprintln!("xtask: {} binary: {want}", arch.name);
+    Ok(())
 }
 
 /// Whether an ELF64 executable asks for a program interpreter (`PT_INTERP`): a static

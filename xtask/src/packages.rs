@@ -72,13 +72,16 @@ pub fn ensure() -> Result<()> {
     install(&pkgs)
 }
 
-/// The tools that handle every architecture's binary (the host's `strip` reads x86 only),
-/// installed when missing: `cargo xtask image` and `deb` need them without the lab's packages.
+/// The tools that handle every architecture's binary (the host's `strip` reads x86 only; qemu
+/// runs the arm64 one), installed when missing: `cargo xtask image` and `deb` need them without the lab's packages.
 ///
 /// # Errors
 /// As `ensure`.
 pub fn ensure_cross() -> Result<()> {
-    let needed: Vec<_> = crate::arch::ALL.iter().map(|a| a.strip).collect();
+    let arches = crate::arch::ALL.iter();
+    let needed: Vec<_> = (arches.clone().map(|a| a.strip))
+        .chain(arches.filter_map(|a| a.emulator))
+        .collect();
     let pkgs = missing(&needed);
     if pkgs.is_empty() {
         return Ok(());
