@@ -1,6 +1,7 @@
-//! `cargo xtask image`: the container image, `target/image/lifeline-<version>.oci.tar`. The
-//! agent built for musl is one static file (the eBPF object is embedded by its build
-//! script), so the image is that file and nothing else, assembled by `oci.rs`.
+//! `cargo xtask image`: the container image, `target/image/lifeline-<version>.oci.tar`, for
+//! amd64 and arm64 (`arch.rs`). The agent built for musl is one static file (the eBPF object
+//! is embedded by its build script), so each image is that file and nothing else, assembled
+//! into one multi-arch archive by `oci.rs`.
 
 use std::{
     path::{Path, PathBuf},
@@ -10,21 +11,25 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 use xtask::process::{Output, capture, run};
 
-use crate::{Phases, cargo_run, oci};
-
-/// The one target the image is built for: static, no libc needed at run time.
-pub const MUSL: &str = "x86_64-unknown-linux-musl";
+use crate::{
+    Phases,
+    arch::{self, Arch},
+    cargo_run, oci,
+};
 
 /// Builds the image and returns the archive's path.
 pub fn image(ws: &Path, phases: &mut Phases) -> Result<PathBuf> {
     crate::build_ebpf(ws, phases)?;
-    let bin = phases.run("musl build", || release_musl(ws))?;
-    let image = phases.run("image", || oci::assemble(ws, &bin))?;
+    let image = build(ws, phases)?;
     let size = std::fs::metadata(&image.archive)?.len();
+    let layers: Vec<String> = (image.layers.iter())
+        .map(|(a, n)| format!("{a} {} KiB", n / 1024))
+        .collect();
     eprintln!(
-        "xtask: image {} ({} KiB compressed layer, {} KiB archive): {}",
+        "xtask: image {} (index sha256:{}; compressed layers {}; {} KiB archive): {}",
         image.name,
-        image.layer_size / 1024,
+        image.index,
+        layers.join(", "),
         size / 1024,
         image.archive.display()
     );
@@ -32,28 +37,42 @@ pub fn image(ws: &Path, phases: &mut Phases) -> Result<PathBuf> {
     Ok(image.archive)
 }
 
-/// `cargo build --release --target x86_64-unknown-linux-musl -p lifeline` (adding the target
-/// to the toolchain first when missing); the path of the static binary.
-pub fn release_musl(ws: &Path) -> Result<PathBuf> {
+/// The static binary of every architecture and the archive, once the eBPF object is built
+/// (also for the lab's container test, which loads the same archive an operator would).
+pub fn build(ws: &Path, phases: &mut Phases) -> Result<oci::Image> {
+    phases.run("cross tools", crate::packages::ensure_cross)?;
+    let mut bins = Vec::new();
+    for a in arch::ALL {
+        let bin = phases.run(a.phase, || release_musl(ws, a))?;
+        runs(ws, a, &bin)?;
+        bins.push((a, bin));
+    }
+    phases.run("image", || oci::assemble(ws, &bins))
+}
+
+/// `cargo build --release --target <triple> -p lifeline` (adding the target to the toolchain
+/// first when missing); the path of the static binary.
+pub fn release_musl(ws: &Path, arch: &Arch) -> Result<PathBuf> {
+    let musl = arch.triple;
     let installed = capture(
         "listing the toolchain's targets",
         Command::new("rustup")
             .current_dir(ws)
             .args(["target", "list", "--installed"]),
     )?;
-    if !installed.lines().any(|l| l.trim() == MUSL) {
+    if !installed.lines().any(|l| l.trim() == musl) {
         run(
-            &format!("adding the {MUSL} target"),
+            &format!("adding the {musl} target"),
             Command::new("rustup")
                 .current_dir(ws)
-                .args(["target", "add", MUSL]),
+                .args(["target", "add", musl]),
             Output::Inherit,
         )?;
     }
-    let args = ["build", "--release", "-p", "lifeline", "--target", MUSL];
-    cargo_run::cargo(ws, "building lifeline for musl", &args)?;
+    let args = ["build", "--release", "-p", "lifeline", "--target", musl];
+    cargo_run::cargo(ws, &format!("building lifeline for {musl}"), &args)?;
     let bin = cargo_run::target_dir(ws)?
-        .join(MUSL)
+        .join(musl)
         .join("release/lifeline");
     if has_interpreter(&bin)? {
         bail!(
@@ -62,6 +81,34 @@ pub fn release_musl(ws: &Path) -> Result<PathBuf> {
         );
     }
     Ok(bin)
+}
+
+/// The binary starts and names itself (`lifeline <version>`), on this host natively or under
+/// qemu's user-mode emulator: a cross build that links but cannot run fails here, not on a node.
+fn runs(ws: &Path, arch: &Arch, bin: &Path) -> Result<()> {
+    let mut cmd = match arch.emulator {
+        Some((qemu, _)) => {
+            let mut c = Command::new(qemu);
+            c.arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let out = capture(
+        &format!("running the {} binary", arch.name),
+        cmd.arg("--version"),
+    )?;
+    let want = format!("lifeline {}", crate::meta::Meta::read(ws)?.version);
+    if out.trim() != want {
+        bail!(
+            "the {} binary {} printed {:?} for --version, not {want:?}",
+            arch.name,
+            bin.display(),
+            out.trim()
+        );
+    }
+    eprintln!("xtask: {} binary: {want}", arch.name);
+    Ok(())
 }
 
 /// Whether an ELF64 executable asks for a program interpreter (`PT_INTERP`): a static

@@ -30,8 +30,7 @@ pub fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
     })?;
     phases.run("go fixture", || crate::gofixture::build(ws))?;
     // The container lab test runs the image the README tells fleets to build.
-    let bin = phases.run("musl build", || crate::image::release_musl(ws))?;
-    let image = phases.run("image", || crate::oci::assemble(ws, &bin))?;
+    let image = crate::image::build(ws, phases)?;
     let lifeline = target_dir(ws)?.join("debug/lifeline");
     let log = target_dir(ws)?.join("lab-quiet-lane.log");
     let env = [

@@ -3,6 +3,7 @@
 //! Arguments are parsed by hand: the library half of this crate is a build-dependency of the
 //! agent and is kept to anyhow alone, and a handful of subcommands with a few flags each do not need clap.
 
+mod arch;
 mod bench;
 mod cargo_run;
 mod deb;
@@ -43,7 +44,10 @@ commands:
     --kernel K     instead, the kernel matrix: boot Debian's cloud kernel K (5.10, 6.1,
                    6.12, a comma-separated list, or all) under qemu and run `lifeline check`
                    and the kernel-dependent lab tests in it (about 4 minutes per kernel);
-                   `all` writes docs/KERNELS.md, a subset target/kernels/KERNELS.md
+                   arm64-6.1 and arm64-6.12 boot Debian's arm64 kernels under
+                   qemu-system-aarch64 and run `lifeline check` there (under a minute each);
+                   `all` writes docs/KERNELS.md, both arm64 kernels only its arm64 section,
+                   another subset target/kernels/KERNELS.md
   lint         cargo fmt --check, the import gate (no import circles; prints each crate's
                longest import chain), the judge's purity (no I/O crate among its
                dependencies), setup, clippy pedantic on the host crates, clippy on
@@ -72,10 +76,12 @@ commands:
                    of docs/BENCHMARKS.md and docs/bench-fleet.svg
     --fleet-nodes N  nodes per contender (default 100; sized down to the 64 programs the
                    kernel attaches per cgroup, see the report)
-  deb          build the Debian package (installs cargo-deb when missing), with man pages
-               and shell completions: target/debian/lifeline_<version>_<arch>.deb
-  image        build the container image (a static musl binary, nothing else) as an OCI
-               archive and print its path: target/image/lifeline-<version>.oci.tar
+  deb          build the Debian packages for amd64 and arm64 (installs cargo-deb when
+               missing), with man pages and shell completions:
+               target/debian/lifeline_<version>_<arch>.deb
+  image        build the container image for amd64 and arm64 (a static musl binary each,
+               nothing else) as one multi-arch OCI archive and print its path:
+               target/image/lifeline-<version>.oci.tar
 
 demo, test, bench, deb and image run setup first too. Without the pinned nightly or bpf-linker
 `cargo build -p lifeline` fails with one line naming `cargo xtask setup`;

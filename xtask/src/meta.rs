@@ -48,9 +48,9 @@ impl Meta {
         })
     }
 
-    /// The image configuration: entry point, labels, the one layer's uncompressed digest.
+    /// The image configuration for `arch` (OCI platform name): entry point, labels, the one layer's uncompressed digest.
     #[must_use]
-    pub fn config_json(&self, diff_id: &str) -> String {
+    pub fn config_json(&self, arch: &str, diff_id: &str) -> String {
         let labels = [
             ("org.opencontainers.image.title", "lifeline"),
             ("org.opencontainers.image.description", &self.description),
@@ -65,7 +65,7 @@ impl Meta {
         .collect::<Vec<_>>()
         .join(",");
         format!(
-            r#"{{"architecture":"amd64","os":"linux","created":{},"config":{{"User":"0","Env":["PATH=/usr/bin"],"Entrypoint":["/usr/bin/lifeline"],"Cmd":["run"],"Labels":{{{labels}}}}},"rootfs":{{"type":"layers","diff_ids":["sha256:{diff_id}"]}},"history":[{{"created":{},"created_by":"cargo xtask image"}}]}}"#,
+            r#"{{"architecture":"{arch}","os":"linux","created":{},"config":{{"User":"0","Env":["PATH=/usr/bin"],"Entrypoint":["/usr/bin/lifeline"],"Cmd":["run"],"Labels":{{{labels}}}}},"rootfs":{{"type":"layers","diff_ids":["sha256:{diff_id}"]}},"history":[{{"created":{},"created_by":"cargo xtask image"}}]}}"#,
             quote(&self.created),
             quote(&self.created)
         )

@@ -39,6 +39,7 @@ const NEEDED: &[(&str, &str)] = &[
 /// virtiofsd), the initramfs' static busybox, and the tools that unpack a kernel package.
 const MATRIX: &[(&str, &str)] = &[
     ("qemu-system-x86_64", "qemu-system-x86"),
+    ("qemu-system-aarch64", "qemu-system-arm"),
     ("cpio", "cpio"),
     ("depmod", "kmod"),
     ("dpkg-deb", "dpkg"),
@@ -68,6 +69,23 @@ pub fn ensure() -> Result<()> {
     }
     // zlib is linked by bpf-linker alongside the toolchain's libLLVM.
     pkgs.push("zlib1g-dev");
+    install(&pkgs)
+}
+
+/// The tools that handle every architecture's binary (the host's `strip` reads x86 only; qemu
+/// runs the arm64 one), installed when missing: `cargo xtask image` and `deb` need them without the lab's packages.
+///
+/// # Errors
+/// As `ensure`.
+pub fn ensure_cross() -> Result<()> {
+    let arches = crate::arch::ALL.iter();
+    let needed: Vec<_> = (arches.clone().map(|a| a.strip))
+        .chain(arches.filter_map(|a| a.emulator))
+        .collect();
+    let pkgs = missing(&needed);
+    if pkgs.is_empty() {
+        return Ok(());
+    }
     install(&pkgs)
 }
 

@@ -1,7 +1,9 @@
 //! apt, read-only for the host: which kernel package a metapackage depends on, and
 //! `apt-get download`. bookworm's kernels come from the host's own sources; bullseye's from
 //! a private configuration in the cache (its own sources, lists and package cache, an empty
-//! dpkg status) that points the host's own archive URIs at the bullseye suites.
+//! dpkg status) that points the host's own archive URIs at the bullseye suites; arm64's
+//! (kernels and busybox) from one for bookworm with arm64 as its only architecture, so the
+//! host's dpkg never learns a foreign architecture.
 
 use std::{
     fs,
@@ -28,7 +30,13 @@ impl Apt {
                 options: Vec::new(),
             });
         };
-        let dir = cache.join(format!("apt-{main}"));
+        // amd64 keeps the directory it always had (`apt-bullseye`).
+        let arm = series.arch.name != "amd64";
+        let dir = if arm {
+            cache.join(format!("apt-{main}-{}", series.arch.name))
+        } else {
+            cache.join(format!("apt-{main}"))
+        };
         for sub in ["parts", "lists/partial", "cache/archives/partial"] {
             fs::create_dir_all(dir.join(sub))?;
         }
@@ -47,11 +55,14 @@ impl Apt {
             format!("Dir::Cache={}", d("cache")),
             "Dir::State::status=/dev/null".to_owned(),
         ];
+        // Another architecture's packages: this configuration's lists hold that one alone.
+        let arch = [
+            format!("APT::Architecture={}", series.arch.name),
+            format!("APT::Architectures::={}", series.arch.name),
+        ];
+        let options = options.iter().chain(arch.iter().filter(|_| arm));
         Ok(Self {
-            options: options
-                .iter()
-                .flat_map(|o| ["-o".to_owned(), o.clone()])
-                .collect(),
+            options: options.flat_map(|o| ["-o".to_owned(), o.clone()]).collect(),
         })
     }
 

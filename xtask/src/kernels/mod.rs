@@ -1,14 +1,19 @@
-//! `cargo xtask test --kernel 5.10|6.1|6.12|all`: the kernel matrix. Each kernel is a
-//! Debian cloud kernel, downloaded with apt (never installed) and cached; it boots under
-//! qemu (TCG: this host's KVM cannot boot a stock kernel) with the host's userland shared
-//! read-only, runs `lifeline check` and the lab tests below against the release agent, and
-//! docs/KERNELS.md is written from what the tests reported (`tests/src/kernel.rs`).
+//! `cargo xtask test --kernel 5.10|6.1|6.12|arm64-6.1|arm64-6.12|all`: the kernel matrix.
+//! Each kernel is a Debian cloud kernel, downloaded with apt (never installed) and cached; an
+//! amd64 one boots under qemu (TCG: this host's KVM cannot boot a stock kernel) with the
+//! host's userland shared read-only, runs `lifeline check` and the lab tests below against
+//! the release agent; an arm64 one boots under qemu-system-aarch64 with a userland of its
+//! own and runs `lifeline check` (arm64.rs). docs/KERNELS.md is written from what the tests
+//! and checks reported (`tests/src/kernel.rs`).
 
 mod apt;
+mod arm64;
 mod build;
 mod fetch;
 mod initrd;
+mod initrd_arm64;
 mod report;
+mod report_arm64;
 mod results;
 mod vm;
 
@@ -16,7 +21,10 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use crate::Phases;
+use crate::{
+    Phases,
+    arch::{AMD64, ARM64, Arch},
+};
 
 /// A kernel line of the matrix: Debian's cloud kernel of a release series.
 pub struct Series {
@@ -27,26 +35,45 @@ pub struct Series {
     pub meta: &'static str,
     /// Where fleets run it.
     pub seen_on: &'static str,
+    pub arch: &'static Arch,
 }
 
-pub const SERIES: [Series; 3] = [
+pub const SERIES: [Series; 5] = [
     Series {
         name: "5.10",
         suites: Some(["bullseye", "bullseye-security"]),
         meta: "linux-image-cloud-amd64",
         seen_on: "Debian 11, Amazon Linux 2",
+        arch: &AMD64,
     },
     Series {
         name: "6.1",
         suites: None,
         meta: "linux-image-cloud-amd64",
         seen_on: "Debian 12, Amazon Linux 2023",
+        arch: &AMD64,
     },
     Series {
         name: "6.12",
         suites: None,
         meta: "linux-image-6.12-cloud-amd64",
         seen_on: "Debian 13 (here: bookworm's backport)",
+        arch: &AMD64,
+    },
+    // arm64: a private apt configuration (the host's dpkg knows amd64 only), bookworm's.
+    Series {
+        name: "arm64-6.1",
+        suites: Some(["bookworm", "bookworm-security"]),
+        meta: "linux-image-cloud-arm64",
+        seen_on: "Debian 12 and Amazon Linux 2023 on Graviton, Ampere",
+        arch: &ARM64,
+    },
+    Series {
+        name: "arm64-6.12",
+        suites: Some(["bookworm", "bookworm-security"]),
+        meta: "linux-image-6.12-cloud-arm64",
+        seen_on: "Debian 13 on arm64 (here: bookworm's backport)",
+        arch: &ARM64,
     },
 ];
 
@@ -94,7 +121,9 @@ pub fn parse(arg: &str) -> Result<Vec<&'static Series>> {
     arg.split(',')
         .map(|name| match SERIES.iter().find(|s| s.name == name) {
             Some(s) => Ok(s),
-            None => bail!("unknown kernel `{name}`: use 5.10, 6.1, 6.12 or all"),
+            None => {
+                bail!("unknown kernel `{name}`: use 5.10, 6.1, 6.12, arm64-6.1, arm64-6.12 or all")
+            }
         })
         .collect()
 }
@@ -109,24 +138,48 @@ pub fn test(ws: &Path, phases: &mut Phases, series: &[&'static Series]) -> Resul
     phases.run("packages", crate::packages::ensure)?;
     phases.run("matrix packages", crate::packages::ensure_matrix)?;
     crate::build_ebpf(ws, phases)?;
-    let built = phases.run("build", || build::build(ws))?;
+    let has = |a: &Arch| series.iter().any(|s| s.arch.name == a.name);
+    let built = if has(&AMD64) {
+        Some(phases.run("build", || build::build(ws))?)
+    } else {
+        None
+    };
+    let arm = if has(&ARM64) {
+        Some(phases.run(ARM64.phase, || crate::image::release_musl(ws, &ARM64))?)
+    } else {
+        None
+    };
     let out = crate::cargo_run::target_dir(ws)?.join("kernels");
     std::fs::create_dir_all(&out)?;
     let kernels = phases.run("fetch kernels", || fetch::kernels(series, &out))?;
     let mut runs = Vec::new();
     phases.run("boot kernels", || {
         for k in &kernels {
-            runs.push(vm::run(k, &built, &out.join(&k.release))?);
+            let dir = out.join(&k.release);
+            runs.push(match (&built, &arm) {
+                (_, Some(bin)) if k.series.arch.name == ARM64.name => arm64::run(k, bin, &dir)?,
+                (Some(b), _) => vm::run(k, b, &dir)?,
+                _ => bail!("nothing was built for {}", k.release),
+            });
         }
         Ok(())
     })?;
     let all = series.len() == SERIES.len();
-    let doc = if all {
+    let every_arm64 = (SERIES.iter())
+        .filter(|s| s.arch.name == ARM64.name)
+        .all(|s| series.iter().any(|x| x.name == s.name));
+    let arm64_only = every_arm64 && !has(&AMD64);
+    let doc = if all || arm64_only {
         ws.join("docs/KERNELS.md")
     } else {
         out.join("KERNELS.md")
     };
-    let verdict = report::write(ws, &runs, &doc)?;
+    // The arm64 kernels alone (a minute) rewrite only their section of the document.
+    let verdict = if arm64_only {
+        report_arm64::replace(ws, &runs, &doc)?
+    } else {
+        report::write(ws, &runs, &doc)?
+    };
     eprintln!("xtask: kernel matrix written to {}", doc.display());
     verdict
 }

@@ -1,6 +1,7 @@
 //! docs/KERNELS.md from the guests' results (results.rs): per kernel, each feature of
 //! `lifeline_common::features` as the tests reported it, each test's outcome and time, and
-//! what `lifeline check` printed there. A failed test or a feature no passing test reported
+//! what `lifeline check` printed there; the arm64 kernels' checks after them
+//! (`report_arm64.rs`). A failed test or a feature no passing test reported
 //! on some kernel fails the run (after the document is written, so it shows which).
 
 use std::{fmt::Write as _, fs, path::Path};
@@ -9,6 +10,7 @@ use anyhow::Result;
 use lifeline_common::features::ALL;
 
 use super::{
+    report_arm64,
     results::{Guest, feature_cell, read},
     vm::Run,
 };
@@ -18,8 +20,13 @@ use super::{
 /// # Errors
 /// When the document cannot be written; `Ok(Err(..))` when the matrix failed.
 pub fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
-    let guests: Vec<Guest<'_>> = runs.iter().map(read).collect();
-    let commit = commit(ws);
+    let (arm, amd): (Vec<&Run>, Vec<&Run>) = runs.iter().partition(|r| {
+        super::SERIES
+            .iter()
+            .any(|s| s.name == r.series && s.arch.name == "arm64")
+    });
+    let guests: Vec<Guest<'_>> = amd.into_iter().map(read).collect();
+    let commit = report_arm64::commit(ws);
     let mut md = String::from("# lifeline on the kernels nodes run\n\n");
     let _ = writeln!(
         md,
@@ -101,6 +108,7 @@ pub fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
         }
         let _ = writeln!(md, "\n`lifeline check` there:\n\n```\n{}```", g.check);
     }
+    report_arm64::write(&commit, &arm, &mut md, &mut failures);
     fs::write(doc, md)?;
     if failures.is_empty() {
         Ok(Ok(()))
@@ -109,21 +117,6 @@ pub fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
             "the kernel matrix failed: {}",
             failures.join("; ")
         )))
-    }
-}
-
-/// The commit the run tested, marked when the tree had other changes than this document.
-fn commit(ws: &Path) -> String {
-    let git = |args: &[&str]| {
-        let mut cmd = std::process::Command::new("git");
-        xtask::process::capture("git", cmd.current_dir(ws).args(args)).unwrap_or_default()
-    };
-    let hash = git(&["rev-parse", "--short", "HEAD"]);
-    let changed = git(&["status", "--porcelain", "--untracked-files=no"]);
-    if changed.lines().all(|l| l.ends_with("docs/KERNELS.md")) {
-        hash
-    } else {
-        format!("{hash} with local changes")
     }
 }
 
