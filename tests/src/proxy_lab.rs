@@ -1,0 +1,169 @@
+//! The proxy scenario: the endpoint lab's API servers, a node-local proxy (`proxy.rs`) in the
+//! node's namespace in front of api1 and api2, kubelet's stand-in (`kube-client`: Go's
+//! keepalive, HTTP/2, a heartbeat every 10 s, client-go's HTTP/2 ping 30 s + 15 s) dialing
+//! `127.0.0.1:6443`, and the agent.
+
+use std::net::{IpAddr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail, ensure};
+
+use crate::agent::{Agent, AgentArgs};
+use crate::api_addrs::{API_NAME, API_V4, DNS_V4};
+use crate::apilab::ApiLab;
+use crate::client::Client;
+use crate::nft::Fault;
+use crate::proxy::{NodeProxy, ProxyKind};
+use crate::util::{TempDir, wait_until};
+
+/// The proxy's upstreams: api1 and api2 (api3 is left for a test that adds one).
+#[must_use]
+pub fn upstreams() -> Vec<SocketAddr> {
+    API_V4[..2]
+        .iter()
+        .map(|a| SocketAddr::new(IpAddr::V4(*a), crate::lab::SERVER_PORT))
+        .collect()
+}
+
+/// Fields drop top to bottom: agent and client before the proxy, the proxy before the lab.
+pub struct ProxyLab {
+    pub agent: Option<Agent>,
+    pub client: Option<Client>,
+    pub proxy: NodeProxy,
+    hosts: TempDir,
+    pub api: ApiLab,
+}
+
+impl ProxyLab {
+    /// The lab and the proxy in the node's namespace, nothing else yet.
+    ///
+    /// # Errors
+    /// When any part cannot be set up.
+    pub fn new(kind: ProxyKind) -> Result<Self> {
+        let api = ApiLab::new(&[API_V4[0].into()])?;
+        let proxy = NodeProxy::start(&api.lab.client, kind, &upstreams())?;
+        let hosts = TempDir::new()?;
+        // kubelet's kubeconfig says 127.0.0.1; the client's name points there.
+        std::fs::write(
+            hosts.path().join("hosts"),
+            format!("127.0.0.1 {API_NAME}\n"),
+        )?;
+        Ok(Self {
+            agent: None,
+            client: None,
+            proxy,
+            hosts,
+            api,
+        })
+    }
+
+    /// The agent as an operator runs it on such a node. Until discovery follows the loopback
+    /// endpoint through the proxy, the proxy's upstreams are given by hand.
+    #[must_use]
+    pub fn agent_args() -> AgentArgs {
+        let mut extra = Vec::new();
+        for u in upstreams() {
+            extra.extend(["--endpoint".to_owned(), u.to_string()]);
+        }
+        AgentArgs {
+            stall_timeout: None,
+            extra,
+            ..AgentArgs::default()
+        }
+    }
+
+    /// Starts the agent with `agent_args` and waits until it is ready.
+    ///
+    /// # Errors
+    /// When it does not start or is not ready within a minute.
+    pub fn start_agent(&mut self) -> Result<()> {
+        let mut a = Agent::start_targets(&self.api.lab, &[], &Self::agent_args())?;
+        a.wait_ready(Duration::from_mins(1))?;
+        self.agent = Some(a);
+        Ok(())
+    }
+
+    /// Starts kubelet's stand-in, in the lab's cgroup, dialing the proxy.
+    ///
+    /// # Errors
+    /// When it does not connect within 15 s.
+    pub fn start_client(&mut self) -> Result<()> {
+        let hosts = self.hosts.path().join("hosts");
+        let hosts = hosts.to_str().context("utf-8 path")?;
+        let dns = DNS_V4.to_string();
+        let args = [
+            "--server",
+            API_NAME,
+            "--dns-server",
+            &dns,
+            "--hosts-file",
+            hosts,
+            "--heartbeat",
+            "10s",
+            "--h2-ping",
+            "30s,15s",
+        ];
+        let c = Client::start_bin("kube-client", &self.api.lab, Some(&self.api.cgroup), &args)?;
+        self.client = Some(c);
+        Ok(())
+    }
+
+    /// The client (panics when not started: a test bug).
+    #[must_use]
+    pub fn client(&self) -> &Client {
+        self.client.as_ref().expect("the client is started")
+    }
+
+    /// The proxy's one upstream connection, carrying the client's session.
+    ///
+    /// # Errors
+    /// When there is not exactly one within 10 s.
+    pub fn upstream_flow(&self) -> Result<(SocketAddrV4, SocketAddrV4)> {
+        let flows = wait_until(
+            "the proxy's upstream connection",
+            Duration::from_secs(10),
+            Duration::from_millis(100),
+            || {
+                let f = self.proxy.upstream_flows(&self.api.lab.client)?;
+                Ok((f.len() == 1).then_some(f))
+            },
+        )?;
+        match (flows[0].local, flows[0].peer) {
+            (SocketAddr::V4(l), SocketAddr::V4(p)) => Ok((l, p)),
+            other => bail!("an IPv6 upstream flow in an IPv4 lab: {other:?}"),
+        }
+    }
+
+    /// Black-holes the upstream flow only (new connections to the same server still work);
+    /// returns the fault, the flow's local end and the test's clock when it was added.
+    ///
+    /// # Errors
+    /// When the flow is not found or nft refuses.
+    pub fn blackhole_upstream(&self) -> Result<(Fault, SocketAddrV4, u64)> {
+        let (local, peer) = self.upstream_flow()?;
+        let fault = self.api.lab.blackhole_flows(*peer.ip(), &[local])?;
+        Ok((fault, local, crate::util::mono_ms()))
+    }
+
+    /// The client's first answered heartbeat on a connection made after `since` (test's
+    /// clock, ms), waiting up to `within`: when it was served again. None: not within.
+    ///
+    /// # Errors
+    /// When the client exited.
+    pub fn served_again(&mut self, since: u64, within: Duration) -> Result<Option<u64>> {
+        let c = self.client.as_mut().context("no client")?;
+        let got = wait_until("served again", within, Duration::from_millis(50), || {
+            ensure!(c.proc.try_status().is_none(), "kube-client exited");
+            let ev = c.events();
+            let redial = ev
+                .iter()
+                .position(|e| e.event == "redialed" && e.mono_ms >= since);
+            Ok(redial.and_then(|i| ev[i..].iter().find(|e| e.event == "ok").map(|e| e.mono_ms)))
+        });
+        match got {
+            Ok(at) => Ok(Some(at)),
+            Err(_) if c.proc.try_status().is_none() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
