@@ -52,6 +52,21 @@ impl NodeProxy {
     /// When the package is missing, the configuration is refused or it does not listen
     /// within 10 s.
     pub fn start(ns: &NetNs, kind: ProxyKind, upstreams: &[SocketAddr]) -> Result<Self> {
+        Self::start_in(ns, None, kind, upstreams)
+    }
+
+    /// `start`, the proxy in `cgroup` (None: the test's own) from its exec on, as a
+    /// service's or a static pod's is: its listening socket is born there, and the agent
+    /// trusts a proxy only in a cgroup of its own (never the root one).
+    ///
+    /// # Errors
+    /// As `start`.
+    pub fn start_in(
+        ns: &NetNs,
+        cgroup: Option<&crate::cgroup::Cgroup>,
+        kind: ProxyKind,
+        upstreams: &[SocketAddr],
+    ) -> Result<Self> {
         let dir = TempDir::new()?;
         let conf = conf_path(&dir, kind);
         write_config(&dir, kind, upstreams)?;
@@ -68,7 +83,13 @@ impl NodeProxy {
         };
         let mut p = Self {
             kind,
-            proc: Proc::spawn(kind.name(), ns.command(kind.name(), &run))?,
+            proc: Proc::spawn(
+                kind.name(),
+                match cgroup {
+                    Some(cg) => cg.command_in_netns(ns.name(), kind.name(), &run),
+                    None => ns.command(kind.name(), &run),
+                },
+            )?,
             upstreams: upstreams.to_vec(),
             dir,
         };

@@ -17,7 +17,10 @@ use super::files::split_host_port;
 struct LoadBalancer {
     /// Always written (the server kubelet was first given); its absence says another file.
     #[serde(rename = "ServerURL")]
-    #[allow(dead_code, reason = "required to tell k3s's file from another JSON file")]
+    #[allow(
+        dead_code,
+        reason = "required to tell k3s's file from another JSON file"
+    )]
     server_url: String,
     /// A Go nil slice is marshalled as `null`.
     #[serde(rename = "ServerAddresses", default)]

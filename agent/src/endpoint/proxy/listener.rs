@@ -101,20 +101,22 @@ pub fn cgroup_dir(id: u64) -> Option<(PathBuf, String)> {
     None
 }
 
-/// The oldest process of the cgroup at `dir` (a proxy's main process: nginx's and
-/// haproxy's master, the k3s agent), by start time.
+/// The process of the cgroup at `dir` that speaks for the listener: the oldest one named
+/// as a known proxy (`known`), else the oldest (a proxy's main process: nginx's and
+/// haproxy's master, the k3s agent, start before their workers).
 #[must_use]
-pub fn main_process(dir: &Path) -> Option<u32> {
+pub fn main_process(dir: &Path, known: impl Fn(&str) -> bool) -> Option<u32> {
     let procs = std::fs::read_to_string(dir.join("cgroup.procs")).ok()?;
     procs
         .lines()
         .filter_map(|l| l.trim().parse::<u32>().ok())
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            Some((crate::endpoint::proc_start_time(&stat)?, pid))
+            let start = crate::endpoint::proc_start_time(&stat)?;
+            Some((!known(&comm(pid)?), start, pid))
         })
         .min()
-        .map(|(_, pid)| pid)
+        .map(|(_, _, pid)| pid)
 }
 
 /// `/proc/PID/comm`, trimmed.

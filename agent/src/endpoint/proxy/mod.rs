@@ -114,7 +114,15 @@ pub fn find(listen: SocketAddr, api_ports: &[u16]) -> Result<Proxy, String> {
         .ok_or_else(|| format!("the kernel gives no cgroup id for the listener on {listen}"))?;
     let (dir, cgroup) = listener::cgroup_dir(id)
         .ok_or_else(|| format!("the listener on {listen} is in cgroup id {id}, which is not found under the cgroup2 mount"))?;
-    let pid = listener::main_process(&dir).ok_or_else(|| {
+    if cgroup == "/" {
+        return Err(format!(
+            "the listener on {listen} is in the root cgroup: no service's, not trusted as kubelet's proxy"
+        ));
+    }
+    let pid = listener::main_process(&dir, |c| {
+        c == "nginx" || c == "haproxy" || k3s::program(c).is_some()
+    })
+    .ok_or_else(|| {
         format!("the listener on {listen} is in cgroup {cgroup}, which lists no process")
     })?;
     let comm = listener::comm(pid).unwrap_or_default();
