@@ -189,3 +189,89 @@ fn a_listener_not_roots_is_no_proxy() -> Result<()> {
     );
     Ok(())
 }
+
+/// What the agent then watches for the hop: kubespray's nginx in front of two API servers,
+/// kubelet's stand-in (`kube-client`, in kubelet's cgroup) dialing 127.0.0.1:6443. The
+/// proxy's upstream socket is the endpoint's member (the endpoint-clients rule watches it,
+/// whoever owns it); kubelet's loopback socket is watched and is no member of any endpoint.
+#[test]
+fn the_proxys_upstream_socket_is_the_endpoints_member() -> Result<()> {
+    use lifeline_tests::api_addrs::{API_NAME, API_V4, DNS_V4};
+    require_root();
+    let api = lifeline_tests::ApiLab::new(&[API_V4[0].into()])?;
+    let proxy_cgroup = Cgroup::new()?;
+    let ups = upstreams();
+    let proxy = NodeProxy::start_in(&api.lab.client, Some(&proxy_cgroup), ProxyKind::Nginx, &ups)?;
+    let _kubelet = FakeKubelet::start(
+        &api.lab.client,
+        &api.cgroup,
+        &kubeconfig("https://127.0.0.1:6443"),
+    )?;
+    let args = lifeline_tests::AgentArgs {
+        extra: vec!["--endpoint-clients".into()],
+        ..lifeline_tests::AgentArgs::default()
+    };
+    let mut agent = Agent::start_with(&api.lab, &api.cgroup, &args)?;
+    agent.wait_ready(READY)?;
+    let hosts = TempDir::new()?;
+    let hosts_file = hosts.path().join("hosts");
+    std::fs::write(&hosts_file, format!("127.0.0.1 {API_NAME}\n"))?;
+    let dns = DNS_V4.to_string();
+    let client_args = [
+        "--server",
+        API_NAME,
+        "--dns-server",
+        &dns,
+        "--hosts-file",
+        hosts_file.to_str().context("utf-8")?,
+        "--heartbeat",
+        "1s",
+    ];
+    let _client = lifeline_tests::Client::start_bin(
+        "kube-client",
+        &api.lab,
+        Some(&api.cgroup),
+        &client_args,
+    )?;
+    let upstream: Vec<String> = ups.iter().map(ToString::to_string).collect();
+    let (up, down) = wait_until(
+        "the proxy's upstream socket and kubelet's loopback one in status",
+        Duration::from_secs(20),
+        Duration::from_millis(200),
+        || {
+            let st = agent.status()?;
+            let up = st
+                .sockets
+                .iter()
+                .find(|s| upstream.contains(&s.peer))
+                .cloned();
+            let down = st
+                .sockets
+                .iter()
+                .find(|s| s.peer == "127.0.0.1:6443")
+                .cloned();
+            Ok(up.zip(down))
+        },
+    )?;
+    eprintln!("upstream: {:?}\nloopback: {:?}", up.raw, down.raw);
+    assert_eq!(
+        up.endpoint_member.as_deref(),
+        Some("in-set"),
+        "{:?}",
+        up.raw
+    );
+    assert!(
+        up.watched_by.iter().any(|w| w == "endpoint"),
+        "{:?}",
+        up.watched_by
+    );
+    assert_eq!(up.owner_comm.as_deref(), Some("nginx"), "{:?}", up.raw);
+    assert_eq!(
+        down.endpoint_member, None,
+        "kubelet's loopback socket is no member: {:?}",
+        down.raw
+    );
+    assert_eq!(down.verdict, "healthy", "{:?}", down.raw);
+    drop(proxy);
+    Ok(())
+}
