@@ -272,6 +272,28 @@ fn the_proxys_upstream_socket_is_the_endpoints_member() -> Result<()> {
         down.raw
     );
     assert_eq!(down.verdict, "healthy", "{:?}", down.raw);
-    drop(proxy);
+
+    // A reload that drops an upstream changes the set within the re-read (5 s), as a DNS
+    // answer without it would: its sockets are leaving, then orphaned after the grace.
+    let mut proxy = proxy;
+    proxy.reload(&ups[1..])?;
+    let kept = ups[1].ip().to_string();
+    wait_until(
+        "the reloaded upstream list in the endpoint's set",
+        Duration::from_secs(12),
+        Duration::from_millis(200),
+        || {
+            let st = agent.status()?;
+            let addrs: Vec<String> = st.endpoints.iter().flat_map(|e| e.addrs.clone()).collect();
+            Ok((addrs == [kept.clone()]).then_some(()))
+        },
+    )?;
+    let infos = agent.messages("INFO");
+    assert!(
+        infos.iter().any(|m| m.contains(&format!(
+            "the proxy's upstreams on port 6443 are now [{kept}]"
+        ))),
+        "{infos:#?}"
+    );
     Ok(())
 }
