@@ -53,13 +53,13 @@ impl LocalListener {
         let bin = dir.path().join(name);
         std::os::unix::fs::symlink(PYTHON, &bin).context("symlink python3")?;
         let bin = bin.to_str().context("utf-8 path")?.to_owned();
-        let listen = listen.to_string();
+        let at = listen.to_string();
         let mut argv: Vec<&str> = Vec::new();
         let setpriv = uid.map(|u| [format!("--reuid={u}"), format!("--regid={u}")]);
         if let Some([reuid, regid]) = &setpriv {
             argv.extend([reuid.as_str(), regid.as_str(), "--clear-groups", "--", &bin]);
         }
-        argv.extend(["-c", SCRIPT, &listen]);
+        argv.extend(["-c", SCRIPT, &at]);
         argv.extend_from_slice(args);
         let program = if uid.is_some() { "setpriv" } else { &bin };
         let cmd = match cgroup {
@@ -68,7 +68,7 @@ impl LocalListener {
         };
         let mut proc = Proc::spawn(name, cmd)?;
         proc.wait_stdout(
-            &format!("{name} to listen on {listen}"),
+            &format!("{name} to listen on {at}"),
             Duration::from_secs(10),
             |l| l == "listening",
         )?;
