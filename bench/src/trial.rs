@@ -15,6 +15,7 @@ use lifeline_tests::{Agent, ApiLab, api, mono_ms, wait_until};
 
 use crate::cells::{Contender, Scenario};
 use crate::measure::{Slot, Source, TrialResult};
+use crate::proxy_rows::Proxy;
 use crate::script::DigScript;
 
 /// What one lab runs.
@@ -35,7 +36,11 @@ pub struct LabOutcome {
 /// Runs the lab. Everything it creates is a guard dropped before it returns.
 pub fn run(job: &LabJob) -> Result<LabOutcome> {
     let lab = ApiLab::new(&job.scenario.initial_dns())?;
-    let args = client_args(job);
+    let proxy = Proxy::start(&lab, job.scenario)?;
+    let mut args = client_args(job);
+    if let Some(p) = &proxy {
+        args.extend(p.client_args()?);
+    }
     // kubelet.service runs before the agent starts, as on a node.
     let manager = if job.scenario.restarts_unit() {
         Some(start_unit(&lab, &args)?)
@@ -47,7 +52,11 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
             let target = manager
                 .as_ref()
                 .map_or_else(|| lab.cgroup.path().to_owned(), kubelet_unit::cgroup_dir);
-            let mut a = Agent::start_targets(&lab.lab, &[&target], &agent_args)?;
+            let mut a = if proxy.is_some() {
+                Agent::start_targets(&lab.lab, &[], &Proxy::agent_args())?
+            } else {
+                Agent::start_targets(&lab.lab, &[&target], &agent_args)?
+            };
             a.wait_ready(Duration::from_mins(1))?;
             Some(a)
         }
@@ -57,7 +66,7 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
         Some(m) => vec![restart_unit(m)?],
         None => start_clients(&lab, job, &args)?,
     };
-    check_started(job, &slots)?;
+    check_started(job, &slots, proxy.is_some())?;
     let mut agent_notes = Vec::new();
     if let (Some(a), Some(Source::Unit { manager, .. })) =
         (&agent, slots.first().map(|s| &s.source))
@@ -69,7 +78,10 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
     // client the start-up stagger alone would always hit the same phase.
     let cycle = job.scenario.heartbeat().unwrap_or(Duration::from_secs(1));
     std::thread::sleep(Duration::from_millis(200) + cycle.mul_f64(random_unit()));
-    inject(&lab, job.scenario, &mut slots)?;
+    match &proxy {
+        Some(p) => p.inject(&lab, &mut slots)?,
+        None => inject(&lab, job.scenario, &mut slots)?,
+    }
     let last_fault = slots
         .iter()
         .map(|s| s.fault_ms)
@@ -169,7 +181,14 @@ fn start_clients(lab: &ApiLab, job: &LabJob, args: &[String]) -> Result<Vec<Slot
 
 /// Waits for each client's first success (the "last good" before the fault needs one) and
 /// checks it is on api1.
-fn check_started(job: &LabJob, slots: &[Slot]) -> Result<()> {
+fn check_started(job: &LabJob, slots: &[Slot], via_proxy: bool) -> Result<()> {
+    let on_first = |c: &Connection| {
+        if via_proxy {
+            c.peer == Proxy::client_peer()
+        } else {
+            c.peer.ip() == api(1, false)
+        }
+    };
     let kind = crate::measure::success_kind(job.scenario);
     for s in slots {
         s.wait_event("a first success", Duration::from_secs(20), |e| {
@@ -177,8 +196,8 @@ fn check_started(job: &LabJob, slots: &[Slot]) -> Result<()> {
         })?;
         let on: Option<Connection> = s.connections().last().copied();
         anyhow::ensure!(
-            on.is_some_and(|c| c.peer.ip() == api(1, false)),
-            "a client is not on api1: {on:?}"
+            on.as_ref().is_some_and(on_first),
+            "a client is not on api1 (or its proxy): {on:?}"
         );
     }
     Ok(())
@@ -205,6 +224,9 @@ fn inject(lab: &ApiLab, scenario: Scenario, slots: &mut [Slot]) -> Result<()> {
                 s.fault_ms = mono_ms();
                 let _rules = lab.lab.blackhole_flow(port)?;
             }
+        }
+        Scenario::ProxyNginx | Scenario::ProxyHaproxy => {
+            anyhow::bail!("{}: the proxy's own injection", scenario.name());
         }
         Scenario::ElbRotation => {
             // The balancer's old address goes silent as DNS moves to the new one.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail, ensure};
 
 use crate::agent::{Agent, AgentArgs};
-use crate::api_addrs::{API_NAME, API_V4, DNS_V4};
+use crate::api_addrs::{API_NAME, API_V4};
 use crate::apilab::ApiLab;
 use crate::client::Client;
 use crate::nft::Fault;
@@ -23,6 +23,27 @@ pub fn upstreams() -> Vec<SocketAddr> {
         .iter()
         .map(|a| SocketAddr::new(IpAddr::V4(*a), crate::lab::SERVER_PORT))
         .collect()
+}
+
+/// A hosts file naming `API_NAME` 127.0.0.1: kubelet's kubeconfig on such a node says
+/// `https://127.0.0.1:6443`, and `kube-client` dials a name, looked up here first.
+///
+/// # Errors
+/// When the file cannot be written.
+pub fn loopback_hosts() -> Result<TempDir> {
+    let dir = TempDir::new()?;
+    std::fs::write(dir.path().join("hosts"), format!("127.0.0.1 {API_NAME}\n"))?;
+    Ok(dir)
+}
+
+/// `kube-client`'s arguments that make it use `loopback_hosts`' file.
+///
+/// # Errors
+/// When the path is not UTF-8.
+pub fn hosts_args(dir: &TempDir) -> Result<Vec<String>> {
+    let file = dir.path().join("hosts");
+    let file = file.to_str().context("utf-8 path")?;
+    Ok(vec!["--hosts-file".into(), file.into()])
 }
 
 /// Fields drop top to bottom: agent and client before the proxy, the proxy before the lab.
@@ -88,22 +109,10 @@ impl ProxyLab {
     /// # Errors
     /// When it does not connect within 15 s.
     pub fn start_client(&mut self) -> Result<()> {
-        let hosts = self.hosts.path().join("hosts");
-        let hosts = hosts.to_str().context("utf-8 path")?;
-        let dns = DNS_V4.to_string();
-        let args = [
-            "--server",
-            API_NAME,
-            "--dns-server",
-            &dns,
-            "--hosts-file",
-            hosts,
-            "--heartbeat",
-            "10s",
-            "--h2-ping",
-            "30s,15s",
-        ];
-        let c = Client::start_bin("kube-client", &self.api.lab, Some(&self.api.cgroup), &args)?;
+        let mut args = hosts_args(&self.hosts)?;
+        args.extend(["--heartbeat", "10s", "--h2-ping", "30s,15s"].map(String::from));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let c = self.api.kube_client(&args)?;
         self.client = Some(c);
         Ok(())
     }
