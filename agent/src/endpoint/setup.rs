@@ -9,6 +9,7 @@ use super::{
     Endpoints, Follow, Guard, Prober, Refresh, Resolver,
     discover::{self, Followed, Source},
     kubeconfig,
+    proxy::{self, Proxy},
     rediscover::{self, Rediscover},
     spawn_refreshers,
     trust::Trust,
@@ -22,6 +23,9 @@ pub enum Configured {
     Endpoints {
         list: Vec<(String, u16)>,
         source: Source,
+        /// When the kubeconfig names a loopback address: the proxy there (then `list` is
+        /// its upstreams), or why none was identified (then `list` is the loopback one).
+        via: Option<Via>,
     },
     /// No flag, no kubelet running, no well-known kubeconfig: a node without kubelet yet.
     Nothing,
@@ -41,6 +45,47 @@ impl Configured {
     }
 }
 
+/// kubelet's loopback endpoint and what listens there.
+#[derive(Debug)]
+pub struct Via {
+    /// The kubeconfig's `server:` (re-discovery compares it).
+    pub server: (String, u16),
+    pub found: Result<Proxy, String>,
+}
+
+/// The ports a proxy's own connections to the API servers are looked for on, when its
+/// configuration does not list them: `--ports` and the API's usual ones (RKE2's supervisor
+/// on 9345).
+fn api_ports(args: &Settings) -> Vec<u16> {
+    let mut p = args.ports.clone();
+    p.extend([443, 6443, 9345]);
+    p.sort_unstable();
+    p.dedup();
+    p
+}
+
+/// The endpoints for kubeconfig server `server`: itself, or the upstreams of the proxy
+/// listening on it when it is loopback.
+fn through_proxy(args: &Settings, server: (String, u16), source: Source) -> Configured {
+    let Some(listen) = proxy::loopback(&server.0, server.1) else {
+        return Configured::Endpoints {
+            list: vec![server],
+            source,
+            via: None,
+        };
+    };
+    let found = proxy::find(listen, &api_ports(args));
+    let list = match &found {
+        Ok(p) => p.upstreams.clone(),
+        Err(_) => vec![server.clone()],
+    };
+    Configured::Endpoints {
+        list,
+        source,
+        via: Some(Via { server, found }),
+    }
+}
+
 /// The endpoints to follow: `--endpoint`s, else the `server:` of `--kubeconfig`, else of the
 /// kubeconfig discovery finds (`discover::find`: only a root kubelet in kubelet's cgroup
 /// counts). A bad explicit kubeconfig is an error; a bad discovered one is `Unusable`.
@@ -52,22 +97,21 @@ pub fn configured(args: &Settings) -> Result<Configured> {
         return Ok(Configured::Endpoints {
             list: args.endpoints.clone(),
             source: Source::EndpointFlag,
+            via: None,
         });
     }
     if let Some(path) = &args.kubeconfig {
-        return Ok(Configured::Endpoints {
-            list: vec![kubeconfig::server(path)?],
-            source: Source::KubeconfigFlag(path.clone()),
-        });
+        return Ok(through_proxy(
+            args,
+            kubeconfig::server(path)?,
+            Source::KubeconfigFlag(path.clone()),
+        ));
     }
     let Some(source) = discover::find(&Trust::new(&args.trusted_cgroups)) else {
         return Ok(Configured::Nothing);
     };
     Ok(match source.file().map(kubeconfig::server) {
-        Some(Ok(server)) => Configured::Endpoints {
-            list: vec![server],
-            source,
-        },
+        Some(Ok(server)) => through_proxy(args, server, source),
         Some(Err(e)) => Configured::Unusable {
             problem: format!("{e:#}"),
             source,
@@ -108,8 +152,8 @@ pub fn start(
     dns_failures: &prometheus_client::metrics::counter::Counter,
 ) -> Result<Option<Follow>> {
     const OFF: &str = "DNS following, peer probes and the healthy-endpoint check are off";
-    let (list, source) = match found {
-        Configured::Endpoints { list, source } => (list, source),
+    let (list, source, via) = match found {
+        Configured::Endpoints { list, source, via } => (list, source, via),
         Configured::Nothing => {
             log_ignored(args);
             tracing::info!(
@@ -124,7 +168,34 @@ pub fn start(
         }
     };
     tracing::info!(source = %source, "API endpoint {} from {source}", super::names(list));
-    let endpoints = Endpoints::new(list);
+    let (endpoints, hop) = match via {
+        Some(Via { found: Ok(p), .. }) => {
+            tracing::info!(target: "lifeline::endpoint", proxy = %p.name, pid = p.pid, cgroup = %p.cgroup,
+                "{p}: the endpoint is the proxy's upstreams; their sockets are the endpoint's, kubelet's loopback socket is judged by stall and silence only");
+            let endpoints = proxy::follow::endpoints(p);
+            let resolver = Resolver::new(&args.dns_servers, &args.hosts_file)
+                .inspect_err(|e| {
+                    tracing::warn!("{e:#}: names in the proxy's upstream list will not be resolved")
+                })
+                .ok();
+            let shared = proxy::follow::spawn(
+                p.clone(),
+                endpoints.clone(),
+                resolver,
+                api_ports(args),
+                Arc::clone(wake),
+            );
+            (endpoints, Some(shared))
+        }
+        Some(Via {
+            found: Err(why), ..
+        }) => {
+            tracing::warn!(target: "lifeline::endpoint",
+                "kubelet's API endpoint is loopback, but no proxy is identified there: {why}; kubelet's loopback socket is judged by stall and silence only, and the API servers behind it are not followed (name them with --endpoint)");
+            (Endpoints::new(list), None)
+        }
+        None => (Endpoints::new(list), None),
+    };
     // A discovered endpoint moves when kubelet restarts with another kubeconfig.
     let discovered = matches!(source, Source::Kubelet { .. } | Source::WellKnown(_));
     let followed = Followed::new(source.clone());
@@ -156,7 +227,11 @@ pub fn start(
     if discovered {
         Rediscover::new(
             Trust::new(&args.trusted_cgroups),
-            (followed.clone(), list.clone()),
+            (
+                followed.clone(),
+                via.as_ref()
+                    .map_or_else(|| list.clone(), |v| vec![v.server.clone()]),
+            ),
             endpoints.clone(),
             watched(args, list),
             Arc::clone(wake),
@@ -169,6 +244,7 @@ pub fn start(
         prober: Prober::new(Arc::clone(wake)),
         guard: Guard::default(),
         grace: args.orphan_grace,
+        hop,
     }))
 }
 
