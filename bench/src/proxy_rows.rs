@@ -2,14 +2,14 @@
 //! 127.0.0.1:6443, where a real nginx or haproxy, configured as kubespray does, carries each
 //! connection on to api1 or api2 (`lifeline_tests::proxy`). The fault is on the hop that
 //! breaks on such nodes: every upstream flow of the proxy is dropped, new connections still
-//! work. The agent runs as on such a node (`ProxyLab::agent_args`), targeting no cgroup.
+//! work. The agent runs at its defaults, as on such a node (`proxy_lab::node_agent`).
 
 use std::net::{SocketAddr, SocketAddrV4};
 
 use anyhow::{Result, ensure};
 use lifeline_tests::proxy::{NodeProxy, PROXY_LISTEN};
-use lifeline_tests::proxy_lab::{ProxyLab, hosts_args, loopback_hosts, upstreams};
-use lifeline_tests::{AgentArgs, ApiLab, TempDir, mono_ms};
+use lifeline_tests::proxy_lab::{hosts_args, loopback_hosts, node_agent, upstreams};
+use lifeline_tests::{Agent, ApiLab, FakeKubelet, TempDir, mono_ms};
 
 use crate::cells::Scenario;
 use crate::measure::Slot;
@@ -37,9 +37,10 @@ impl Proxy {
         hosts_args(&self.hosts)
     }
 
-    /// The agent's arguments and targets on a node with such a proxy.
-    pub fn agent_args() -> AgentArgs {
-        ProxyLab::agent_args()
+    /// The agent at its defaults on a node with such a proxy, and kubelet's stand-in it
+    /// discovers the proxy from (`proxy_lab::node_agent`).
+    pub fn agent(lab: &ApiLab) -> Result<(FakeKubelet, Agent)> {
+        node_agent(lab, &[])
     }
 
     /// The peer every client must be on before the fault: the proxy.

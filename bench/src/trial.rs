@@ -47,16 +47,18 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
     } else {
         None
     };
+    let mut kubelet = None;
     let agent = match job.contender.agent() {
+        Some(_) if proxy.is_some() => {
+            let (k, a) = Proxy::agent(&lab)?;
+            kubelet = Some(k);
+            Some(a)
+        }
         Some(agent_args) => {
             let target = manager
                 .as_ref()
                 .map_or_else(|| lab.cgroup.path().to_owned(), kubelet_unit::cgroup_dir);
-            let mut a = if proxy.is_some() {
-                Agent::start_targets(&lab.lab, &[], &Proxy::agent_args())?
-            } else {
-                Agent::start_targets(&lab.lab, &[&target], &agent_args)?
-            };
+            let mut a = Agent::start_targets(&lab.lab, &[&target], &agent_args)?;
             a.wait_ready(Duration::from_mins(1))?;
             Some(a)
         }
@@ -104,6 +106,7 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
     }
     drop(slots); // clients (and a unit's manager) first, then the agent, then the namespaces
     drop(agent);
+    drop(kubelet);
     Ok(LabOutcome {
         trials,
         agent_notes,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
 
+use crate::cgroup::Cgroup;
 use crate::netns::NetNs;
 use crate::proc::Proc;
 use crate::ss::{SsSocket, established};
@@ -35,12 +36,14 @@ impl ProxyKind {
     }
 }
 
-/// A running proxy. Drop: SIGTERM, a bounded wait, then SIGKILL (the namespace's own drop
-/// kills any worker left).
+/// A running proxy. Drop: SIGTERM, a bounded wait, then SIGKILL (its cgroup's teardown kills
+/// any worker left).
 pub struct NodeProxy {
     pub kind: ProxyKind,
     pub proc: Proc,
     pub upstreams: Vec<SocketAddr>,
+    /// Dropped after the process: its teardown kills any worker left.
+    pub cgroup: Cgroup,
     dir: TempDir,
 }
 
@@ -66,10 +69,17 @@ impl NodeProxy {
             // -W: master-worker, so SIGUSR2 reloads; -db: stay in the foreground.
             ProxyKind::Haproxy => vec!["-W", "-db", "-f", &conf],
         };
+        // A cgroup of its own, as a static pod's container or a unit has: the agent finds
+        // the proxy by its listener's cgroup.
+        let cgroup = Cgroup::new()?;
         let mut p = Self {
             kind,
-            proc: Proc::spawn(kind.name(), ns.command(kind.name(), &run))?,
+            proc: Proc::spawn(
+                kind.name(),
+                cgroup.command_in_netns(ns.name(), kind.name(), &run),
+            )?,
             upstreams: upstreams.to_vec(),
+            cgroup,
             dir,
         };
         wait_until(
