@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
 
+use crate::cgroup::Cgroup;
 use crate::netns::NetNs;
 use crate::proc::Proc;
 use crate::ss::{SsSocket, established};
@@ -35,12 +36,14 @@ impl ProxyKind {
     }
 }
 
-/// A running proxy. Drop: SIGTERM, a bounded wait, then SIGKILL (the namespace's own drop
-/// kills any worker left).
+/// A running proxy. Drop: SIGTERM, a bounded wait, then SIGKILL (its cgroup's teardown kills
+/// any worker left).
 pub struct NodeProxy {
     pub kind: ProxyKind,
     pub proc: Proc,
     pub upstreams: Vec<SocketAddr>,
+    /// Dropped after the process: its teardown kills any worker left.
+    pub cgroup: Cgroup,
     dir: TempDir,
 }
 
@@ -52,21 +55,6 @@ impl NodeProxy {
     /// When the package is missing, the configuration is refused or it does not listen
     /// within 10 s.
     pub fn start(ns: &NetNs, kind: ProxyKind, upstreams: &[SocketAddr]) -> Result<Self> {
-        Self::start_in(ns, None, kind, upstreams)
-    }
-
-    /// `start`, the proxy in `cgroup` (None: the test's own) from its exec on, as a
-    /// service's or a static pod's is: its listening socket is born there, and the agent
-    /// trusts a proxy only in a cgroup of its own (never the root one).
-    ///
-    /// # Errors
-    /// As `start`.
-    pub fn start_in(
-        ns: &NetNs,
-        cgroup: Option<&crate::cgroup::Cgroup>,
-        kind: ProxyKind,
-        upstreams: &[SocketAddr],
-    ) -> Result<Self> {
         let dir = TempDir::new()?;
         let conf = conf_path(&dir, kind);
         write_config(&dir, kind, upstreams)?;
@@ -81,16 +69,17 @@ impl NodeProxy {
             // -W: master-worker, so SIGUSR2 reloads; -db: stay in the foreground.
             ProxyKind::Haproxy => vec!["-W", "-db", "-f", &conf],
         };
+        // A cgroup of its own, as a static pod's container or a unit has: the agent finds
+        // the proxy by its listener's cgroup.
+        let cgroup = Cgroup::new()?;
         let mut p = Self {
             kind,
             proc: Proc::spawn(
                 kind.name(),
-                match cgroup {
-                    Some(cg) => cg.command_in_netns(ns.name(), kind.name(), &run),
-                    None => ns.command(kind.name(), &run),
-                },
+                cgroup.command_in_netns(ns.name(), kind.name(), &run),
             )?,
             upstreams: upstreams.to_vec(),
+            cgroup,
             dir,
         };
         wait_until(

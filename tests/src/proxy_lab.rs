@@ -9,11 +9,12 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail, ensure};
 
 use crate::agent::{Agent, AgentArgs};
-use crate::api_addrs::{API_NAME, API_V4, DNS_V4};
+use crate::api_addrs::{API_NAME, API_V4};
 use crate::apilab::ApiLab;
 use crate::client::Client;
+use crate::fake_kubelet::FakeKubelet;
 use crate::nft::Fault;
-use crate::proxy::{NodeProxy, ProxyKind};
+use crate::proxy::{NodeProxy, PROXY_LISTEN, ProxyKind};
 use crate::util::{TempDir, wait_until};
 
 /// The proxy's upstreams: api1 and api2 (api3 is left for a test that adds one).
@@ -25,9 +26,58 @@ pub fn upstreams() -> Vec<SocketAddr> {
         .collect()
 }
 
+/// A hosts file naming `API_NAME` 127.0.0.1: kubelet's kubeconfig on such a node says
+/// `https://127.0.0.1:6443`, and `kube-client` dials a name, looked up here first.
+///
+/// # Errors
+/// When the file cannot be written.
+pub fn loopback_hosts() -> Result<TempDir> {
+    let dir = TempDir::new()?;
+    std::fs::write(dir.path().join("hosts"), format!("127.0.0.1 {API_NAME}\n"))?;
+    Ok(dir)
+}
+
+/// `kube-client`'s arguments that make it use `loopback_hosts`' file.
+///
+/// # Errors
+/// When the path is not UTF-8.
+pub fn hosts_args(dir: &TempDir) -> Result<Vec<String>> {
+    let file = dir.path().join("hosts");
+    let file = file.to_str().context("utf-8 path")?;
+    Ok(vec!["--hosts-file".into(), file.into()])
+}
+
+/// The agent at its defaults on a node whose kubelet dials the proxy, once ready: kubelet
+/// (the lab's stand-in, in the lab's cgroup) runs with a kubeconfig saying
+/// `https://127.0.0.1:6443`, and the agent is given only what the lab cannot be by default:
+/// kubelet's cgroup (`system.slice/kubelet.service` on a node) and, as the default targets
+/// add, the endpoint's clients. Everything else (the proxy, its upstreams) it finds itself.
+/// `extra`: a test's tuning (e.g. a short orphan grace).
+///
+/// # Errors
+/// When kubelet's stand-in or the agent does not start, or the agent is not ready within a
+/// minute.
+pub fn node_agent(api: &ApiLab, extra: &[&str]) -> Result<(FakeKubelet, Agent)> {
+    let kubeconfig = crate::fake_kubelet::kubeconfig(&format!("https://{PROXY_LISTEN}"));
+    let kubelet = FakeKubelet::start(&api.lab.client, &api.cgroup, &kubeconfig)?;
+    let args = AgentArgs {
+        stall_timeout: None,
+        extra: ["--endpoint-clients"]
+            .iter()
+            .chain(extra)
+            .map(|a| (*a).to_owned())
+            .collect(),
+        ..AgentArgs::default()
+    };
+    let mut agent = Agent::start_targets(&api.lab, &[api.cgroup.path()], &args)?;
+    agent.wait_ready(Duration::from_mins(1))?;
+    Ok((kubelet, agent))
+}
+
 /// Fields drop top to bottom: agent and client before the proxy, the proxy before the lab.
 pub struct ProxyLab {
     pub agent: Option<Agent>,
+    pub kubelet: Option<FakeKubelet>,
     pub client: Option<Client>,
     pub proxy: NodeProxy,
     hosts: TempDir,
@@ -50,6 +100,7 @@ impl ProxyLab {
         )?;
         Ok(Self {
             agent: None,
+            kubelet: None,
             client: None,
             proxy,
             hosts,
@@ -57,29 +108,45 @@ impl ProxyLab {
         })
     }
 
-    /// The agent as an operator runs it on such a node. Until discovery follows the loopback
-    /// endpoint through the proxy, the proxy's upstreams are given by hand.
-    #[must_use]
-    pub fn agent_args() -> AgentArgs {
-        let mut extra = Vec::new();
-        for u in upstreams() {
-            extra.extend(["--endpoint".to_owned(), u.to_string()]);
-        }
-        AgentArgs {
-            stall_timeout: None,
-            extra,
-            ..AgentArgs::default()
-        }
-    }
-
-    /// Starts the agent with `agent_args` and waits until it is ready.
+    /// Starts the agent as on such a node (`node_agent`) and waits until it is ready and
+    /// names the proxy and its upstreams.
     ///
     /// # Errors
-    /// When it does not start or is not ready within a minute.
+    /// When it does not start, is not ready within a minute or did not find the proxy.
     pub fn start_agent(&mut self) -> Result<()> {
-        let mut a = Agent::start_targets(&self.api.lab, &[], &Self::agent_args())?;
-        a.wait_ready(Duration::from_mins(1))?;
-        self.agent = Some(a);
+        self.start_agent_with(&[])
+    }
+
+    /// `start_agent` with `extra` arguments.
+    ///
+    /// # Errors
+    /// As `start_agent`.
+    pub fn start_agent_with(&mut self, extra: &[&str]) -> Result<()> {
+        let (kubelet, agent) = node_agent(&self.api, extra)?;
+        // It found the proxy and its upstreams by itself, from kubelet's kubeconfig.
+        let named = format!(
+            "kubelet -> {PROXY_LISTEN} ({}, pid {})",
+            self.proxy.kind.name(),
+            self.proxy.proc.pid()
+        );
+        let line = agent
+            .messages("INFO")
+            .into_iter()
+            .find(|m| m.starts_with(&named));
+        let line = line.with_context(|| {
+            format!(
+                "the agent did not name the proxy ({named} ...): {:#?}",
+                agent.messages("INFO")
+            )
+        })?;
+        for u in upstreams() {
+            ensure!(
+                line.contains(&u.to_string()),
+                "upstream {u} not named: {line}"
+            );
+        }
+        self.kubelet = Some(kubelet);
+        self.agent = Some(agent);
         Ok(())
     }
 
@@ -88,22 +155,10 @@ impl ProxyLab {
     /// # Errors
     /// When it does not connect within 15 s.
     pub fn start_client(&mut self) -> Result<()> {
-        let hosts = self.hosts.path().join("hosts");
-        let hosts = hosts.to_str().context("utf-8 path")?;
-        let dns = DNS_V4.to_string();
-        let args = [
-            "--server",
-            API_NAME,
-            "--dns-server",
-            &dns,
-            "--hosts-file",
-            hosts,
-            "--heartbeat",
-            "10s",
-            "--h2-ping",
-            "30s,15s",
-        ];
-        let c = Client::start_bin("kube-client", &self.api.lab, Some(&self.api.cgroup), &args)?;
+        let mut args = hosts_args(&self.hosts)?;
+        args.extend(["--heartbeat", "10s", "--h2-ping", "30s,15s"].map(String::from));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let c = self.api.kube_client(&args)?;
         self.client = Some(c);
         Ok(())
     }

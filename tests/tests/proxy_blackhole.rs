@@ -84,12 +84,25 @@ fn with_agent(kind: ProxyKind) -> Result<()> {
         ),
         served - t0
     );
+    let own = lab.client().local_port().context("the client's port")?;
+    ensure!(
+        agent_decisions_spare(&lab, own),
+        "kubelet's own loopback socket was judged: {:?}",
+        lab.agent.as_ref().map(lifeline_tests::Agent::decisions)
+    );
     ensure!(
         served - t0 < 40_000,
         "served again only after {} ms: no better than the client's own ping",
         served - t0
     );
     Ok(())
+}
+
+/// No decision about the client's own (loopback) socket from local port `port`.
+fn agent_decisions_spare(lab: &ProxyLab, port: u16) -> bool {
+    lab.agent
+        .as_ref()
+        .is_some_and(|a| a.decisions().iter().all(|d| !d.is_for_port(port)))
 }
 
 #[test]

@@ -97,9 +97,8 @@ fn through_real_proxy(kind: ProxyKind) -> Result<()> {
     require_root();
     let lab = Lab::new()?;
     let kubelet_cgroup = Cgroup::new()?;
-    let proxy_cgroup = Cgroup::new()?;
     let ups = upstreams();
-    let proxy = NodeProxy::start_in(&lab.client, Some(&proxy_cgroup), kind, &ups)?;
+    let proxy = NodeProxy::start(&lab.client, kind, &ups)?;
     let _kubelet = FakeKubelet::start(
         &lab.client,
         &kubelet_cgroup,
@@ -199,9 +198,8 @@ fn the_proxys_upstream_socket_is_the_endpoints_member() -> Result<()> {
     use lifeline_tests::api_addrs::{API_NAME, API_V4, DNS_V4};
     require_root();
     let api = lifeline_tests::ApiLab::new(&[API_V4[0].into()])?;
-    let proxy_cgroup = Cgroup::new()?;
     let ups = upstreams();
-    let proxy = NodeProxy::start_in(&api.lab.client, Some(&proxy_cgroup), ProxyKind::Nginx, &ups)?;
+    let proxy = NodeProxy::start(&api.lab.client, ProxyKind::Nginx, &ups)?;
     let _kubelet = FakeKubelet::start(
         &api.lab.client,
         &api.cgroup,
