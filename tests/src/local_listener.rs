@@ -54,17 +54,17 @@ impl LocalListener {
         std::os::unix::fs::symlink(PYTHON, &bin).context("symlink python3")?;
         let bin = bin.to_str().context("utf-8 path")?.to_owned();
         let at = listen.to_string();
-        let mut argv: Vec<&str> = Vec::new();
+        let mut line: Vec<&str> = Vec::new();
         let setpriv = uid.map(|u| [format!("--reuid={u}"), format!("--regid={u}")]);
         if let Some([reuid, regid]) = &setpriv {
-            argv.extend([reuid.as_str(), regid.as_str(), "--clear-groups", "--", &bin]);
+            line.extend([reuid.as_str(), regid.as_str(), "--clear-groups", "--", &bin]);
         }
-        argv.extend(["-c", SCRIPT, &at]);
-        argv.extend_from_slice(args);
+        line.extend(["-c", SCRIPT, &at]);
+        line.extend_from_slice(args);
         let program = if uid.is_some() { "setpriv" } else { &bin };
         let cmd = match cgroup {
-            Some(cg) => cg.command_in_netns(ns.name(), program, &argv),
-            None => ns.command(program, &argv),
+            Some(cg) => cg.command_in_netns(ns.name(), program, &line),
+            None => ns.command(program, &line),
         };
         let mut proc = Proc::spawn(name, cmd)?;
         proc.wait_stdout(

@@ -175,7 +175,9 @@ pub fn start(
             let endpoints = proxy::follow::endpoints(p);
             let resolver = Resolver::new(&args.dns_servers, &args.hosts_file)
                 .inspect_err(|e| {
-                    tracing::warn!("{e:#}: names in the proxy's upstream list will not be resolved")
+                    tracing::warn!(
+                        "{e:#}: names in the proxy's upstream list will not be resolved"
+                    );
                 })
                 .ok();
             let shared = proxy::follow::spawn(

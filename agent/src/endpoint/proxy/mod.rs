@@ -213,12 +213,10 @@ fn read_config(pid: u32, comm: &str, port: u16) -> (String, Option<Upstreams>) {
 /// connections looked at again. `None` when its process is gone (found again by `find`).
 #[must_use]
 pub fn reread(p: &Proxy, api_ports: &[u16]) -> Option<Vec<(String, u16)>> {
-    if listener::comm(p.pid).is_none() {
-        return None;
-    }
+    let comm = listener::comm(p.pid)?;
     match &p.learned {
         Learned::Config(_) => {
-            let (_, found) = read_config(p.pid, &listener::comm(p.pid)?, p.listen.port());
+            let (_, found) = read_config(p.pid, &comm, p.listen.port());
             found.map(|(ups, _)| ups)
         }
         Learned::Connections => listener::upstream_peers(p.cgroup_id, api_ports)
