@@ -3,6 +3,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use lifeline_tests::proxy::ProxyKind;
 use lifeline_tests::{AgentArgs, ApiLab, api};
 
 /// The rows. The doc comments are `--scenario`'s help; its values are the kebab-case names.
@@ -30,10 +31,15 @@ pub enum Scenario {
     IdleWatchNoKeepalive,
     /// DNS moves from api1 to api2 and api1 vanishes; the client only watches
     ElbRotation,
+    /// The client dials 127.0.0.1:6443, a node-local nginx (kubespray's) in front of api1
+    /// and api2; the proxy's upstream flow is dropped; 10 s heartbeats
+    ProxyNginx,
+    /// The same through a node-local haproxy
+    ProxyHaproxy,
 }
 
 impl Scenario {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 10] = [
         Self::PeerGone1s,
         Self::PeerGone10s,
         Self::FlowOnly,
@@ -42,6 +48,8 @@ impl Scenario {
         Self::IdleWatchGo15,
         Self::IdleWatchNoKeepalive,
         Self::ElbRotation,
+        Self::ProxyNginx,
+        Self::ProxyHaproxy,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +64,12 @@ impl Scenario {
             Self::IdleWatchGo15 => "idle watch, flow black-holed (Go client, keepalive 15 s)",
             Self::IdleWatchNoKeepalive => "idle watch, flow black-holed (client sets no keepalive)",
             Self::ElbRotation => "ELB rotation, idle watch",
+            Self::ProxyNginx => {
+                "through a node-local nginx (flow black hole on the upstream, 10 s heartbeats)"
+            }
+            Self::ProxyHaproxy => {
+                "through a node-local haproxy (flow black hole on the upstream, 10 s heartbeats)"
+            }
         }
     }
 
@@ -69,6 +83,8 @@ impl Scenario {
             Self::IdleWatchGo15 => "idle watch go15",
             Self::IdleWatchNoKeepalive => "idle watch no ka",
             Self::ElbRotation => "ELB rotation",
+            Self::ProxyNginx => "via nginx",
+            Self::ProxyHaproxy => "via haproxy",
         }
     }
 
@@ -78,7 +94,9 @@ impl Scenario {
             Self::PeerGone1s | Self::FlowOnly | Self::RestartedFlowOnly => {
                 Some(Duration::from_secs(1))
             }
-            Self::PeerGone10s => Some(Duration::from_secs(10)),
+            Self::PeerGone10s | Self::ProxyNginx | Self::ProxyHaproxy => {
+                Some(Duration::from_secs(10))
+            }
             Self::IdleWatch
             | Self::IdleWatchGo15
             | Self::IdleWatchNoKeepalive
@@ -95,6 +113,15 @@ impl Scenario {
         }
     }
 
+    /// The node-local proxy the client dials, if any (`lifeline_tests::proxy`).
+    pub fn proxy(self) -> Option<ProxyKind> {
+        match self {
+            Self::ProxyNginx => Some(ProxyKind::Nginx),
+            Self::ProxyHaproxy => Some(ProxyKind::Haproxy),
+            _ => None,
+        }
+    }
+
     /// The client runs as `kubelet.service` of its own systemd manager, restarted once the
     /// agent is ready (one client per lab).
     pub fn restarts_unit(self) -> bool {
@@ -107,9 +134,15 @@ impl Scenario {
     /// options act per socket whatever the cgroup; the dig script restarts the client
     /// itself, which for a unit would be a `systemctl restart`.)
     ///
+    /// Behind a proxy the question is lifeline against no agent and against the client's
+    /// own HTTP/2 ping (client-side defences act on the loopback hop, which never stalls).
+    ///
     /// The two client-keepalive variants of the idle row only ask what lifeline does with a
     /// different client, so they compare it with the kernel alone too.
     pub fn contenders(self) -> &'static [Contender] {
+        if self.proxy().is_some() {
+            return &[Contender::NoAgent, Contender::H2Ping, Contender::Lifeline];
+        }
         if self.restarts_unit() || matches!(self, Self::IdleWatchGo15 | Self::IdleWatchNoKeepalive)
         {
             &[Contender::NoAgent, Contender::Lifeline]

@@ -21,6 +21,7 @@ mod measure;
 mod parts;
 mod pool;
 mod procstat;
+mod proxy_rows;
 mod report;
 mod report_bpf;
 mod report_cost;

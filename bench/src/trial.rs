@@ -15,6 +15,7 @@ use lifeline_tests::{Agent, ApiLab, api, mono_ms, wait_until};
 
 use crate::cells::{Contender, Scenario};
 use crate::measure::{Slot, Source, TrialResult};
+use crate::proxy_rows::Proxy;
 use crate::script::DigScript;
 
 /// What one lab runs.
@@ -35,14 +36,24 @@ pub struct LabOutcome {
 /// Runs the lab. Everything it creates is a guard dropped before it returns.
 pub fn run(job: &LabJob) -> Result<LabOutcome> {
     let lab = ApiLab::new(&job.scenario.initial_dns())?;
-    let args = client_args(job);
+    let proxy = Proxy::start(&lab, job.scenario)?;
+    let mut args = client_args(job);
+    if let Some(p) = &proxy {
+        args.extend(p.client_args()?);
+    }
     // kubelet.service runs before the agent starts, as on a node.
     let manager = if job.scenario.restarts_unit() {
         Some(start_unit(&lab, &args)?)
     } else {
         None
     };
+    let mut kubelet = None;
     let agent = match job.contender.agent() {
+        Some(_) if proxy.is_some() => {
+            let (k, a) = Proxy::agent(&lab)?;
+            kubelet = Some(k);
+            Some(a)
+        }
         Some(agent_args) => {
             let target = manager
                 .as_ref()
@@ -57,7 +68,7 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
         Some(m) => vec![restart_unit(m)?],
         None => start_clients(&lab, job, &args)?,
     };
-    check_started(job, &slots)?;
+    check_started(job, &slots, proxy.is_some())?;
     let mut agent_notes = Vec::new();
     if let (Some(a), Some(Source::Unit { manager, .. })) =
         (&agent, slots.first().map(|s| &s.source))
@@ -69,7 +80,10 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
     // client the start-up stagger alone would always hit the same phase.
     let cycle = job.scenario.heartbeat().unwrap_or(Duration::from_secs(1));
     std::thread::sleep(Duration::from_millis(200) + cycle.mul_f64(random_unit()));
-    inject(&lab, job.scenario, &mut slots)?;
+    match &proxy {
+        Some(p) => p.inject(&lab, &mut slots)?,
+        None => inject(&lab, job.scenario, &mut slots)?,
+    }
     let last_fault = slots
         .iter()
         .map(|s| s.fault_ms)
@@ -92,6 +106,7 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
     }
     drop(slots); // clients (and a unit's manager) first, then the agent, then the namespaces
     drop(agent);
+    drop(kubelet);
     Ok(LabOutcome {
         trials,
         agent_notes,
@@ -169,7 +184,14 @@ fn start_clients(lab: &ApiLab, job: &LabJob, args: &[String]) -> Result<Vec<Slot
 
 /// Waits for each client's first success (the "last good" before the fault needs one) and
 /// checks it is on api1.
-fn check_started(job: &LabJob, slots: &[Slot]) -> Result<()> {
+fn check_started(job: &LabJob, slots: &[Slot], via_proxy: bool) -> Result<()> {
+    let on_first = |c: &Connection| {
+        if via_proxy {
+            c.peer == Proxy::client_peer()
+        } else {
+            c.peer.ip() == api(1, false)
+        }
+    };
     let kind = crate::measure::success_kind(job.scenario);
     for s in slots {
         s.wait_event("a first success", Duration::from_secs(20), |e| {
@@ -177,8 +199,8 @@ fn check_started(job: &LabJob, slots: &[Slot]) -> Result<()> {
         })?;
         let on: Option<Connection> = s.connections().last().copied();
         anyhow::ensure!(
-            on.is_some_and(|c| c.peer.ip() == api(1, false)),
-            "a client is not on api1: {on:?}"
+            on.as_ref().is_some_and(on_first),
+            "a client is not on api1 (or its proxy): {on:?}"
         );
     }
     Ok(())
@@ -205,6 +227,9 @@ fn inject(lab: &ApiLab, scenario: Scenario, slots: &mut [Slot]) -> Result<()> {
                 s.fault_ms = mono_ms();
                 let _rules = lab.lab.blackhole_flow(port)?;
             }
+        }
+        Scenario::ProxyNginx | Scenario::ProxyHaproxy => {
+            anyhow::bail!("{}: the proxy's own injection", scenario.name());
         }
         Scenario::ElbRotation => {
             // The balancer's old address goes silent as DNS moves to the new one.

@@ -16,7 +16,7 @@ use xtask::process::{Output, run};
 use crate::cargo_run::cargo_cmd;
 
 /// Files whose tests last minutes and mostly sleep between checks: the second lane.
-const QUIET_LANE: [&str; 2] = ["endpoint_identity", "loss_soak"];
+const QUIET_LANE: [&str; 3] = ["endpoint_identity", "loss_soak", "proxy_loss_soak"];
 
 /// Every lab test target: `tests/tests/NAME.rs` and `tests/tests/NAME/main.rs`, as cargo
 /// discovers them.

@@ -62,7 +62,7 @@ commands:
     --scenario A,B only these rows, no targets, cost or scale; writes under target/bench/
                    and prints the tables. Rows: peer-gone-1s, peer-gone-10s, flow-only,
                    restarted-flow-only, idle-watch, idle-watch-go15,
-                   idle-watch-no-keepalive, elb-rotation
+                   idle-watch-no-keepalive, elb-rotation, proxy-nginx, proxy-haproxy
     --soak         only the loss soak (30 minutes: 100 idle Go-like connections, 50
                    heartbeats, a bulk flow, at 5 %, 10 %, then 5 % with 30 % bursts);
                    writes its section of docs/BENCHMARKS.md

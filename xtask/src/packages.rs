@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use xtask::process::{Output, run};
 
 /// (command that proves the package is installed, Debian package).
@@ -33,6 +33,10 @@ const NEEDED: &[(&str, &str)] = &[
     // The lab's Go client (tests/go), so a test dials with kubelet's own net.Dialer.
     ("go", "golang-go"),
     ("gofmt", "golang-go"),
+    // The node-local API proxies of kubespray and kubeadm's HA guide (tests/src/proxy.rs):
+    // nginx with its stream module (a dynamic module, a package of its own), and haproxy.
+    ("nginx", "nginx-light"),
+    ("haproxy", "haproxy"),
 ];
 
 /// What the kernel matrix needs on the host (`cargo xtask test --kernel`): qemu (with
@@ -46,6 +50,9 @@ const MATRIX: &[(&str, &str)] = &[
     ("xz", "xz-utils"),
     ("zstd", "zstd"),
 ];
+
+/// Where Debian's `libnginx-mod-stream` installs the module (`tests/src/proxy_conf.rs` loads it).
+const NGINX_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
 
 /// Packages whose command is missing, without duplicates.
 fn missing(needed: &[(&str, &'static str)]) -> Vec<&'static str> {
@@ -64,6 +71,10 @@ fn missing(needed: &[(&str, &'static str)]) -> Vec<&'static str> {
 /// When packages are missing and apt-get is not available or fails.
 pub fn ensure() -> Result<()> {
     let mut pkgs = missing(NEEDED);
+    // A dynamic module, no command of its own: checked by the file the lab loads.
+    if !std::path::Path::new(NGINX_STREAM_MODULE).exists() {
+        pkgs.push("libnginx-mod-stream");
+    }
     if pkgs.is_empty() {
         return Ok(());
     }
@@ -129,6 +140,7 @@ fn install(pkgs: &[&str]) -> Result<()> {
         quiet().args(["update", "-qq"]),
         Output::Inherit,
     )?;
+    let _no_services = NoServiceStarts::new()?;
     run(
         "installing the lab's packages",
         quiet()
@@ -136,4 +148,38 @@ fn install(pkgs: &[&str]) -> Result<()> {
             .args(pkgs),
         Output::Inherit,
     )
+}
+
+/// nginx's and haproxy's packages start their system service on install when they can; the
+/// lab runs them itself, in its namespaces, and a service on the host's port 80 is unwanted.
+/// Debian's way to say no: /usr/sbin/policy-rc.d exiting 101 ("action forbidden",
+/// <https://people.debian.org/~hmh/invokerc.d-policyrc.d-specification.txt>), written for the
+/// install when there is none and removed after it; an existing one is left as it is.
+struct NoServiceStarts(Option<&'static str>);
+
+impl NoServiceStarts {
+    const PATH: &'static str = "/usr/sbin/policy-rc.d";
+
+    fn new() -> Result<Self> {
+        use std::os::unix::fs::PermissionsExt as _;
+        if std::path::Path::new(Self::PATH).exists() {
+            return Ok(Self(None));
+        }
+        std::fs::write(
+            Self::PATH,
+            "#!/bin/sh\n# written by cargo xtask for one install\nexit 101\n",
+        )
+        .with_context(|| format!("writing {}", Self::PATH))?;
+        std::fs::set_permissions(Self::PATH, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("making {} executable", Self::PATH))?;
+        Ok(Self(Some(Self::PATH)))
+    }
+}
+
+impl Drop for NoServiceStarts {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }

@@ -209,10 +209,33 @@ fn targets(watch: &Watch, rows: &mut Vec<Row>) -> Option<(std::fs::File, Targets
 /// The endpoint `run` would follow, and the file it would read it from.
 fn endpoint_row(args: &crate::settings::run::Endpoint) -> Row {
     match setup::configured(args) {
-        Ok(Configured::Endpoints { list, source }) => Row::pass(
+        Ok(Configured::Endpoints {
+            list,
+            source,
+            via: None,
+        }) => Row::pass(
             "endpoint",
             format!("{} from {source}", crate::endpoint::names(&list)),
         ),
+        Ok(Configured::Endpoints {
+            source,
+            via: Some(via),
+            ..
+        }) => match via.found {
+            Ok(p) => Row::pass(
+                "endpoint",
+                format!(
+                    "{p} (kubeconfig from {source}); watched for it: the proxy's sockets to these upstreams (endpoint rules), kubelet's loopback socket by stall and silence only"
+                ),
+            ),
+            Err(why) => Row::warn(
+                "endpoint",
+                format!(
+                    "kubelet -> {} from {source}: no local proxy identified: {why}; give the API servers behind it with --endpoint",
+                    crate::endpoint::names(std::slice::from_ref(&via.server))
+                ),
+            ),
+        },
         Ok(Configured::Nothing) => Row::warn(
             "endpoint",
             "none: no --endpoint or --kubeconfig, no kubelet running here, no well-known kubeconfig"

@@ -4,12 +4,14 @@
 pub mod connect;
 pub mod discover;
 pub mod guard;
+pub mod hop;
 mod hosts;
 pub mod kubeconfig;
 mod kubelet;
 mod members;
 mod nsswitch;
 mod peers;
+pub mod proxy;
 mod rediscover;
 mod refresh;
 mod resolve;
@@ -77,6 +79,11 @@ impl Endpoints {
         let mut changed = false;
         for (set, (host, port)) in self.sets.iter().zip(list) {
             let mut s = set.lock().unwrap_or_else(PoisonError::into_inner);
+            if s.proxied {
+                // A proxy's upstreams are its follower's; see the README's local-proxy part.
+                tracing::warn!(target: "lifeline::endpoint", "kubelet now names {}; still following the upstreams of its local proxy until lifeline restarts", set::name(host, *port));
+                continue;
+            }
             if s.host != *host || s.port != *port {
                 *s = EndpointSet::new(host, *port);
                 changed = true;
@@ -116,6 +123,9 @@ impl Endpoints {
             Membership::Unknown => 3,
             Membership::NeverHeld => 4,
         };
+        if peer.ip().is_loopback() {
+            return None; // a local proxy's socket: see `EndpointSet::membership`
+        }
         let mut found: Option<(usize, Membership)> = None;
         for (i, s) in self.sets.iter().enumerate() {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
@@ -200,7 +210,11 @@ impl Endpoints {
         let mut out = std::collections::BTreeSet::new();
         for s in &self.sets {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
-            out.extend(s.within_grace(grace).map(|ip| SocketAddr::new(ip, s.port)));
+            out.extend(
+                s.within_grace(grace)
+                    .filter(|ip| !ip.is_loopback())
+                    .map(|ip| SocketAddr::new(ip, s.port)),
+            );
         }
         out
     }
@@ -238,6 +252,23 @@ pub struct Follow {
     pub prober: Prober,
     pub guard: Guard,
     pub grace: Duration,
+    /// kubelet's local proxy, when its endpoint is one (`lifeline status` shows the hop).
+    pub hop: Option<proxy::follow::Shared>,
+}
+
+impl Follow {
+    /// Where the endpoints come from, with the hop through a local proxy if there is one.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let hop = self
+            .hop
+            .as_ref()
+            .and_then(|h| h.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        match hop {
+            Some(p) => format!("{}; {p}", self.source),
+            None => self.source.to_string(),
+        }
+    }
 }
 
 /// `NAME:PORT, ...` as `lifeline status` names them.

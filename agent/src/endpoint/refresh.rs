@@ -31,8 +31,11 @@ pub fn spawn_refreshers(
 ) {
     let resolver = Arc::new(resolver);
     for set in endpoints.sets() {
-        if !retargetable && set.lock().unwrap_or_else(PoisonError::into_inner).fixed {
-            continue;
+        {
+            let s = set.lock().unwrap_or_else(PoisonError::into_inner);
+            if s.proxied || (!retargetable && s.fixed) {
+                continue; // a proxy's upstreams are its follower's
+            }
         }
         let (set, resolver, wake) = (Arc::clone(set), Arc::clone(&resolver), Arc::clone(wake));
         let retargeted = Arc::clone(endpoints.retargeted());
@@ -46,7 +49,8 @@ pub fn spawn_refreshers(
                 notified.as_mut().enable();
                 let (host, name, fixed) = {
                     let s = set.lock().unwrap_or_else(PoisonError::into_inner);
-                    (s.host.clone(), s.name.clone(), s.fixed)
+                    // A set that became a proxy's (found after start) is its follower's.
+                    (s.host.clone(), s.name.clone(), s.fixed || s.proxied)
                 };
                 if fixed {
                     notified.await;

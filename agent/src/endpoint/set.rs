@@ -28,6 +28,9 @@ pub struct EndpointSet {
     pub port: u16,
     /// An IP literal: the set never changes and needs no DNS.
     pub fixed: bool,
+    /// A local proxy's upstreams on `port`: filled from its configuration (`proxy::follow`),
+    /// never by DNS.
+    pub proxied: bool,
     pub current: BTreeSet<IpAddr>,
     /// Each address seen in an answer: since when successful answers have lacked it
     /// (`None`: in the latest answer). Only answers put an address here.
@@ -61,6 +64,7 @@ impl EndpointSet {
             host: host.to_owned(),
             port,
             fixed: literal.is_some(),
+            proxied: false,
             current: BTreeSet::new(),
             absent_since: HashMap::new(),
             last_success: None,
@@ -71,6 +75,14 @@ impl EndpointSet {
         if let Some(ip) = literal {
             s.update(BTreeSet::from([ip]), Instant::now());
         }
+        s
+    }
+
+    /// The upstreams of kubelet's local proxy `proxy` on `port` (filled by its follower).
+    #[must_use]
+    pub fn proxied(proxy: &str, port: u16) -> Self {
+        let mut s = Self::new(&format!("{proxy}-upstreams"), port);
+        s.proxied = true;
         s
     }
 
@@ -122,6 +134,12 @@ impl EndpointSet {
     /// on the endpoint's port is not the endpoint's by its port alone).
     #[must_use]
     pub fn membership(&self, ip: IpAddr, grace: Duration) -> Membership {
+        // A loopback peer is a local proxy, never the API server: kubelet's socket to it is
+        // acked by the proxy, and the endpoint rules (orphan, dead peer) would judge the
+        // wrong hop. Its stall still counts (the rules of every watched socket).
+        if ip.is_loopback() {
+            return Membership::NeverHeld;
+        }
         if self.fixed {
             return if self.current.contains(&ip) {
                 Membership::InSet

@@ -6,8 +6,9 @@ use anyhow::{Result, bail};
 use tokio::sync::Notify;
 
 use super::{
-    Endpoints, Follow, Guard, Prober, Refresh, Resolver,
+    Follow, Guard, Prober, Refresh, Resolver,
     discover::{self, Followed, Source},
+    hop::{self, Via},
     kubeconfig,
     rediscover::{self, Rediscover},
     spawn_refreshers,
@@ -22,6 +23,9 @@ pub enum Configured {
     Endpoints {
         list: Vec<(String, u16)>,
         source: Source,
+        /// When the kubeconfig names a loopback address: the proxy there (then `list` is
+        /// its upstreams), or why none was identified (then `list` is the loopback one).
+        via: Option<Via>,
     },
     /// No flag, no kubelet running, no well-known kubeconfig: a node without kubelet yet.
     Nothing,
@@ -41,6 +45,13 @@ impl Configured {
     }
 }
 
+/// `Configured::Endpoints` for kubeconfig server `server` from `source` (see
+/// `hop::through_proxy`).
+fn through_proxy(args: &Settings, server: (String, u16), source: Source) -> Configured {
+    let (list, via) = hop::through_proxy(args, server);
+    Configured::Endpoints { list, source, via }
+}
+
 /// The endpoints to follow: `--endpoint`s, else the `server:` of `--kubeconfig`, else of the
 /// kubeconfig discovery finds (`discover::find`: only a root kubelet in kubelet's cgroup
 /// counts). A bad explicit kubeconfig is an error; a bad discovered one is `Unusable`.
@@ -52,22 +63,21 @@ pub fn configured(args: &Settings) -> Result<Configured> {
         return Ok(Configured::Endpoints {
             list: args.endpoints.clone(),
             source: Source::EndpointFlag,
+            via: None,
         });
     }
     if let Some(path) = &args.kubeconfig {
-        return Ok(Configured::Endpoints {
-            list: vec![kubeconfig::server(path)?],
-            source: Source::KubeconfigFlag(path.clone()),
-        });
+        return Ok(through_proxy(
+            args,
+            kubeconfig::server(path)?,
+            Source::KubeconfigFlag(path.clone()),
+        ));
     }
     let Some(source) = discover::find(&Trust::new(&args.trusted_cgroups)) else {
         return Ok(Configured::Nothing);
     };
     Ok(match source.file().map(kubeconfig::server) {
-        Some(Ok(server)) => Configured::Endpoints {
-            list: vec![server],
-            source,
-        },
+        Some(Ok(server)) => through_proxy(args, server, source),
         Some(Err(e)) => Configured::Unusable {
             problem: format!("{e:#}"),
             source,
@@ -108,8 +118,8 @@ pub fn start(
     dns_failures: &prometheus_client::metrics::counter::Counter,
 ) -> Result<Option<Follow>> {
     const OFF: &str = "DNS following, peer probes and the healthy-endpoint check are off";
-    let (list, source) = match found {
-        Configured::Endpoints { list, source } => (list, source),
+    let (list, source, via) = match found {
+        Configured::Endpoints { list, source, via } => (list, source, via),
         Configured::Nothing => {
             log_ignored(args);
             tracing::info!(
@@ -124,7 +134,7 @@ pub fn start(
         }
     };
     tracing::info!(source = %source, "API endpoint {} from {source}", super::names(list));
-    let endpoints = Endpoints::new(list);
+    let (endpoints, hop) = hop::follow(args, list, via.as_ref(), wake);
     // A discovered endpoint moves when kubelet restarts with another kubeconfig.
     let discovered = matches!(source, Source::Kubelet { .. } | Source::WellKnown(_));
     let followed = Followed::new(source.clone());
@@ -156,7 +166,11 @@ pub fn start(
     if discovered {
         Rediscover::new(
             Trust::new(&args.trusted_cgroups),
-            (followed.clone(), list.clone()),
+            (
+                followed.clone(),
+                via.as_ref()
+                    .map_or_else(|| list.clone(), |v| vec![v.server.clone()]),
+            ),
             endpoints.clone(),
             watched(args, list),
             Arc::clone(wake),
@@ -169,6 +183,7 @@ pub fn start(
         prober: Prober::new(Arc::clone(wake)),
         guard: Guard::default(),
         grace: args.orphan_grace,
+        hop,
     }))
 }
 

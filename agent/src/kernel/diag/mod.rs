@@ -22,6 +22,8 @@ use wire::{
 
 /// TCP states as a `sock_diag` bitmask.
 pub const STATE_ESTABLISHED: u32 = 1 << 1;
+/// `TCP_LISTEN` (10) as a state mask bit.
+pub const STATE_LISTEN: u32 = 1 << 10;
 pub const ALL_STATES: u32 = u32::MAX;
 
 #[derive(Debug, thiserror::Error)]

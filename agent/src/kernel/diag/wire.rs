@@ -31,6 +31,8 @@ pub struct DiagSock {
     pub cookie: u64,
     /// 0 when no process holds the socket any more (closed or its owner died: orphaned).
     pub inode: u32,
+    /// The socket's owner (`sock_i_uid`: the creator's fsuid, kept when it drops privileges).
+    pub uid: u32,
     /// Bytes written and not yet acknowledged (`idiag_wqueue`: `write_seq - snd_una`, what
     /// `ss` shows as Send-Q).
     pub send_q: u32,
@@ -117,6 +119,7 @@ pub fn parse_msg(p: &[u8]) -> Option<DiagSock> {
         state,
         cookie,
         inode: word(MSG_LEN - 4),
+        uid: word(MSG_LEN - 8),
         send_q: word(MSG_LEN - 12),
         cgroup_id: None,
         info: None,

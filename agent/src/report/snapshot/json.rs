@@ -142,6 +142,7 @@ mod tests {
             state: 4,
             cookie: 42,
             inode: 0,
+            uid: 0,
             send_q: 10,
             cgroup_id: None,
             info: Some(info),

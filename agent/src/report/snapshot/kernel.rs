@@ -97,6 +97,7 @@ mod tests {
             state: states::ESTABLISHED,
             cookie: 1,
             inode: 7,
+            uid: 0,
             send_q: 0,
             cgroup_id: None,
             info: Some(info),

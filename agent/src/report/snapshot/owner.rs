@@ -172,6 +172,7 @@ mod tests {
             state: 4,
             cookie: 7,
             inode: 0,
+            uid: 0,
             send_q: 1,
             cgroup_id: None,
             info: None,

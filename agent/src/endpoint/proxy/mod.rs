@@ -1,0 +1,123 @@
+//! The node-local proxy between kubelet and the API servers (kubespray's nginx or haproxy,
+//! the k3s/RKE2 agent's load balancer, Talos' KubePrism): when kubelet's kubeconfig names a
+//! loopback address, the connection that can black-hole is the proxy's upstream one, so the
+//! endpoint lifeline follows is the proxy's upstream list, and kubelet's loopback socket is
+//! no member of it.
+
+mod files;
+mod find;
+pub mod follow;
+mod haproxy;
+mod k3s;
+mod listener;
+mod nginx;
+
+use std::{
+    fmt,
+    net::{IpAddr, Ipv4Addr, SocketAddr},
+    path::PathBuf,
+};
+
+pub use find::{find, reread};
+
+/// Where the upstream list came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Learned {
+    /// The proxy's configuration (the files read, as the proxy names them).
+    Config(Vec<PathBuf>),
+    /// Its established connections on the API ports (an unknown proxy, or a configuration
+    /// that named none).
+    Connections,
+}
+
+/// The hop kubelet's endpoint leads to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proxy {
+    /// kubelet's endpoint (loopback).
+    pub listen: SocketAddr,
+    /// `nginx`, `haproxy`, `k3s`, `rke2`, or the listener's `comm`.
+    pub name: String,
+    /// Its main process.
+    pub pid: u32,
+    /// The listener's cgroup id and path.
+    pub cgroup_id: u64,
+    pub cgroup: String,
+    pub upstreams: Vec<(String, u16)>,
+    pub learned: Learned,
+}
+
+impl fmt::Display for Proxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ups: Vec<String> = self
+            .upstreams
+            .iter()
+            .map(|(h, p)| super::set::name(h, *p))
+            .collect();
+        write!(
+            f,
+            "kubelet -> {} ({}, pid {}) -> [{}]",
+            self.listen,
+            self.name,
+            self.pid,
+            ups.join(", ")
+        )?;
+        match &self.learned {
+            Learned::Config(files) => {
+                let files: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+                write!(f, " from {}", files.join(", "))
+            }
+            Learned::Connections => f.write_str(" learned from its connections"),
+        }
+    }
+}
+
+/// The loopback address kubelet's kubeconfig names, if it names one (`localhost` is
+/// 127.0.0.1, as the hosts file every distribution ships says).
+#[must_use]
+pub fn loopback(host: &str, port: u16) -> Option<SocketAddr> {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    let ip: IpAddr = if h.eq_ignore_ascii_case("localhost") {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    } else {
+        h.parse().ok()?
+    };
+    ip.is_loopback().then_some(SocketAddr::new(ip, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_endpoints_only() {
+        assert_eq!(
+            loopback("127.0.0.1", 6443),
+            Some("127.0.0.1:6443".parse().unwrap())
+        );
+        assert_eq!(
+            loopback("localhost", 6444),
+            Some("127.0.0.1:6444".parse().unwrap())
+        );
+        assert_eq!(loopback("[::1]", 7445), Some("[::1]:7445".parse().unwrap()));
+        assert_eq!(loopback("127.0.0.53", 6443).map(|a| a.port()), Some(6443));
+        assert_eq!(loopback("198.51.100.2", 6443), None);
+        assert_eq!(loopback("api.lab", 6443), None);
+    }
+
+    #[test]
+    fn the_hop_as_status_shows_it() {
+        let p = Proxy {
+            listen: "127.0.0.1:6443".parse().unwrap(),
+            name: "nginx".into(),
+            pid: 812,
+            cgroup_id: 9,
+            cgroup: "/kubepods/nginx".into(),
+            upstreams: vec![("198.51.100.2".into(), 6443), ("2001:db8::4".into(), 6443)],
+            learned: Learned::Config(vec!["/etc/nginx/nginx.conf".into()]),
+        };
+        assert_eq!(
+            p.to_string(),
+            "kubelet -> 127.0.0.1:6443 (nginx, pid 812) -> [198.51.100.2:6443, [2001:db8::4]:6443] from /etc/nginx/nginx.conf"
+        );
+    }
+}

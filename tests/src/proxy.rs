@@ -1,0 +1,164 @@
+//! A node-local API proxy, the real one from Debian's packages (`nginx-light` with
+//! `libnginx-mod-stream`, `haproxy`), run in the foreground in a lab namespace with its
+//! configuration in a temporary directory: kubelet's kubeconfig says `https://127.0.0.1:6443`
+//! and the proxy carries the connection on to the API servers (`proxy_conf.rs`).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, ensure};
+
+use crate::cgroup::Cgroup;
+use crate::netns::NetNs;
+use crate::proc::Proc;
+use crate::ss::{SsSocket, established};
+use crate::util::{TempDir, wait_until};
+
+/// Where the proxy listens: kubelet's `server:` on such nodes.
+pub const PROXY_LISTEN: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(Ipv4Addr::LOCALHOST),
+    crate::lab::SERVER_PORT,
+);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyKind {
+    Nginx,
+    Haproxy,
+}
+
+impl ProxyKind {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Nginx => "nginx",
+            Self::Haproxy => "haproxy",
+        }
+    }
+}
+
+/// A running proxy. Drop: SIGTERM, a bounded wait, then SIGKILL (its cgroup's teardown kills
+/// any worker left).
+pub struct NodeProxy {
+    pub kind: ProxyKind,
+    pub proc: Proc,
+    pub upstreams: Vec<SocketAddr>,
+    /// Dropped after the process: its teardown kills any worker left.
+    pub cgroup: Cgroup,
+    dir: TempDir,
+}
+
+impl NodeProxy {
+    /// Writes the configuration for `upstreams`, has the proxy check it, starts it in `ns`
+    /// and waits until it listens on `PROXY_LISTEN`.
+    ///
+    /// # Errors
+    /// When the package is missing, the configuration is refused or it does not listen
+    /// within 10 s.
+    pub fn start(ns: &NetNs, kind: ProxyKind, upstreams: &[SocketAddr]) -> Result<Self> {
+        let dir = TempDir::new()?;
+        let conf = conf_path(&dir, kind);
+        write_config(&dir, kind, upstreams)?;
+        let check: Vec<&str> = match kind {
+            ProxyKind::Nginx => vec!["-e", "stderr", "-t", "-c", &conf],
+            ProxyKind::Haproxy => vec!["-c", "-f", &conf],
+        };
+        ns.exec(kind.name(), &check)
+            .with_context(|| format!("{} refused its configuration", kind.name()))?;
+        let run: Vec<&str> = match kind {
+            ProxyKind::Nginx => vec!["-e", "stderr", "-c", &conf],
+            // -W: master-worker, so SIGUSR2 reloads; -db: stay in the foreground.
+            ProxyKind::Haproxy => vec!["-W", "-db", "-f", &conf],
+        };
+        // A cgroup of its own, as a static pod's container or a unit has: the agent finds
+        // the proxy by its listener's cgroup.
+        let cgroup = Cgroup::new()?;
+        let mut p = Self {
+            kind,
+            proc: Proc::spawn(
+                kind.name(),
+                cgroup.command_in_netns(ns.name(), kind.name(), &run),
+            )?,
+            upstreams: upstreams.to_vec(),
+            cgroup,
+            dir,
+        };
+        wait_until(
+            &format!("{} to listen on {PROXY_LISTEN}", kind.name()),
+            Duration::from_secs(10),
+            Duration::from_millis(50),
+            || {
+                ensure!(
+                    p.proc.try_status().is_none(),
+                    "{} exited: {}",
+                    kind.name(),
+                    p.proc.stderr_text()
+                );
+                let out = ns.exec("ss", &["-Hltn", "sport", "=", ":6443"])?;
+                Ok(out.contains(&PROXY_LISTEN.to_string()).then_some(()))
+            },
+        )?;
+        Ok(p)
+    }
+
+    /// Rewrites the upstream list and reloads as an operator would: nginx SIGHUP (new
+    /// workers; the old ones keep their connections up to `worker_shutdown_timeout`),
+    /// haproxy's master SIGUSR2 (a new worker; the old one keeps its connections).
+    ///
+    /// # Errors
+    /// When the configuration cannot be written.
+    pub fn reload(&mut self, upstreams: &[SocketAddr]) -> Result<()> {
+        upstreams.clone_into(&mut self.upstreams);
+        write_config(&self.dir, self.kind, upstreams)?;
+        self.proc.signal(match self.kind {
+            ProxyKind::Nginx => libc::SIGHUP,
+            ProxyKind::Haproxy => libc::SIGUSR2,
+        });
+        Ok(())
+    }
+
+    /// The proxy's established connections to its upstreams in `ns` (its node namespace),
+    /// those present in two looks 300 ms apart: haproxy's health-check connections come and
+    /// go at once.
+    ///
+    /// # Errors
+    /// When ss fails.
+    pub fn upstream_flows(&self, ns: &NetNs) -> Result<Vec<SsSocket>> {
+        let look = || -> Result<Vec<SsSocket>> {
+            Ok(established(ns)?
+                .into_iter()
+                .filter(|s| self.upstreams.contains(&s.peer))
+                .collect())
+        };
+        let first = look()?;
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(look()?
+            .into_iter()
+            .filter(|s| first.iter().any(|f| f.local == s.local))
+            .collect())
+    }
+}
+
+impl Drop for NodeProxy {
+    fn drop(&mut self) {
+        self.proc.signal(libc::SIGTERM);
+        if self.proc.wait_timeout(Duration::from_secs(5)).is_none() {
+            self.proc.kill();
+        }
+    }
+}
+
+fn conf_path(dir: &TempDir, kind: ProxyKind) -> String {
+    let file = match kind {
+        ProxyKind::Nginx => "nginx.conf",
+        ProxyKind::Haproxy => "haproxy.cfg",
+    };
+    dir.path().join(file).display().to_string()
+}
+
+fn write_config(dir: &TempDir, kind: ProxyKind, upstreams: &[SocketAddr]) -> Result<()> {
+    let text = match kind {
+        ProxyKind::Nginx => crate::proxy_conf::nginx(dir.path(), PROXY_LISTEN, upstreams),
+        ProxyKind::Haproxy => crate::proxy_conf::haproxy(PROXY_LISTEN, upstreams),
+    };
+    std::fs::write(conf_path(dir, kind), text).context("writing the proxy's configuration")
+}

@@ -1,0 +1,95 @@
+//! The node-local API proxies' configurations, as kubespray writes them on every worker
+//! (roles/kubernetes/node/templates/loadbalancer/nginx.conf.j2 and haproxy.cfg.j2):
+//! `127.0.0.1:6443` in front of the control-plane nodes, `least_conn`/`leastconn`,
+//! nginx's `proxy_timeout 10m` and `proxy_connect_timeout 1s`.
+//!
+//! Two departures, both forced by the lab: nginx loads its stream module by path (Debian's
+//! `libnginx-mod-stream` is a dynamic module, loaded from /etc/nginx/modules-enabled, which
+//! the lab does not use), and haproxy's health check is a TCP connect instead of kubespray's
+//! `httpchk GET /healthz` over TLS (the lab's API servers speak cleartext HTTP/2 only).
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// Where Debian's `libnginx-mod-stream` puts the stream module.
+pub const NGINX_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
+
+/// nginx.conf: the stream proxy only (kubespray's http block serves its health check port,
+/// which nothing in the lab asks). `pid` in the proxy's own directory, logs to stderr.
+#[must_use]
+pub fn nginx(dir: &Path, listen: SocketAddr, upstreams: &[SocketAddr]) -> String {
+    let mut servers = String::new();
+    for u in upstreams {
+        let _ = writeln!(servers, "    server {u};");
+    }
+    format!(
+        "load_module {NGINX_STREAM_MODULE};
+daemon off;
+pid {pid};
+error_log stderr notice;
+worker_processes 2;
+worker_rlimit_nofile 130048;
+worker_shutdown_timeout 10s;
+
+events {{
+  multi_accept on;
+  use epoll;
+  worker_connections 16384;
+}}
+
+stream {{
+  upstream kube_apiserver {{
+    least_conn;
+{servers}  }}
+
+  server {{
+    listen        {listen};
+    proxy_pass    kube_apiserver;
+    proxy_timeout 10m;
+    proxy_connect_timeout 1s;
+  }}
+}}
+",
+        pid = dir.join("nginx.pid").display(),
+    )
+}
+
+/// haproxy.cfg: kubespray's defaults and its `kube_api_frontend`/`kube_api_backend` in TCP
+/// mode (its health-check frontend left out, as nginx's).
+#[must_use]
+pub fn haproxy(listen: SocketAddr, upstreams: &[SocketAddr]) -> String {
+    let mut servers = String::new();
+    for (i, u) in upstreams.iter().enumerate() {
+        let _ = writeln!(servers, "  server api{} {u} check", i + 1);
+    }
+    format!(
+        "global
+    maxconn                 4000
+
+defaults
+    mode                    http
+    option                  dontlognull
+    option                  redispatch
+    retries                 5
+    timeout http-request    5m
+    timeout queue           5m
+    timeout connect         30s
+    timeout client          5m
+    timeout server          15m
+    timeout http-keep-alive 30s
+    timeout check           30s
+    maxconn                 4000
+
+frontend kube_api_frontend
+  bind {listen}
+  mode tcp
+  default_backend kube_api_backend
+
+backend kube_api_backend
+  mode tcp
+  balance leastconn
+  default-server inter 15s downinter 15s rise 2 fall 2 slowstart 60s maxconn 1000 maxqueue 256 weight 100
+{servers}"
+    )
+}

@@ -1,0 +1,227 @@
+//! The proxy scenario: the endpoint lab's API servers, a node-local proxy (`proxy.rs`) in the
+//! node's namespace in front of api1 and api2, kubelet's stand-in (`kube-client`: Go's
+//! keepalive, HTTP/2, a heartbeat every 10 s, client-go's HTTP/2 ping 30 s + 15 s) dialing
+//! `127.0.0.1:6443`, and the agent.
+
+use std::net::{IpAddr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail, ensure};
+
+use crate::agent::{Agent, AgentArgs};
+use crate::api_addrs::{API_NAME, API_V4};
+use crate::apilab::ApiLab;
+use crate::client::Client;
+use crate::fake_kubelet::FakeKubelet;
+use crate::nft::Fault;
+use crate::proxy::{NodeProxy, PROXY_LISTEN, ProxyKind};
+use crate::util::{TempDir, wait_until};
+
+/// The proxy's upstreams: api1 and api2 (api3 is left for a test that adds one).
+#[must_use]
+pub fn upstreams() -> Vec<SocketAddr> {
+    API_V4[..2]
+        .iter()
+        .map(|a| SocketAddr::new(IpAddr::V4(*a), crate::lab::SERVER_PORT))
+        .collect()
+}
+
+/// A hosts file naming `API_NAME` 127.0.0.1: kubelet's kubeconfig on such a node says
+/// `https://127.0.0.1:6443`, and `kube-client` dials a name, looked up here first.
+///
+/// # Errors
+/// When the file cannot be written.
+pub fn loopback_hosts() -> Result<TempDir> {
+    let dir = TempDir::new()?;
+    std::fs::write(dir.path().join("hosts"), format!("127.0.0.1 {API_NAME}\n"))?;
+    Ok(dir)
+}
+
+/// `kube-client`'s arguments that make it use `loopback_hosts`' file.
+///
+/// # Errors
+/// When the path is not UTF-8.
+pub fn hosts_args(dir: &TempDir) -> Result<Vec<String>> {
+    let file = dir.path().join("hosts");
+    let file = file.to_str().context("utf-8 path")?;
+    Ok(vec!["--hosts-file".into(), file.into()])
+}
+
+/// The agent at its defaults on a node whose kubelet dials the proxy, once ready: kubelet
+/// (the lab's stand-in, in the lab's cgroup) runs with a kubeconfig saying
+/// `https://127.0.0.1:6443`, and the agent is given only what the lab cannot be by default:
+/// kubelet's cgroup (`system.slice/kubelet.service` on a node) and, as the default targets
+/// add, the endpoint's clients. Everything else (the proxy, its upstreams) it finds itself.
+/// `extra`: a test's tuning (e.g. a short orphan grace).
+///
+/// # Errors
+/// When kubelet's stand-in or the agent does not start, or the agent is not ready within a
+/// minute.
+pub fn node_agent(api: &ApiLab, extra: &[&str]) -> Result<(FakeKubelet, Agent)> {
+    let kubeconfig = crate::fake_kubelet::kubeconfig(&format!("https://{PROXY_LISTEN}"));
+    let kubelet = FakeKubelet::start(&api.lab.client, &api.cgroup, &kubeconfig)?;
+    let args = AgentArgs {
+        stall_timeout: None,
+        extra: ["--endpoint-clients"]
+            .iter()
+            .chain(extra)
+            .map(|a| (*a).to_owned())
+            .collect(),
+        ..AgentArgs::default()
+    };
+    let mut agent = Agent::start_targets(&api.lab, &[api.cgroup.path()], &args)?;
+    agent.wait_ready(Duration::from_mins(1))?;
+    Ok((kubelet, agent))
+}
+
+/// Fields drop top to bottom: agent and client before the proxy, the proxy before the lab.
+pub struct ProxyLab {
+    pub agent: Option<Agent>,
+    pub kubelet: Option<FakeKubelet>,
+    pub client: Option<Client>,
+    pub proxy: NodeProxy,
+    hosts: TempDir,
+    pub api: ApiLab,
+}
+
+impl ProxyLab {
+    /// The lab and the proxy in the node's namespace, nothing else yet.
+    ///
+    /// # Errors
+    /// When any part cannot be set up.
+    pub fn new(kind: ProxyKind) -> Result<Self> {
+        let api = ApiLab::new(&[API_V4[0].into()])?;
+        let proxy = NodeProxy::start(&api.lab.client, kind, &upstreams())?;
+        let hosts = TempDir::new()?;
+        // kubelet's kubeconfig says 127.0.0.1; the client's name points there.
+        std::fs::write(
+            hosts.path().join("hosts"),
+            format!("127.0.0.1 {API_NAME}\n"),
+        )?;
+        Ok(Self {
+            agent: None,
+            kubelet: None,
+            client: None,
+            proxy,
+            hosts,
+            api,
+        })
+    }
+
+    /// Starts the agent as on such a node (`node_agent`) and waits until it is ready and
+    /// names the proxy and its upstreams.
+    ///
+    /// # Errors
+    /// When it does not start, is not ready within a minute or did not find the proxy.
+    pub fn start_agent(&mut self) -> Result<()> {
+        self.start_agent_with(&[])
+    }
+
+    /// `start_agent` with `extra` arguments.
+    ///
+    /// # Errors
+    /// As `start_agent`.
+    pub fn start_agent_with(&mut self, extra: &[&str]) -> Result<()> {
+        let (kubelet, agent) = node_agent(&self.api, extra)?;
+        // It found the proxy and its upstreams by itself, from kubelet's kubeconfig.
+        let named = format!(
+            "kubelet -> {PROXY_LISTEN} ({}, pid {})",
+            self.proxy.kind.name(),
+            self.proxy.proc.pid()
+        );
+        let line = agent
+            .messages("INFO")
+            .into_iter()
+            .find(|m| m.starts_with(&named));
+        let line = line.with_context(|| {
+            format!(
+                "the agent did not name the proxy ({named} ...): {:#?}",
+                agent.messages("INFO")
+            )
+        })?;
+        for u in upstreams() {
+            ensure!(
+                line.contains(&u.to_string()),
+                "upstream {u} not named: {line}"
+            );
+        }
+        self.kubelet = Some(kubelet);
+        self.agent = Some(agent);
+        Ok(())
+    }
+
+    /// Starts kubelet's stand-in, in the lab's cgroup, dialing the proxy.
+    ///
+    /// # Errors
+    /// When it does not connect within 15 s.
+    pub fn start_client(&mut self) -> Result<()> {
+        let mut args = hosts_args(&self.hosts)?;
+        args.extend(["--heartbeat", "10s", "--h2-ping", "30s,15s"].map(String::from));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let c = self.api.kube_client(&args)?;
+        self.client = Some(c);
+        Ok(())
+    }
+
+    /// The client.
+    ///
+    /// # Panics
+    /// When it is not started (a test bug).
+    #[must_use]
+    pub fn client(&self) -> &Client {
+        self.client.as_ref().expect("the client is started")
+    }
+
+    /// The proxy's one upstream connection, carrying the client's session.
+    ///
+    /// # Errors
+    /// When there is not exactly one within 10 s.
+    pub fn upstream_flow(&self) -> Result<(SocketAddrV4, SocketAddrV4)> {
+        let flows = wait_until(
+            "the proxy's upstream connection",
+            Duration::from_secs(10),
+            Duration::from_millis(100),
+            || {
+                let f = self.proxy.upstream_flows(&self.api.lab.client)?;
+                Ok((f.len() == 1).then_some(f))
+            },
+        )?;
+        match (flows[0].local, flows[0].peer) {
+            (SocketAddr::V4(l), SocketAddr::V4(p)) => Ok((l, p)),
+            other => bail!("an IPv6 upstream flow in an IPv4 lab: {other:?}"),
+        }
+    }
+
+    /// Black-holes the upstream flow only (new connections to the same server still work);
+    /// returns the fault, the flow's local end and the test's clock when it was added.
+    ///
+    /// # Errors
+    /// When the flow is not found or nft refuses.
+    pub fn blackhole_upstream(&self) -> Result<(Fault, SocketAddrV4, u64)> {
+        let (local, peer) = self.upstream_flow()?;
+        let fault = self.api.lab.blackhole_flows(*peer.ip(), &[local])?;
+        Ok((fault, local, crate::util::mono_ms()))
+    }
+
+    /// The client's first answered heartbeat on a connection made after `since` (test's
+    /// clock, ms), waiting up to `within`: when it was served again. None: not within.
+    ///
+    /// # Errors
+    /// When the client exited.
+    pub fn served_again(&mut self, since: u64, within: Duration) -> Result<Option<u64>> {
+        let c = self.client.as_mut().context("no client")?;
+        let got = wait_until("served again", within, Duration::from_millis(50), || {
+            ensure!(c.proc.try_status().is_none(), "kube-client exited");
+            let ev = c.events();
+            let redial = ev
+                .iter()
+                .position(|e| e.event == "redialed" && e.mono_ms >= since);
+            Ok(redial.and_then(|i| ev[i..].iter().find(|e| e.event == "ok").map(|e| e.mono_ms)))
+        });
+        match got {
+            Ok(at) => Ok(Some(at)),
+            Err(_) if c.proc.try_status().is_none() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
