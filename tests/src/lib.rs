@@ -32,6 +32,7 @@ pub mod kernel;
 pub mod kube;
 pub mod kubelet_unit;
 pub mod lab;
+pub mod local_listener;
 pub mod manifest;
 pub mod metrics;
 pub mod mountinfo;

@@ -101,7 +101,10 @@ impl ProxyLab {
         Ok(())
     }
 
-    /// The client (panics when not started: a test bug).
+    /// The client.
+    ///
+    /// # Panics
+    /// When it is not started (a test bug).
     #[must_use]
     pub fn client(&self) -> &Client {
         self.client.as_ref().expect("the client is started")

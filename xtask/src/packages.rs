@@ -50,7 +50,7 @@ const MATRIX: &[(&str, &str)] = &[
     ("zstd", "zstd"),
 ];
 
-/// Where Debian's libnginx-mod-stream installs the module (tests/src/proxy_conf.rs loads it).
+/// Where Debian's `libnginx-mod-stream` installs the module (`tests/src/proxy_conf.rs` loads it).
 const NGINX_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
 
 /// Packages whose command is missing, without duplicates.

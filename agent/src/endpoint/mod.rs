@@ -4,6 +4,7 @@
 pub mod connect;
 pub mod discover;
 pub mod guard;
+pub mod hop;
 mod hosts;
 pub mod kubeconfig;
 mod kubelet;

@@ -121,3 +121,38 @@ fn admits_the_answer_and_the_grace_only() {
     s.update(ips(&[3]), t0 + FORGET_AFTER + Duration::from_secs(10));
     assert_eq!(s.membership(old, GRACE), Membership::NeverHeld, "forgotten");
 }
+
+/// A kubeconfig saying 127.0.0.1:6443 with no proxy identified there: kubelet's socket to
+/// the local proxy is no member (no orphan, dead-peer or probe rule on it), and a proxy's
+/// upstream set is filled by its follower, a leaving upstream as a leaving DNS address.
+#[test]
+fn a_loopback_peer_is_never_a_member_and_a_proxied_set_moves_like_dns() {
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let s = EndpointSet::new("127.0.0.1", 6443);
+    assert_eq!(s.membership(lo, GRACE), Membership::NeverHeld);
+    assert!(!s.admits(lo, GRACE));
+    assert_eq!(
+        s.membership("::1".parse().unwrap(), GRACE),
+        Membership::NeverHeld
+    );
+
+    let (mut p, t0) = (EndpointSet::proxied("nginx", 6443), Instant::now());
+    assert!(p.proxied && !p.fixed);
+    assert_eq!(p.name, "nginx-upstreams:6443");
+    assert_eq!(
+        p.membership(IpAddr::from([198, 51, 100, 2]), GRACE),
+        Membership::Unknown
+    );
+    p.update(ips(&[2, 3]), t0);
+    p.update(ips(&[3]), t0 + Duration::from_secs(5));
+    let two = IpAddr::from([198, 51, 100, 2]);
+    assert!(matches!(
+        p.membership(two, GRACE),
+        Membership::Leaving { .. }
+    ));
+    p.update(ips(&[3]), t0 + Duration::from_secs(40));
+    assert!(matches!(
+        p.membership(two, GRACE),
+        Membership::Orphaned { .. }
+    ));
+}

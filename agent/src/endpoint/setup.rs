@@ -6,10 +6,10 @@ use anyhow::{Result, bail};
 use tokio::sync::Notify;
 
 use super::{
-    Endpoints, Follow, Guard, Prober, Refresh, Resolver,
+    Follow, Guard, Prober, Refresh, Resolver,
     discover::{self, Followed, Source},
+    hop::{self, Via},
     kubeconfig,
-    proxy::{self, Proxy},
     rediscover::{self, Rediscover},
     spawn_refreshers,
     trust::Trust,
@@ -45,45 +45,11 @@ impl Configured {
     }
 }
 
-/// kubelet's loopback endpoint and what listens there.
-#[derive(Debug)]
-pub struct Via {
-    /// The kubeconfig's `server:` (re-discovery compares it).
-    pub server: (String, u16),
-    pub found: Result<Proxy, String>,
-}
-
-/// The ports a proxy's own connections to the API servers are looked for on, when its
-/// configuration does not list them: `--ports` and the API's usual ones (RKE2's supervisor
-/// on 9345).
-fn api_ports(args: &Settings) -> Vec<u16> {
-    let mut p = args.ports.clone();
-    p.extend([443, 6443, 9345]);
-    p.sort_unstable();
-    p.dedup();
-    p
-}
-
-/// The endpoints for kubeconfig server `server`: itself, or the upstreams of the proxy
-/// listening on it when it is loopback.
+/// `Configured::Endpoints` for kubeconfig server `server` from `source` (see
+/// `hop::through_proxy`).
 fn through_proxy(args: &Settings, server: (String, u16), source: Source) -> Configured {
-    let Some(listen) = proxy::loopback(&server.0, server.1) else {
-        return Configured::Endpoints {
-            list: vec![server],
-            source,
-            via: None,
-        };
-    };
-    let found = proxy::find(listen, &api_ports(args));
-    let list = match &found {
-        Ok(p) => p.upstreams.clone(),
-        Err(_) => vec![server.clone()],
-    };
-    Configured::Endpoints {
-        list,
-        source,
-        via: Some(Via { server, found }),
-    }
+    let (list, via) = hop::through_proxy(args, server);
+    Configured::Endpoints { list, source, via }
 }
 
 /// The endpoints to follow: `--endpoint`s, else the `server:` of `--kubeconfig`, else of the
@@ -168,34 +134,7 @@ pub fn start(
         }
     };
     tracing::info!(source = %source, "API endpoint {} from {source}", super::names(list));
-    let (endpoints, hop) = match via {
-        Some(Via { found: Ok(p), .. }) => {
-            tracing::info!(target: "lifeline::endpoint", proxy = %p.name, pid = p.pid, cgroup = %p.cgroup,
-                "{p}: the endpoint is the proxy's upstreams; their sockets are the endpoint's, kubelet's loopback socket is judged by stall and silence only");
-            let endpoints = proxy::follow::endpoints(p);
-            let resolver = Resolver::new(&args.dns_servers, &args.hosts_file)
-                .inspect_err(|e| {
-                    tracing::warn!("{e:#}: names in the proxy's upstream list will not be resolved")
-                })
-                .ok();
-            let shared = proxy::follow::spawn(
-                p.clone(),
-                endpoints.clone(),
-                resolver,
-                api_ports(args),
-                Arc::clone(wake),
-            );
-            (endpoints, Some(shared))
-        }
-        Some(Via {
-            found: Err(why), ..
-        }) => {
-            tracing::warn!(target: "lifeline::endpoint",
-                "kubelet's API endpoint is loopback, but no proxy is identified there: {why}; kubelet's loopback socket is judged by stall and silence only, and the API servers behind it are not followed (name them with --endpoint)");
-            (Endpoints::new(list), None)
-        }
-        None => (Endpoints::new(list), None),
-    };
+    let (endpoints, hop) = hop::follow(args, list, via.as_ref(), wake);
     // A discovered endpoint moves when kubelet restarts with another kubeconfig.
     let discovered = matches!(source, Source::Kubelet { .. } | Source::WellKnown(_));
     let followed = Followed::new(source.clone());

@@ -59,10 +59,27 @@ async fn addresses(
     Ok(out)
 }
 
-/// Updates the sets from `ups` now. Returns whether one changed.
-async fn update(endpoints: &Endpoints, ups: &[(String, u16)], resolver: Option<&Resolver>) -> bool {
+/// Updates the sets from `ups` now. Returns whether one changed. A port no set has (a
+/// reload added it) is warned about once (`warned`): the probe's ports are fixed at start.
+async fn update(
+    endpoints: &Endpoints,
+    ups: &[(String, u16)],
+    resolver: Option<&Resolver>,
+    warned: &mut BTreeSet<u16>,
+) -> bool {
     let now = Instant::now();
     let by_port = addresses(ups, resolver).await;
+    let ports: BTreeSet<u16> = endpoints
+        .sets()
+        .iter()
+        .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).port)
+        .collect();
+    for p in by_port.iter().flat_map(BTreeMap::keys) {
+        if !ports.contains(p) && warned.insert(*p) {
+            tracing::warn!(target: "lifeline::endpoint", port = p,
+                "kubelet's proxy now has upstreams on port {p}, which lifeline did not follow at start: its sockets there are not the endpoint's until lifeline restarts");
+        }
+    }
     let mut changed = false;
     for set in endpoints.sets() {
         let mut s = set.lock().unwrap_or_else(PoisonError::into_inner);
@@ -98,6 +115,7 @@ pub fn spawn(
     let hop = Arc::clone(&shared);
     tokio::spawn(async move {
         let mut first = true;
+        let mut warned = BTreeSet::new();
         loop {
             let was = hop.lock().unwrap_or_else(PoisonError::into_inner).clone();
             let now = if first {
@@ -119,7 +137,7 @@ pub fn spawn(
                 if now.upstreams != was.upstreams || now.pid != was.pid {
                     tracing::info!(target: "lifeline::endpoint", "{now} (was {was})");
                 }
-                if update(&endpoints, &now.upstreams, resolver.as_ref()).await {
+                if update(&endpoints, &now.upstreams, resolver.as_ref(), &mut warned).await {
                     wake.notify_one();
                 }
                 *hop.lock().unwrap_or_else(PoisonError::into_inner) = now;

@@ -86,13 +86,12 @@ pub fn upstreams(
     let mut files = Files::new(root, Path::new("/"));
     let mut all = Vec::new();
     for c in configs {
-        match files.read(c) {
-            Some(text) => all.extend(sections(&text)),
-            None => {
-                let pattern = c.join("*.cfg");
-                for (_, text) in files.glob(&pattern.to_string_lossy()) {
-                    all.extend(sections(&text));
-                }
+        if let Some(text) = files.read(c) {
+            all.extend(sections(&text));
+        } else {
+            let pattern = c.join("*.cfg");
+            for (_, text) in files.glob(&pattern.to_string_lossy()) {
+                all.extend(sections(&text));
             }
         }
     }

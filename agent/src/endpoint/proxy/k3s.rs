@@ -5,7 +5,7 @@
 //! `<data-dir>/agent/etc/<program>-agent-load-balancer.json` (the supervisor's, which
 //! kubelet's kubeconfig uses on k3s, where one port serves both) and, where the API server
 //! has a port of its own (RKE2: 9345 and 6443), `<program>-api-server-agent-load-balancer.json`.
-//! https://github.com/k3s-io/k3s/blob/master/pkg/agent/loadbalancer/loadbalancer.go
+//! <https://github.com/k3s-io/k3s/blob/master/pkg/agent/loadbalancer/loadbalancer.go>
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,10 @@ use super::files::split_host_port;
 struct LoadBalancer {
     /// Always written (the server kubelet was first given); its absence says another file.
     #[serde(rename = "ServerURL")]
-    #[allow(dead_code, reason = "required to tell k3s's file from another JSON file")]
+    #[allow(
+        dead_code,
+        reason = "required to tell k3s's file from another JSON file"
+    )]
     server_url: String,
     /// A Go nil slice is marshalled as `null`.
     #[serde(rename = "ServerAddresses", default)]
@@ -51,10 +54,10 @@ pub fn data_dir(program: &str, args: &[String]) -> PathBuf {
         if let Some(v) = a.strip_prefix("--data-dir=") {
             return PathBuf::from(v);
         }
-        if a == "--data-dir" || a == "-d" {
-            if let Some(v) = it.next() {
-                return PathBuf::from(v);
-            }
+        if (a == "--data-dir" || a == "-d")
+            && let Some(v) = it.next()
+        {
+            return PathBuf::from(v);
         }
     }
     PathBuf::from(format!("/var/lib/rancher/{program}"))

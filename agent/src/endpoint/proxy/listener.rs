@@ -1,7 +1,7 @@
 //! Who listens on kubelet's loopback endpoint, without ptrace: a `sock_diag` dump of the
 //! LISTEN sockets in this network namespace gives each one's owner uid and cgroup id
 //! (`INET_DIAG_CGROUP_ID`, the cgroup2 directory's inode number:
-//! https://github.com/torvalds/linux/blob/v6.18/net/ipv4/inet_diag.c#L161); the directory's
+//! <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/inet_diag.c#L161>); the directory's
 //! `cgroup.procs` lists the processes, whose `comm` and `cmdline` anyone may read.
 
 use std::{
@@ -17,7 +17,7 @@ const MAX_CGROUPS: usize = 50_000;
 
 /// The LISTEN sockets that take a connection to `addr`: those bound to it exactly, else
 /// those bound to the wildcard address on its port (the kernel prefers the exact bind:
-/// `compute_score` in net/ipv4/inet_hashtables.c).
+/// `compute_score` in `net/ipv4/inet_hashtables.c`).
 ///
 /// # Errors
 /// When `sock_diag` cannot be used.
@@ -101,20 +101,22 @@ pub fn cgroup_dir(id: u64) -> Option<(PathBuf, String)> {
     None
 }
 
-/// The oldest process of the cgroup at `dir` (a proxy's main process: nginx's and
-/// haproxy's master, the k3s agent), by start time.
+/// The process of the cgroup at `dir` that speaks for the listener: the oldest one named
+/// as a known proxy (`known`), else the oldest (a proxy's main process: nginx's and
+/// haproxy's master, the k3s agent, start before their workers).
 #[must_use]
-pub fn main_process(dir: &Path) -> Option<u32> {
+pub fn main_process(dir: &Path, known: impl Fn(&str) -> bool) -> Option<u32> {
     let procs = std::fs::read_to_string(dir.join("cgroup.procs")).ok()?;
     procs
         .lines()
         .filter_map(|l| l.trim().parse::<u32>().ok())
         .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            Some((crate::endpoint::proc_start_time(&stat)?, pid))
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let started = crate::endpoint::proc_start_time(&text)?;
+            Some((!known(&comm(pid)?), started, pid))
         })
         .min()
-        .map(|(_, pid)| pid)
+        .map(|(_, _, pid)| pid)
 }
 
 /// `/proc/PID/comm`, trimmed.
