@@ -70,7 +70,7 @@ fn with_agent(kind: ProxyKind) -> Result<()> {
     );
     let served = lab
         .served_again(t0, Duration::from_secs(30))?
-        .context("the client was not served again within 30 s of the black hole's start")?;
+        .context("the client was not served again within 30 s of the kill")?;
     // What the proxy did with the client's own connection when its upstream died: the
     // client's first error or end of stream after the black hole.
     let ev = lab.client().events();
