@@ -188,3 +188,61 @@ fn a_listener_not_roots_is_no_proxy() -> Result<()> {
     );
     Ok(())
 }
+
+/// The agent started before the proxy (a booting node: kubelet starts the static pod): the
+/// loopback endpoint is looked at again every 5 s and the proxy followed once it listens.
+#[test]
+fn a_proxy_that_starts_after_the_agent_is_found() -> Result<()> {
+    require_root();
+    let lab = Lab::new()?;
+    let kubelet_cgroup = Cgroup::new()?;
+    let _kubelet = FakeKubelet::start(
+        &lab.client,
+        &kubelet_cgroup,
+        &kubeconfig("https://127.0.0.1:6443"),
+    )?;
+    let mut agent = Agent::start(&lab, &kubelet_cgroup)?;
+    agent.wait_ready(READY)?;
+    let warns = agent.messages("WARN");
+    assert!(
+        warns.iter().any(|m| m.contains(
+            "no proxy is identified there: nothing listens on 127.0.0.1:6443 in this network namespace"
+        )),
+        "{warns:#?}"
+    );
+    let ups = upstreams();
+    let proxy = NodeProxy::start(&lab.client, ProxyKind::Haproxy, &ups)?;
+    let hop = format!(
+        "kubelet -> 127.0.0.1:6443 (haproxy, pid {}) -> [{}] from ",
+        proxy.proc.pid(),
+        listed(&ups)
+    );
+    let mut want: Vec<String> = ups.iter().map(|u| u.ip().to_string()).collect();
+    want.sort();
+    let st = wait_until(
+        "the proxy found after start",
+        Duration::from_secs(15),
+        Duration::from_millis(200),
+        || {
+            let st = agent.status()?;
+            let mut addrs: Vec<String> =
+                st.endpoints.iter().flat_map(|e| e.addrs.clone()).collect();
+            addrs.sort();
+            let named = st
+                .endpoint_source
+                .as_deref()
+                .is_some_and(|s| s.contains(&hop));
+            Ok((addrs == want && named).then_some(st))
+        },
+    )?;
+    let names: Vec<&str> = st.endpoints.iter().map(|e| e.endpoint.as_str()).collect();
+    assert_eq!(names, ["haproxy-upstreams:6443"]);
+    let infos = agent.messages("INFO");
+    assert!(
+        infos
+            .iter()
+            .any(|m| m.contains(&hop) && m.contains("found after start")),
+        "{infos:#?}"
+    );
+    Ok(())
+}

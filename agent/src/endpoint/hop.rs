@@ -55,34 +55,37 @@ pub fn follow(
     via: Option<&Via>,
     wake: &Arc<Notify>,
 ) -> (Endpoints, Option<proxy::follow::Shared>) {
-    match via {
-        Some(Via { found: Ok(p), .. }) => {
+    let Some(via) = via else {
+        return (Endpoints::new(list), None);
+    };
+    let resolver = || {
+        Resolver::new(&args.dns_servers, &args.hosts_file)
+            .inspect_err(|e| {
+                tracing::warn!("{e:#}: names in the proxy's upstream list will not be resolved");
+            })
+            .ok()
+    };
+    let (endpoints, listen) = match &via.found {
+        Ok(p) => {
             tracing::info!(target: "lifeline::endpoint", proxy = %p.name, pid = p.pid, cgroup = %p.cgroup,
-            "{p}: the endpoint is the proxy's upstreams; their sockets are the endpoint's, kubelet's loopback socket is judged by stall and silence only");
-            let endpoints = proxy::follow::endpoints(p);
-            let resolver = Resolver::new(&args.dns_servers, &args.hosts_file)
-                .inspect_err(|e| {
-                    tracing::warn!(
-                        "{e:#}: names in the proxy's upstream list will not be resolved"
-                    );
-                })
-                .ok();
-            let shared = proxy::follow::spawn(
-                p.clone(),
-                endpoints.clone(),
-                resolver,
-                api_ports(args),
-                Arc::clone(wake),
-            );
-            (endpoints, Some(shared))
+                "{p}: the endpoint is the proxy's upstreams; their sockets are the endpoint's, kubelet's loopback socket is judged by stall and silence only");
+            (proxy::follow::endpoints(p), p.listen)
         }
-        Some(Via {
-            found: Err(why), ..
-        }) => {
+        Err(why) => {
             tracing::warn!(target: "lifeline::endpoint",
-            "kubelet's API endpoint is loopback, but no proxy is identified there: {why}; kubelet's loopback socket is judged by stall and silence only, and the API servers behind it are not followed (name them with --endpoint)");
-            (Endpoints::new(list), None)
+                "kubelet's API endpoint is loopback, but no proxy is identified there: {why}; kubelet's loopback socket is judged by stall and silence only, and the API servers behind it are not followed until a proxy is found there (looked for every {:?}; or name them with --endpoint)", proxy::follow::EVERY);
+            let Some(listen) = proxy::loopback(&via.server.0, via.server.1) else {
+                return (Endpoints::new(list), None);
+            };
+            (Endpoints::new(list), listen)
         }
-        None => (Endpoints::new(list), None),
-    }
+    };
+    let shared = proxy::follow::spawn(
+        (listen, via.found.as_ref().ok().cloned()),
+        endpoints.clone(),
+        resolver(),
+        api_ports(args),
+        Arc::clone(wake),
+    );
+    (endpoints, Some(shared))
 }

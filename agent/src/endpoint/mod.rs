@@ -260,12 +260,12 @@ impl Follow {
     /// Where the endpoints come from, with the hop through a local proxy if there is one.
     #[must_use]
     pub fn describe(&self) -> String {
-        match &self.hop {
-            Some(h) => format!(
-                "{}; {}",
-                self.source,
-                h.lock().unwrap_or_else(PoisonError::into_inner)
-            ),
+        let hop = self
+            .hop
+            .as_ref()
+            .and_then(|h| h.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        match hop {
+            Some(p) => format!("{}; {p}", self.source),
             None => self.source.to_string(),
         }
     }

@@ -49,7 +49,8 @@ pub fn spawn_refreshers(
                 notified.as_mut().enable();
                 let (host, name, fixed) = {
                     let s = set.lock().unwrap_or_else(PoisonError::into_inner);
-                    (s.host.clone(), s.name.clone(), s.fixed)
+                    // A set that became a proxy's (found after start) is its follower's.
+                    (s.host.clone(), s.name.clone(), s.fixed || s.proxied)
                 };
                 if fixed {
                     notified.await;

@@ -5,7 +5,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    net::IpAddr,
+    net::{IpAddr, SocketAddr},
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},
 };
@@ -18,8 +18,8 @@ use crate::endpoint::{EndpointSet, Endpoints, Resolver};
 /// How often the proxy's configuration is read again.
 pub const EVERY: Duration = Duration::from_secs(5);
 
-/// The hop followed now, shared with status.
-pub type Shared = Arc<Mutex<Proxy>>;
+/// The hop followed now (None: no proxy identified yet), shared with status.
+pub type Shared = Arc<Mutex<Option<Proxy>>>;
 
 /// One set per port of the upstreams (nginx's and haproxy's lists may mix ports; k3s
 /// dials 6443 and RKE2's supervisor 9345), filled by `spawn`.
@@ -102,10 +102,61 @@ async fn update(
     changed
 }
 
-/// Fills the sets now and every `EVERY` from the proxy's list; the proxy found again when
-/// its process is gone (a restarted static pod). Returns the hop as followed, for status.
+/// The proxy's list now: read again, or the proxy found again on `listen` (a restarted
+/// static pod, or one that was not there yet). `None`: nothing new; a lost proxy is warned
+/// about once (`lost`).
+fn look(
+    was: Option<&Proxy>,
+    listen: SocketAddr,
+    api_ports: &[u16],
+    lost: &mut bool,
+) -> Option<Proxy> {
+    if let Some(w) = was
+        && let Some(ups) = super::reread(w, api_ports)
+    {
+        *lost = false;
+        return Some(Proxy {
+            upstreams: ups,
+            ..w.clone()
+        });
+    }
+    match (super::find(listen, api_ports), was) {
+        (Ok(p), _) => {
+            *lost = false;
+            Some(p)
+        }
+        (Err(e), Some(w)) => {
+            if !std::mem::replace(lost, true) {
+                tracing::warn!(target: "lifeline::endpoint", "kubelet's proxy {} (pid {}) is gone: {e}; keeping its last upstreams", w.name, w.pid);
+            }
+            None
+        }
+        (Err(_), None) => None,
+    }
+}
+
+/// A proxy found after start (lifeline started first): the loopback set becomes the
+/// proxy's set on its first upstream port; another port is warned about by `update`.
+fn adopt(endpoints: &Endpoints, p: &Proxy) {
+    let Some(port) = p.upstreams.first().map(|(_, port)| *port) else {
+        return;
+    };
+    for set in endpoints.sets() {
+        let mut s = set.lock().unwrap_or_else(PoisonError::into_inner);
+        if !s.proxied && s.host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()) {
+            *s = EndpointSet::proxied(&p.name, port);
+            tracing::info!(target: "lifeline::endpoint", proxy = %p.name, pid = p.pid,
+                "{p}: found after start; the endpoint is now the proxy's upstreams");
+            return;
+        }
+    }
+}
+
+/// Fills the sets now and every `EVERY` from the list of the proxy on `listen` (`proxy`:
+/// found at start, or None: looked for again each time). Returns the hop as followed, for
+/// status.
 pub fn spawn(
-    proxy: Proxy,
+    (listen, proxy): (SocketAddr, Option<Proxy>),
     endpoints: Endpoints,
     resolver: Option<Resolver>,
     api_ports: Vec<u16>,
@@ -115,32 +166,26 @@ pub fn spawn(
     let hop = Arc::clone(&shared);
     tokio::spawn(async move {
         let mut first = true;
-        let mut warned = BTreeSet::new();
+        let (mut warned, mut lost) = (BTreeSet::new(), false);
         loop {
             let was = hop.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            let now = if first {
-                Some(was.clone())
-            } else if let Some(ups) = super::reread(&was, &api_ports) {
-                Some(Proxy {
-                    upstreams: ups,
-                    ..was.clone()
-                })
-            } else {
-                super::find(was.listen, &api_ports)
-                    .inspect_err(|e| {
-                        tracing::warn!(target: "lifeline::endpoint", "kubelet's proxy {} (pid {}) is gone: {e}; keeping its last upstreams", was.name, was.pid);
-                    })
-                    .ok()
+            let now = match &was {
+                Some(w) if first => Some(w.clone()),
+                _ => look(was.as_ref(), listen, &api_ports, &mut lost),
             };
             first = false;
             if let Some(now) = now {
-                if now.upstreams != was.upstreams || now.pid != was.pid {
-                    tracing::info!(target: "lifeline::endpoint", "{now} (was {was})");
+                match &was {
+                    None => adopt(&endpoints, &now),
+                    Some(w) if now.upstreams != w.upstreams || now.pid != w.pid => {
+                        tracing::info!(target: "lifeline::endpoint", "{now} (was {w})");
+                    }
+                    Some(_) => {}
                 }
                 if update(&endpoints, &now.upstreams, resolver.as_ref(), &mut warned).await {
                     wake.notify_one();
                 }
-                *hop.lock().unwrap_or_else(PoisonError::into_inner) = now;
+                *hop.lock().unwrap_or_else(PoisonError::into_inner) = Some(now);
             }
             tokio::time::sleep(EVERY).await;
         }
