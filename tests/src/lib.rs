@@ -49,6 +49,7 @@ pub mod proc;
 pub mod proxy;
 mod proxy_conf;
 pub mod proxy_lab;
+pub mod proxy_node;
 pub mod scenario;
 pub mod setup;
 pub mod ss;

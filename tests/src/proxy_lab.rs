@@ -3,76 +3,19 @@
 //! keepalive, HTTP/2, a heartbeat every 10 s, client-go's HTTP/2 ping 30 s + 15 s) dialing
 //! `127.0.0.1:6443`, and the agent.
 
-use std::net::{IpAddr, SocketAddr, SocketAddrV4};
+use std::net::{SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail, ensure};
 
-use crate::agent::{Agent, AgentArgs};
-use crate::api_addrs::{API_NAME, API_V4};
+use crate::agent::Agent;
 use crate::apilab::ApiLab;
 use crate::client::Client;
 use crate::fake_kubelet::FakeKubelet;
 use crate::nft::Fault;
 use crate::proxy::{NodeProxy, PROXY_LISTEN, ProxyKind};
+pub use crate::proxy_node::{hosts_args, loopback_hosts, node_agent, upstreams};
 use crate::util::{TempDir, wait_until};
-
-/// The proxy's upstreams: api1 and api2 (api3 is left for a test that adds one).
-#[must_use]
-pub fn upstreams() -> Vec<SocketAddr> {
-    API_V4[..2]
-        .iter()
-        .map(|a| SocketAddr::new(IpAddr::V4(*a), crate::lab::SERVER_PORT))
-        .collect()
-}
-
-/// A hosts file naming `API_NAME` 127.0.0.1: kubelet's kubeconfig on such a node says
-/// `https://127.0.0.1:6443`, and `kube-client` dials a name, looked up here first.
-///
-/// # Errors
-/// When the file cannot be written.
-pub fn loopback_hosts() -> Result<TempDir> {
-    let dir = TempDir::new()?;
-    std::fs::write(dir.path().join("hosts"), format!("127.0.0.1 {API_NAME}\n"))?;
-    Ok(dir)
-}
-
-/// `kube-client`'s arguments that make it use `loopback_hosts`' file.
-///
-/// # Errors
-/// When the path is not UTF-8.
-pub fn hosts_args(dir: &TempDir) -> Result<Vec<String>> {
-    let file = dir.path().join("hosts");
-    let file = file.to_str().context("utf-8 path")?;
-    Ok(vec!["--hosts-file".into(), file.into()])
-}
-
-/// The agent at its defaults on a node whose kubelet dials the proxy, once ready: kubelet
-/// (the lab's stand-in, in the lab's cgroup) runs with a kubeconfig saying
-/// `https://127.0.0.1:6443`, and the agent is given only what the lab cannot be by default:
-/// kubelet's cgroup (`system.slice/kubelet.service` on a node) and, as the default targets
-/// add, the endpoint's clients. Everything else (the proxy, its upstreams) it finds itself.
-/// `extra`: a test's tuning (e.g. a short orphan grace).
-///
-/// # Errors
-/// When kubelet's stand-in or the agent does not start, or the agent is not ready within a
-/// minute.
-pub fn node_agent(api: &ApiLab, extra: &[&str]) -> Result<(FakeKubelet, Agent)> {
-    let kubeconfig = crate::fake_kubelet::kubeconfig(&format!("https://{PROXY_LISTEN}"));
-    let kubelet = FakeKubelet::start(&api.lab.client, &api.cgroup, &kubeconfig)?;
-    let args = AgentArgs {
-        stall_timeout: None,
-        extra: ["--endpoint-clients"]
-            .iter()
-            .chain(extra)
-            .map(|a| (*a).to_owned())
-            .collect(),
-        ..AgentArgs::default()
-    };
-    let mut agent = Agent::start_targets(&api.lab, &[api.cgroup.path()], &args)?;
-    agent.wait_ready(Duration::from_mins(1))?;
-    Ok((kubelet, agent))
-}
 
 /// Fields drop top to bottom: agent and client before the proxy, the proxy before the lab.
 pub struct ProxyLab {
@@ -90,14 +33,9 @@ impl ProxyLab {
     /// # Errors
     /// When any part cannot be set up.
     pub fn new(kind: ProxyKind) -> Result<Self> {
-        let api = ApiLab::new(&[API_V4[0].into()])?;
+        let api = ApiLab::new(&[crate::api_addrs::API_V4[0].into()])?;
         let proxy = NodeProxy::start(&api.lab.client, kind, &upstreams())?;
-        let hosts = TempDir::new()?;
-        // kubelet's kubeconfig says 127.0.0.1; the client's name points there.
-        std::fs::write(
-            hosts.path().join("hosts"),
-            format!("127.0.0.1 {API_NAME}\n"),
-        )?;
+        let hosts = loopback_hosts()?;
         Ok(Self {
             agent: None,
             kubelet: None,
