@@ -1,5 +1,5 @@
 //! Endpoint-driven reasons to kill: a dead peer (every try of the peer probe timed out) and an
-//! orphaned peer (its address left the endpoint's DNS set for longer than the grace). Both
+//! orphaned peer (its address left the endpoint's address set for longer than the grace). Both
 //! only for the endpoint's own sockets (`Socket::member`, the fact `endpoint::Members` keeps).
 
 use std::time::{Duration, Instant};
@@ -90,7 +90,7 @@ impl Judge {
         if trouble {
             call.probe = Some("trouble on a watched socket");
         } else if left {
-            call.probe = Some("left the endpoint's DNS set");
+            call.probe = Some("left the endpoint's address set");
         }
         if let Some(since) = s.dead_since {
             let due = since + self.dead_peer_delay(s.cookie);

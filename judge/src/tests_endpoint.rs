@@ -38,7 +38,7 @@ fn an_orphan_migrates_after_its_jitter_and_only_at_a_quiet_moment() {
     assert!(call.reason.is_none(), "not before its moment in the spread");
     let due = t0 + jitter(7, Duration::from_mins(1));
     assert_eq!(call.wake, Some(due - t0));
-    assert_eq!(call.probe, Some("left the endpoint's DNS set"));
+    assert_eq!(call.probe, Some("left the endpoint's address set"));
     let busy = TcpInfo {
         state: 1,
         unacked: 3,

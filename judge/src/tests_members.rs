@@ -59,7 +59,7 @@ fn a_socket_that_is_not_the_endpoints_gets_no_endpoint_rule() {
         ..s
     };
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet()), t0);
-    assert_eq!(call.probe, Some("left the endpoint's DNS set"));
+    assert_eq!(call.probe, Some("left the endpoint's address set"));
     let due = t0 + super::tests::SEED.jitter(3, Duration::from_mins(1));
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet()), due);
     assert!(matches!(call.reason, Some(Reason::Orphaned { .. })));

@@ -60,7 +60,7 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
             endpoint,
             absent_for,
         } => format!(
-            "its peer left {endpoint}'s DNS set {} s ago",
+            "its peer left {endpoint}'s address set (DNS, hosts file or the proxy's upstream list) {} s ago",
             absent_for.as_secs()
         ),
         Reason::DeadPeer { .. } => format!(
@@ -130,5 +130,5 @@ pub fn log_orphan_report(
     counts.count(&d);
     tracing::warn!(target: "lifeline::decision", peer = %peer, local = %local, verdict = d.verdict,
         action = d.did.label(), outcome = d.class.text(), endpoint = %endpoint, orphaned_for_ms,
-        "orphaned socket {local} -> {peer}: its peer left {endpoint}'s DNS set; --on-orphan log: not acting");
+        "orphaned socket {local} -> {peer}: its peer left {endpoint}'s address set (DNS, hosts file or the proxy's upstream list); --on-orphan log: not acting");
 }
