@@ -40,6 +40,7 @@ pub mod netns;
 pub mod news_lab;
 pub mod nft;
 mod nft_flows;
+pub mod nobody;
 pub mod outside;
 pub mod paths;
 pub mod pod;

@@ -42,6 +42,26 @@ pub fn scrape(netns: &str, addr: SocketAddr) -> Result<(String, String, String)>
     Ok((status, ctype, body.to_owned()))
 }
 
+/// The samples of the first scrape answered `200 OK` within 10 s (a server busy with a
+/// crowd, or just given its descriptors back, may refuse a few first), polled every 100 ms.
+///
+/// # Errors
+/// When none is answered in time (the error names `what`), or the answer does not parse.
+pub fn scrape_until_ok(what: &str, netns: &str, addr: SocketAddr) -> Result<BTreeMap<String, f64>> {
+    let body = crate::wait_until(
+        what,
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        || {
+            Ok(scrape(netns, addr)
+                .ok()
+                .filter(|r| r.0 == "HTTP/1.1 200 OK")
+                .map(|r| r.2))
+        },
+    )?;
+    parse(&body)
+}
+
 /// Every sample: `name{labels}` exactly as exposed, to its value.
 ///
 /// # Errors

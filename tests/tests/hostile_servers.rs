@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
 use lifeline_tests::crowd::{connected, crowd, fds};
-use lifeline_tests::metrics::{parse, scrape};
+use lifeline_tests::metrics::{parse, scrape, scrape_until_ok};
 use lifeline_tests::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, AgentArgs, Proc, TempDir, require_root, wait_until};
 
@@ -153,17 +153,7 @@ fn hold_and_check(
     let status_ms = t0.elapsed().as_millis();
     let t0 = Instant::now();
     let ns = s.lab.client.path();
-    let scraped = wait_until(
-        "a scrape beside the crowds",
-        Duration::from_secs(10),
-        Duration::from_millis(100),
-        || {
-            Ok(scrape(&ns, metrics)
-                .ok()
-                .filter(|r| r.0 == "HTTP/1.1 200 OK"))
-        },
-    )?;
-    parse(&scraped.2)?;
+    scrape_until_ok("a scrape beside the crowds", &ns, metrics)?;
     eprintln!(
         "beside the crowds: status in {status_ms} ms ({} sockets), a scrape in {} ms",
         status.sockets.len(),

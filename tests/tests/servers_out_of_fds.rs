@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use lifeline_tests::crowd::{crowd, fd_numbers, set_soft_nofile};
-use lifeline_tests::metrics::{parse, scrape};
+use lifeline_tests::metrics::{parse, scrape, scrape_until_ok};
 use lifeline_tests::scenario::Setup;
 use lifeline_tests::{Agent, AgentArgs, require_root, wait_until};
 
@@ -78,17 +78,7 @@ fn the_servers_keep_accepting_after_running_out_of_descriptors() -> Result<()> {
         "lifeline status once descriptors were back: {}",
         String::from_utf8_lossy(&answered.stderr)
     );
-    let scraped = wait_until(
-        "a scrape once descriptors are back",
-        Duration::from_secs(10),
-        Duration::from_millis(100),
-        || {
-            Ok(scrape(&ns, metrics)
-                .ok()
-                .filter(|r| r.0 == "HTTP/1.1 200 OK"))
-        },
-    )?;
-    let after = parse(&scraped.2)?;
+    let after = scrape_until_ok("a scrape once descriptors are back", &ns, metrics)?;
     for server in ["metrics", "status"] {
         let series = format!("lifeline_server_accept_errors_total{{server=\"{server}\"}}");
         let errors = after.get(&series).copied().unwrap_or_default();

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, SockAddr, Socket, Type};
 
-const NOBODY: libc::uid_t = 65534;
 const MAX: usize = 5_000;
 const EACH: Duration = Duration::from_secs(2);
 const ALL: Duration = Duration::from_mins(1);
@@ -63,17 +62,16 @@ fn run() -> Result<(), String> {
                 std::io::Error::last_os_error()
             ));
         }
-        if nobody
-            && !(libc::setgroups(0, std::ptr::null()) == 0
-                && libc::setresgid(NOBODY, NOBODY, NOBODY) == 0
-                && libc::setresuid(NOBODY, NOBODY, NOBODY) == 0)
-        {
-            return Err(format!(
-                "cannot become uid {NOBODY}: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        println!("uid {} pid {}", libc::getuid(), std::process::id());
+    }
+    if nobody {
+        lifeline_tests::nobody::become_nobody()?;
+    } else {
+        // SAFETY: getuid(2) cannot fail.
+        println!(
+            "uid {} pid {}",
+            unsafe { libc::getuid() },
+            std::process::id()
+        );
     }
     let t0 = Instant::now();
     let mut held = Vec::with_capacity(n);

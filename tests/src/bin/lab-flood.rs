@@ -16,8 +16,6 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-const NOBODY: libc::uid_t = 65534;
-
 #[derive(Parser)]
 #[command(about = "unprivileged connect and setsockopt flood for the lifeline lab")]
 struct Args {
@@ -39,25 +37,10 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
-    // SAFETY: plain syscalls on values of our own; each result is checked.
-    let dropped = unsafe {
-        libc::setgroups(0, std::ptr::null()) == 0
-            && libc::setresgid(NOBODY, NOBODY, NOBODY) == 0
-            && libc::setresuid(NOBODY, NOBODY, NOBODY) == 0
-    };
-    if !dropped {
-        eprintln!(
-            "lab-flood: cannot become uid {NOBODY}: {}",
-            std::io::Error::last_os_error()
-        );
+    if let Err(e) = lifeline_tests::nobody::become_nobody() {
+        eprintln!("lab-flood: {e}");
         std::process::exit(2);
     }
-    // SAFETY: getuid(2) cannot fail.
-    println!(
-        "uid {} pid {}",
-        unsafe { libc::getuid() },
-        std::process::id()
-    );
     let held: Vec<TcpStream> = (0..args.holds)
         .map(|_| TcpStream::connect_timeout(&args.hold, Duration::from_secs(5)))
         .collect::<Result<_, _>>()

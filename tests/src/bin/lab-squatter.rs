@@ -12,29 +12,13 @@ use std::os::linux::net::SocketAddrExt as _;
 use std::os::unix::net::{SocketAddr, UnixListener};
 use std::time::Duration;
 
-const NOBODY: libc::uid_t = 65534;
 const OLD_LOCK: &[u8] = b"lifeline/agent";
 
 fn main() {
-    // SAFETY: plain syscalls on values of our own; each result is checked.
-    let dropped = unsafe {
-        libc::setgroups(0, std::ptr::null()) == 0
-            && libc::setresgid(NOBODY, NOBODY, NOBODY) == 0
-            && libc::setresuid(NOBODY, NOBODY, NOBODY) == 0
-    };
-    if !dropped {
-        eprintln!(
-            "lab-squatter: cannot become uid {NOBODY}: {}",
-            std::io::Error::last_os_error()
-        );
+    if let Err(e) = lifeline_tests::nobody::become_nobody() {
+        eprintln!("lab-squatter: {e}");
         std::process::exit(2);
     }
-    // SAFETY: getuid(2) cannot fail.
-    println!(
-        "uid {} pid {}",
-        unsafe { libc::getuid() },
-        std::process::id()
-    );
     let shown = String::from_utf8_lossy(OLD_LOCK);
     let _held =
         match SocketAddr::from_abstract_name(OLD_LOCK).and_then(|a| UnixListener::bind_addr(&a)) {
