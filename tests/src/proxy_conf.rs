@@ -63,6 +63,32 @@ pub fn haproxy(listen: SocketAddr, upstreams: &[SocketAddr]) -> String {
     for (i, u) in upstreams.iter().enumerate() {
         let _ = writeln!(servers, "  server api{} {u} check", i + 1);
     }
+    haproxy_with(listen, "", &servers)
+}
+
+/// haproxy.cfg naming the API servers by `name` (`HOST:PORT`), re-resolved at run time
+/// through the DNS server `dns` (a `resolvers` section, as kubeadm's HA guide allows for a
+/// DNS-named control plane). `init-addr none`: the node's own resolver does not know the
+/// name, so the server waits for the first answer instead of failing the start.
+/// `hold valid 1s`: an answer is asked again every second, so a change is seen at once.
+#[must_use]
+pub fn haproxy_resolving(listen: SocketAddr, name: &str, dns: SocketAddr) -> String {
+    let resolvers = format!(
+        "resolvers lab
+    nameserver dns {dns}
+    resolve_retries 3
+    timeout resolve 1s
+    timeout retry   1s
+    hold valid      1s
+
+"
+    );
+    let server =
+        format!("  server api1 {name} check resolvers lab resolve-prefer ipv4 init-addr none\n");
+    haproxy_with(listen, &resolvers, &server)
+}
+
+fn haproxy_with(listen: SocketAddr, resolvers: &str, servers: &str) -> String {
     format!(
         "global
     maxconn                 4000
@@ -81,7 +107,7 @@ defaults
     timeout check           30s
     maxconn                 4000
 
-frontend kube_api_frontend
+{resolvers}frontend kube_api_frontend
   bind {listen}
   mode tcp
   default_backend kube_api_backend
