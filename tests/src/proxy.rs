@@ -3,7 +3,7 @@
 //! configuration in a temporary directory: kubelet's kubeconfig says `https://127.0.0.1:6443`
 //! and the proxy carries the connection on to the API servers (`proxy_conf.rs`).
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
@@ -14,27 +14,7 @@ use crate::proc::Proc;
 use crate::ss::{SsSocket, established};
 use crate::util::{TempDir, wait_until};
 
-/// Where the proxy listens: kubelet's `server:` on such nodes.
-pub const PROXY_LISTEN: SocketAddr = SocketAddr::new(
-    std::net::IpAddr::V4(Ipv4Addr::LOCALHOST),
-    crate::lab::SERVER_PORT,
-);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProxyKind {
-    Nginx,
-    Haproxy,
-}
-
-impl ProxyKind {
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Nginx => "nginx",
-            Self::Haproxy => "haproxy",
-        }
-    }
-}
+pub use crate::proxy_conf::{PROXY_LISTEN, ProxyKind};
 
 /// A running proxy. Drop: SIGTERM, a bounded wait, then SIGKILL (its cgroup's teardown kills
 /// any worker left).
@@ -79,8 +59,8 @@ impl NodeProxy {
             "only haproxy re-resolves its servers' names at run time in this lab"
         );
         let dir = TempDir::new()?;
-        let conf = conf_path(&dir, kind);
-        write_config(&dir, kind, upstreams, resolving.as_ref())?;
+        let conf = crate::proxy_conf::path(&dir, kind);
+        crate::proxy_conf::write(&dir, kind, upstreams, resolving.as_ref())?;
         let check: Vec<&str> = match kind {
             ProxyKind::Nginx => vec!["-e", "stderr", "-t", "-c", &conf],
             ProxyKind::Haproxy => vec!["-c", "-f", &conf],
@@ -132,7 +112,7 @@ impl NodeProxy {
     /// When the configuration cannot be written.
     pub fn reload(&mut self, upstreams: &[SocketAddr]) -> Result<()> {
         upstreams.clone_into(&mut self.upstreams);
-        write_config(&self.dir, self.kind, upstreams, self.resolving.as_ref())?;
+        crate::proxy_conf::write(&self.dir, self.kind, upstreams, self.resolving.as_ref())?;
         self.proc.signal(match self.kind {
             ProxyKind::Nginx => libc::SIGHUP,
             ProxyKind::Haproxy => libc::SIGUSR2,
@@ -169,28 +149,4 @@ impl Drop for NodeProxy {
             self.proc.kill();
         }
     }
-}
-
-fn conf_path(dir: &TempDir, kind: ProxyKind) -> String {
-    let file = match kind {
-        ProxyKind::Nginx => "nginx.conf",
-        ProxyKind::Haproxy => "haproxy.cfg",
-    };
-    dir.path().join(file).display().to_string()
-}
-
-fn write_config(
-    dir: &TempDir,
-    kind: ProxyKind,
-    upstreams: &[SocketAddr],
-    resolving: Option<&(String, SocketAddr)>,
-) -> Result<()> {
-    let text = match (kind, resolving) {
-        (ProxyKind::Haproxy, Some((name, dns))) => {
-            crate::proxy_conf::haproxy_resolving(PROXY_LISTEN, name, *dns)
-        }
-        (ProxyKind::Nginx, _) => crate::proxy_conf::nginx(dir.path(), PROXY_LISTEN, upstreams),
-        (ProxyKind::Haproxy, None) => crate::proxy_conf::haproxy(PROXY_LISTEN, upstreams),
-    };
-    std::fs::write(conf_path(dir, kind), text).context("writing the proxy's configuration")
 }

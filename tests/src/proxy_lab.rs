@@ -3,7 +3,7 @@
 //! keepalive, HTTP/2, a heartbeat every 10 s, client-go's HTTP/2 ping 30 s + 15 s) dialing
 //! `127.0.0.1:6443`, and the agent.
 
-use std::net::{IpAddr, SocketAddr, SocketAddrV4};
+use std::net::{SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail, ensure};
@@ -14,6 +14,7 @@ use crate::client::Client;
 use crate::fake_kubelet::FakeKubelet;
 use crate::nft::Fault;
 use crate::proxy::{NodeProxy, PROXY_LISTEN, ProxyKind};
+use crate::proxy_node::upstreams_by_name;
 pub use crate::proxy_node::{hosts_args, loopback_hosts, node_agent, upstreams};
 use crate::util::{TempDir, wait_until};
 
@@ -47,16 +48,12 @@ impl ProxyLab {
 
     fn build(kind: ProxyKind, resolving: bool) -> Result<Self> {
         let api = ApiLab::new(&[crate::api_addrs::API_V4[0].into()])?;
-        let ups = upstreams();
         let resolving = if resolving {
-            let addrs: Vec<IpAddr> = ups.iter().map(SocketAddr::ip).collect();
-            api.dns.set(&addrs)?;
-            let dns = SocketAddr::new(crate::api_addrs::DNS_V4.into(), 53);
-            Some((crate::api_addrs::ENDPOINT.to_owned(), dns))
+            Some(upstreams_by_name(&api)?)
         } else {
             None
         };
-        let proxy = NodeProxy::start_with(&api.lab.client, kind, &ups, resolving)?;
+        let proxy = NodeProxy::start_with(&api.lab.client, kind, &upstreams(), resolving)?;
         let hosts = loopback_hosts()?;
         Ok(Self {
             agent: None,
