@@ -3,7 +3,7 @@
 //! configuration in a temporary directory: kubelet's kubeconfig says `https://127.0.0.1:6443`
 //! and the proxy carries the connection on to the API servers (`proxy_conf.rs`).
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
@@ -14,34 +14,19 @@ use crate::proc::Proc;
 use crate::ss::{SsSocket, established};
 use crate::util::{TempDir, wait_until};
 
-/// Where the proxy listens: kubelet's `server:` on such nodes.
-pub const PROXY_LISTEN: SocketAddr = SocketAddr::new(
-    std::net::IpAddr::V4(Ipv4Addr::LOCALHOST),
-    crate::lab::SERVER_PORT,
-);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProxyKind {
-    Nginx,
-    Haproxy,
-}
-
-impl ProxyKind {
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Nginx => "nginx",
-            Self::Haproxy => "haproxy",
-        }
-    }
-}
+pub use crate::proxy_conf::{PROXY_LISTEN, ProxyKind};
 
 /// A running proxy. Drop: SIGTERM, a bounded wait, then SIGKILL (its cgroup's teardown kills
 /// any worker left).
 pub struct NodeProxy {
     pub kind: ProxyKind,
     pub proc: Proc,
+    /// The addresses of its upstreams (with `resolving`: what the name answers now, kept by
+    /// the test that changes the answer).
     pub upstreams: Vec<SocketAddr>,
+    /// `(HOST:PORT, DNS server)`: the configuration names the servers so, re-resolved at run
+    /// time (haproxy only); None: it lists `upstreams`.
+    pub resolving: Option<(String, SocketAddr)>,
     /// Dropped after the process: its teardown kills any worker left.
     pub cgroup: Cgroup,
     dir: TempDir,
@@ -55,9 +40,27 @@ impl NodeProxy {
     /// When the package is missing, the configuration is refused or it does not listen
     /// within 10 s.
     pub fn start(ns: &NetNs, kind: ProxyKind, upstreams: &[SocketAddr]) -> Result<Self> {
+        Self::start_with(ns, kind, upstreams, None)
+    }
+
+    /// `start` with `resolving` (see the field; haproxy only): `upstreams` are then the
+    /// addresses the name answers.
+    ///
+    /// # Errors
+    /// As `start`; nginx with `resolving`.
+    pub fn start_with(
+        ns: &NetNs,
+        kind: ProxyKind,
+        upstreams: &[SocketAddr],
+        resolving: Option<(String, SocketAddr)>,
+    ) -> Result<Self> {
+        ensure!(
+            resolving.is_none() || kind == ProxyKind::Haproxy,
+            "only haproxy re-resolves its servers' names at run time in this lab"
+        );
         let dir = TempDir::new()?;
-        let conf = conf_path(&dir, kind);
-        write_config(&dir, kind, upstreams)?;
+        let conf = crate::proxy_conf::path(&dir, kind);
+        crate::proxy_conf::write(&dir, kind, upstreams, resolving.as_ref())?;
         let check: Vec<&str> = match kind {
             ProxyKind::Nginx => vec!["-e", "stderr", "-t", "-c", &conf],
             ProxyKind::Haproxy => vec!["-c", "-f", &conf],
@@ -79,6 +82,7 @@ impl NodeProxy {
                 cgroup.command_in_netns(ns.name(), kind.name(), &run),
             )?,
             upstreams: upstreams.to_vec(),
+            resolving,
             cgroup,
             dir,
         };
@@ -108,7 +112,7 @@ impl NodeProxy {
     /// When the configuration cannot be written.
     pub fn reload(&mut self, upstreams: &[SocketAddr]) -> Result<()> {
         upstreams.clone_into(&mut self.upstreams);
-        write_config(&self.dir, self.kind, upstreams)?;
+        crate::proxy_conf::write(&self.dir, self.kind, upstreams, self.resolving.as_ref())?;
         self.proc.signal(match self.kind {
             ProxyKind::Nginx => libc::SIGHUP,
             ProxyKind::Haproxy => libc::SIGUSR2,
@@ -145,20 +149,4 @@ impl Drop for NodeProxy {
             self.proc.kill();
         }
     }
-}
-
-fn conf_path(dir: &TempDir, kind: ProxyKind) -> String {
-    let file = match kind {
-        ProxyKind::Nginx => "nginx.conf",
-        ProxyKind::Haproxy => "haproxy.cfg",
-    };
-    dir.path().join(file).display().to_string()
-}
-
-fn write_config(dir: &TempDir, kind: ProxyKind, upstreams: &[SocketAddr]) -> Result<()> {
-    let text = match kind {
-        ProxyKind::Nginx => crate::proxy_conf::nginx(dir.path(), PROXY_LISTEN, upstreams),
-        ProxyKind::Haproxy => crate::proxy_conf::haproxy(PROXY_LISTEN, upstreams),
-    };
-    std::fs::write(conf_path(dir, kind), text).context("writing the proxy's configuration")
 }

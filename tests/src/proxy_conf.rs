@@ -9,8 +9,34 @@
 //! `httpchk GET /healthz` over TLS (the lab's API servers speak cleartext HTTP/2 only).
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
+
+use anyhow::{Context as _, Result};
+
+use crate::util::TempDir;
+
+/// Where the proxy listens: kubelet's `server:` on such nodes.
+pub const PROXY_LISTEN: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(Ipv4Addr::LOCALHOST),
+    crate::lab::SERVER_PORT,
+);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyKind {
+    Nginx,
+    Haproxy,
+}
+
+impl ProxyKind {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Nginx => "nginx",
+            Self::Haproxy => "haproxy",
+        }
+    }
+}
 
 /// Where Debian's `libnginx-mod-stream` puts the stream module.
 pub const NGINX_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
@@ -63,6 +89,32 @@ pub fn haproxy(listen: SocketAddr, upstreams: &[SocketAddr]) -> String {
     for (i, u) in upstreams.iter().enumerate() {
         let _ = writeln!(servers, "  server api{} {u} check", i + 1);
     }
+    haproxy_with(listen, "", &servers)
+}
+
+/// haproxy.cfg naming the API servers by `name` (`HOST:PORT`), re-resolved at run time
+/// through the DNS server `dns` (a `resolvers` section, as kubeadm's HA guide allows for a
+/// DNS-named control plane). `init-addr none`: the node's own resolver does not know the
+/// name, so the server waits for the first answer instead of failing the start.
+/// `hold valid 1s`: an answer is asked again every second, so a change is seen at once.
+#[must_use]
+pub fn haproxy_resolving(listen: SocketAddr, name: &str, dns: SocketAddr) -> String {
+    let resolvers = format!(
+        "resolvers lab
+    nameserver dns {dns}
+    resolve_retries 3
+    timeout resolve 1s
+    timeout retry   1s
+    hold valid      1s
+
+"
+    );
+    let server =
+        format!("  server api1 {name} check resolvers lab resolve-prefer ipv4 init-addr none\n");
+    haproxy_with(listen, &resolvers, &server)
+}
+
+fn haproxy_with(listen: SocketAddr, resolvers: &str, servers: &str) -> String {
     format!(
         "global
     maxconn                 4000
@@ -81,7 +133,7 @@ defaults
     timeout check           30s
     maxconn                 4000
 
-frontend kube_api_frontend
+{resolvers}frontend kube_api_frontend
   bind {listen}
   mode tcp
   default_backend kube_api_backend
@@ -92,4 +144,29 @@ backend kube_api_backend
   default-server inter 15s downinter 15s rise 2 fall 2 slowstart 60s maxconn 1000 maxqueue 256 weight 100
 {servers}"
     )
+}
+
+/// Where the configuration of a `kind` proxy is kept in `dir`.
+pub(crate) fn path(dir: &TempDir, kind: ProxyKind) -> String {
+    let file = match kind {
+        ProxyKind::Nginx => "nginx.conf",
+        ProxyKind::Haproxy => "haproxy.cfg",
+    };
+    dir.path().join(file).display().to_string()
+}
+
+/// Writes the configuration of a `kind` proxy in `dir`: `resolving` (`(HOST:PORT, DNS
+/// server)`, haproxy) names the servers so, else the list is `upstreams`.
+pub(crate) fn write(
+    dir: &TempDir,
+    kind: ProxyKind,
+    upstreams: &[SocketAddr],
+    resolving: Option<&(String, SocketAddr)>,
+) -> Result<()> {
+    let text = match (kind, resolving) {
+        (ProxyKind::Haproxy, Some((name, dns))) => haproxy_resolving(PROXY_LISTEN, name, *dns),
+        (ProxyKind::Nginx, _) => nginx(dir.path(), PROXY_LISTEN, upstreams),
+        (ProxyKind::Haproxy, None) => haproxy(PROXY_LISTEN, upstreams),
+    };
+    std::fs::write(path(dir, kind), text).context("writing the proxy's configuration")
 }

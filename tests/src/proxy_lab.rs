@@ -14,6 +14,7 @@ use crate::client::Client;
 use crate::fake_kubelet::FakeKubelet;
 use crate::nft::Fault;
 use crate::proxy::{NodeProxy, PROXY_LISTEN, ProxyKind};
+use crate::proxy_node::upstreams_by_name;
 pub use crate::proxy_node::{hosts_args, loopback_hosts, node_agent, upstreams};
 use crate::util::{TempDir, wait_until};
 
@@ -33,8 +34,26 @@ impl ProxyLab {
     /// # Errors
     /// When any part cannot be set up.
     pub fn new(kind: ProxyKind) -> Result<Self> {
+        Self::build(kind, false)
+    }
+
+    /// `new`, the proxy naming its servers `ENDPOINT` and re-resolving it through the lab's
+    /// dnsmasq, which answers the upstreams' addresses (haproxy only).
+    ///
+    /// # Errors
+    /// As `new`.
+    pub fn resolving(kind: ProxyKind) -> Result<Self> {
+        Self::build(kind, true)
+    }
+
+    fn build(kind: ProxyKind, resolving: bool) -> Result<Self> {
         let api = ApiLab::new(&[crate::api_addrs::API_V4[0].into()])?;
-        let proxy = NodeProxy::start(&api.lab.client, kind, &upstreams())?;
+        let resolving = if resolving {
+            Some(upstreams_by_name(&api)?)
+        } else {
+            None
+        };
+        let proxy = NodeProxy::start_with(&api.lab.client, kind, &upstreams(), resolving)?;
         let hosts = loopback_hosts()?;
         Ok(Self {
             agent: None,
@@ -46,8 +65,9 @@ impl ProxyLab {
         })
     }
 
-    /// Starts the agent as on such a node (`node_agent`) and waits until it is ready and
-    /// names the proxy and its upstreams.
+    /// Starts the agent as on such a node (`node_agent`; asking the lab's dnsmasq when the
+    /// proxy resolves names) and waits until it is ready and names the proxy and its
+    /// upstreams (or their name).
     ///
     /// # Errors
     /// When it does not start, is not ready within a minute or did not find the proxy.
@@ -60,7 +80,12 @@ impl ProxyLab {
     /// # Errors
     /// As `start_agent`.
     pub fn start_agent_with(&mut self, extra: &[&str]) -> Result<()> {
-        let (kubelet, agent) = node_agent(&self.api, extra)?;
+        let dns = crate::api_addrs::DNS_V4.to_string();
+        let mut args = extra.to_vec();
+        if self.proxy.resolving.is_some() {
+            args.extend(["--dns-server", &dns]);
+        }
+        let (kubelet, agent) = node_agent(&self.api, &args)?;
         // It found the proxy and its upstreams by itself, from kubelet's kubeconfig.
         let named = format!(
             "kubelet -> {PROXY_LISTEN} ({}, pid {})",
@@ -77,11 +102,12 @@ impl ProxyLab {
                 agent.messages("INFO")
             )
         })?;
-        for u in upstreams() {
-            ensure!(
-                line.contains(&u.to_string()),
-                "upstream {u} not named: {line}"
-            );
+        let named: Vec<String> = match &self.proxy.resolving {
+            Some((name, _)) => vec![name.clone()],
+            None => upstreams().iter().map(ToString::to_string).collect(),
+        };
+        for u in named {
+            ensure!(line.contains(&u), "upstream {u} not named: {line}");
         }
         self.kubelet = Some(kubelet);
         self.agent = Some(agent);

@@ -24,6 +24,18 @@ pub fn upstreams() -> Vec<SocketAddr> {
         .collect()
 }
 
+/// The upstreams by a name instead (`NodeProxy::resolving`): the lab's dnsmasq answers
+/// `upstreams()`' addresses for `ENDPOINT`'s name from now on.
+///
+/// # Errors
+/// When dnsmasq does not answer them.
+pub fn upstreams_by_name(api: &ApiLab) -> Result<(String, SocketAddr)> {
+    let addrs: Vec<IpAddr> = upstreams().iter().map(SocketAddr::ip).collect();
+    api.dns.set(&addrs)?;
+    let dns = SocketAddr::new(crate::api_addrs::DNS_V4.into(), 53);
+    Ok((crate::api_addrs::ENDPOINT.to_owned(), dns))
+}
+
 /// A hosts file naming `API_NAME` 127.0.0.1: kubelet's kubeconfig on such a node says
 /// `https://127.0.0.1:6443`, and `kube-client` dials a name, looked up here first.
 ///

@@ -4,6 +4,11 @@
 //! short grace and spread set here), the proxy then closes the client's connection, and the
 //! client is served again through a server still in the list.
 //!
+//! The same when the list names the servers by a DNS name and the name's answer drops the
+//! address in use: haproxy re-resolves (`resolvers`) and dials the rest; the agent resolves
+//! the name in the list as it does the endpoint's, every 5 s, and migrates the idle
+//! connection to the dropped address.
+//!
 //! haproxy's reload (master-worker, SIGUSR2) leaves the old worker serving its connections
 //! for as long as they last: only the agent moves them. nginx's reload (SIGHUP) with
 //! kubespray's `worker_shutdown_timeout 10s` ends the old worker's connections itself after
@@ -15,6 +20,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
 use lifeline_tests::api_addrs::API_V4;
+use lifeline_tests::decision::Decision;
 use lifeline_tests::proxy::ProxyKind;
 use lifeline_tests::proxy_lab::{ProxyLab, upstreams};
 use lifeline_tests::{mono_ms, require_root, wait_until};
@@ -55,13 +61,9 @@ fn back_on_a_current_server(lab: &mut ProxyLab, removed: SocketAddr, since: u64)
     Ok(served)
 }
 
-#[test]
-fn haproxy_upstream_removed_on_reload_is_migrated_at_a_quiet_moment() -> Result<()> {
-    require_root();
-    let mut lab = ProxyLab::new(ProxyKind::Haproxy)?;
-    lab.start_agent_with(&FAST_ORPHANS)?;
-    lab.start_client()?;
-    let (port, removed, change) = remove_the_used_server(&mut lab)?;
+/// The orphan migration of the upstream connection from local `port`, not before the grace
+/// after `change`; returns it and how long after `change` it came.
+fn migrated(lab: &ProxyLab, port: u16, change: u64) -> Result<(Decision, u64)> {
     let agent = lab.agent.as_ref().context("agent")?;
     let kill = wait_until(
         "the migration of the removed server's upstream connection",
@@ -78,14 +80,13 @@ fn haproxy_upstream_removed_on_reload_is_migrated_at_a_quiet_moment() -> Result<
     );
     ensure!(
         after >= GRACE_MS,
-        "killed {after} ms after the reload, before the grace"
+        "killed {after} ms after the change, before the grace"
     );
-    let served = back_on_a_current_server(&mut lab, removed, change)?;
-    eprintln!(
-        "haproxy: {removed} removed by a reload; its upstream connection migrated {after} ms later ({}), the client served again {} ms after the reload",
-        kill.raw,
-        served - change
-    );
+    Ok((kill, after))
+}
+
+/// Nothing decided but the one migration.
+fn only_one_decision(lab: &ProxyLab) -> Result<()> {
     let agent = lab.agent.as_ref().context("agent")?;
     ensure!(
         agent.decisions().len() == 1,
@@ -93,6 +94,63 @@ fn haproxy_upstream_removed_on_reload_is_migrated_at_a_quiet_moment() -> Result<
         agent.decisions()
     );
     Ok(())
+}
+
+#[test]
+fn haproxy_upstream_removed_on_reload_is_migrated_at_a_quiet_moment() -> Result<()> {
+    require_root();
+    let mut lab = ProxyLab::new(ProxyKind::Haproxy)?;
+    lab.start_agent_with(&FAST_ORPHANS)?;
+    lab.start_client()?;
+    let (port, removed, change) = remove_the_used_server(&mut lab)?;
+    let (kill, after) = migrated(&lab, port, change)?;
+    let served = back_on_a_current_server(&mut lab, removed, change)?;
+    eprintln!(
+        "haproxy: {removed} removed by a reload; its upstream connection migrated {after} ms later ({}), the client served again {} ms after the reload",
+        kill.raw,
+        served - change
+    );
+    only_one_decision(&lab)
+}
+
+#[test]
+fn haproxy_upstream_dropped_from_dns_is_migrated_at_a_quiet_moment() -> Result<()> {
+    require_root();
+    let mut lab = ProxyLab::resolving(ProxyKind::Haproxy)?;
+    lab.start_agent_with(&FAST_ORPHANS)?;
+    lab.start_client()?;
+    lab.client()
+        .wait_event("a first heartbeat", Duration::from_secs(15), |e| {
+            e.event == "ok"
+        })?;
+    let (local, peer) = lab.upstream_flow()?;
+    let removed = SocketAddr::V4(peer);
+    let left: Vec<SocketAddr> = upstreams().into_iter().filter(|u| *u != removed).collect();
+    let change = mono_ms();
+    let addrs: Vec<_> = left.iter().map(SocketAddr::ip).collect();
+    lab.api.dns.set(&addrs)?;
+    lab.proxy.upstreams.clone_from(&left);
+    let (kill, after) = migrated(&lab, local.port(), change)?;
+    let served = back_on_a_current_server(&mut lab, removed, change)?;
+    // The set changed because the name's answer did: the agent logged the new addresses,
+    // while the proxy's list it re-reads (the name) stayed the same.
+    let agent = lab.agent.as_ref().context("agent")?;
+    let infos = agent.messages("INFO");
+    let now = format!(
+        "the proxy's upstreams on port 6443 are now [{}]",
+        left[0].ip()
+    );
+    ensure!(
+        infos.contains(&now) && !infos.iter().any(|m| m.contains("(was kubelet")),
+        "no '{now}' without a change of the proxy's list: {infos:#?}"
+    );
+    eprintln!(
+        "haproxy: {removed} dropped from {}'s answer; its upstream connection migrated {after} ms later ({}), the client served again {} ms after the change",
+        lifeline_tests::api_addrs::API_NAME,
+        kill.raw,
+        served - change
+    );
+    only_one_decision(&lab)
 }
 
 #[test]
