@@ -24,7 +24,7 @@ use aya_ebpf::helpers::generated::{bpf_get_socket_cookie, bpf_getsockopt, bpf_se
 use lifeline_common::sock::{ADOPT_ALREADY, ADOPT_ARMED, WATCH_CB_FLAGS};
 
 use crate::{
-    keepalive,
+    keepalive, linear,
     maps::{ADOPT, SOCKETS},
     unanswered,
 };
@@ -94,6 +94,7 @@ pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
         // finds a silent peer. Lowering only, so a socket a killed agent armed keeps
         // exactly its values.
         rec.ka_result = keepalive::arm(sk, &mut rec.keepalive);
+        rec.lto = linear::arm(sk);
     }
     // SAFETY: map value of type i32.
     unsafe { *status = result };

@@ -56,7 +56,8 @@ fn get(sk: *mut c_void, level: i32, name: i32) -> Result<i32, i32> {
     }
 }
 
-fn set(sk: *mut c_void, level: i32, name: i32, value: i32) -> Result<(), i32> {
+/// Sets an int option; `Err(-errno)` when the kernel refuses.
+pub fn set(sk: *mut c_void, level: i32, name: i32, value: i32) -> Result<(), i32> {
     let mut v = value;
     let ptr: *mut i32 = &raw mut v;
     // SAFETY: as in `get`.

@@ -35,7 +35,7 @@ use lifeline_common::{
 };
 
 use crate::{
-    keepalive,
+    keepalive, linear,
     maps::{
         ADOPT, ENDPOINT_PEERS, ENDPOINT_QUOTA, OWNERS, PEER_OWNERS, PORTS, SCRATCH, SOCKETS,
         TUPLES, config_flag, count, news,
@@ -173,6 +173,7 @@ fn on_established(ctx: &SockOpsContext) {
         // SAFETY: map value of the right type, under the socket's lock.
         let rec = unsafe { &mut *rec };
         rec.ka_result = keepalive::arm(ctx.ops.cast(), &mut rec.keepalive);
+        rec.lto = linear::arm(ctx.ops.cast());
     }
     count(stats::WATCHED);
     news(cookie, news::ESTABLISHED, 0);
@@ -284,16 +285,25 @@ fn on_trouble(ctx: &SockOpsContext, rto: bool) {
         s.retrans_count = 0;
         s.trouble_ns = 0;
     }
-    if s.trouble_ns == 0 {
+    let first = s.trouble_ns == 0;
+    if first {
         s.trouble_ns = now;
-        news(cookie, news::TROUBLE, 0);
     }
     if rto {
         s.rto_count += 1;
+        // SAFETY: context pointer.
+        linear::at_rto(ctx.ops.cast(), s.lto, unsafe { (*ctx.ops).snd_ssthresh });
     } else {
         s.retrans_count += 1;
     }
     refresh(s, ctx);
+    // The episode's start, and each RTO after it: the stall verdict counts RTOs in a row
+    // (`--stall-unanswered`), and with linear timeouts they come every ~200 ms, faster
+    // than the agent's sweep. At most one item per RTO of a socket in trouble, none while
+    // it is healthy.
+    if first || rto {
+        news(cookie, news::TROUBLE, s.rto_count);
+    }
 }
 
 fn on_state(ctx: &SockOpsContext) {

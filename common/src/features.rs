@@ -97,6 +97,22 @@ pub const KEEPALIVE_READ: Feature = Feature {
     required: false,
 };
 
+/// `TCP_THIN_LINEAR_TIMEOUTS` through `bpf_setsockopt` from `sock_ops`: one of the options
+/// the 6.1 rework of `bpf_setsockopt(SOL_TCP)` let through to `do_tcp_setsockopt()` ("bpf: Add
+/// a few optnames to bpf_setsockopt", `sol_tcp_sockopt()` in
+/// <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>); 5.10's
+/// `_bpf_setsockopt()` refuses it with EINVAL. The kernel then keeps a thin stream's
+/// retransmission timeout at its RTO for the first 6 retransmissions instead of doubling it
+/// (`tcp_retransmit_timer()`, `TCP_THIN_LINEAR_RETRIES`, in
+/// <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>).
+pub const LINEAR_TIMEOUTS: Feature = Feature {
+    id: "linear_timeouts",
+    gives: "linear retransmission timeouts on watched thin streams: a black-holed flow's 8 unanswered transmissions in a row are collected in about 2.4 s, and the stall verdict comes from them",
+    since: (6, 1),
+    without: "retransmissions back off exponentially from 200 ms: the stall verdict comes from --stall-timeout (10 s) with as many unanswered transmissions as fit in it; status `linear timeouts: kernel refused (errno 22)`; `check` warns on `stall evidence`",
+    required: false,
+};
+
 /// `cgroup/setsockopt` on the root (5.3), with the watched socket found by its addresses.
 pub const APP_KEEPALIVE: Feature = Feature {
     id: "app_keepalive",
@@ -143,7 +159,7 @@ pub const SOCK_DESTROY: Feature = Feature {
 };
 
 /// Every feature, oldest first.
-pub const ALL: [Feature; 11] = [
+pub const ALL: [Feature; 12] = [
     SOCK_DESTROY,
     APP_KEEPALIVE,
     CGROUP_TRACEPOINTS,
@@ -154,6 +170,7 @@ pub const ALL: [Feature; 11] = [
     ITER_KEEPALIVE,
     APP_KEEPALIVE_NETNS,
     KEEPALIVE_READ,
+    LINEAR_TIMEOUTS,
     ITER_CALLBACKS,
 ];
 

@@ -52,6 +52,9 @@ pub const TCP_KEEPIDLE: i32 = 4;
 pub const TCP_KEEPINTVL: i32 = 5;
 pub const TCP_KEEPCNT: i32 = 6;
 pub const TCP_USER_TIMEOUT: i32 = 18;
+pub const TCP_THIN_LINEAR_TIMEOUTS: i32 = 16;
+/// `bpf_setsockopt` only (include/uapi/linux/bpf.h): sets `snd_cwnd_clamp` and `snd_ssthresh`.
+pub const TCP_BPF_SNDCWND_CLAMP: i32 = 1002;
 
 /// Limits the kernel enforces (`MAX_TCP_KEEPIDLE`, `MAX_TCP_KEEPINTVL`, `MAX_TCP_KEEPCNT` in
 /// include/net/tcp.h).

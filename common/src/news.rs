@@ -4,7 +4,8 @@
 
 /// The socket was recorded (`sock_ops` at ESTABLISHED, keepalive already armed).
 pub const ESTABLISHED: u32 = 1;
-/// A trouble episode began: the first retransmission or RTO since `snd_una` last moved.
+/// A trouble episode began (the first retransmission or RTO since `snd_una` last moved), or
+/// it had one more RTO; `arg` = the episode's RTOs so far.
 pub const TROUBLE: u32 = 2;
 /// The TCP state changed (other than to CLOSE).
 pub const STATE: u32 = 3;
@@ -25,7 +26,7 @@ pub struct News {
     pub cookie: u64,
     /// `ESTABLISHED`, `TROUBLE`, `STATE`, `CLOSE`, `UNANSWERED` or `KEEPALIVE`.
     pub kind: u32,
-    /// Kind-specific: for `UNANSWERED` the unanswered probes; 0 otherwise.
+    /// Kind-specific: for `UNANSWERED` the unanswered probes, for `TROUBLE` the RTOs; 0 otherwise.
     pub arg: u32,
 }
 

@@ -65,8 +65,10 @@ pub struct SockState {
     /// or the negative errno the iterator's `bpf_setsockopt` gave; anything but the first
     /// two means the agent polls it through `sock_diag`. 0 for a `sock_ops` socket.
     pub adopt: i32,
-    /// Explicit, so every byte of the record is a field (`aya::Pod`).
-    pub pad: u32,
+    /// Linear retransmission timeouts (`TCP_THIN_LINEAR_TIMEOUTS`), which collect the stall
+    /// verdict's unanswered transmissions at a fixed cadence: `LTO_ARMED`, `LTO_OFF` (not
+    /// asked for, or an adopted socket), or the negative errno `bpf_setsockopt` gave.
+    pub lto: i32,
 }
 
 const _: () = assert!(core::mem::size_of::<SockState>() == 152);
@@ -79,6 +81,12 @@ impl SockState {
         self.snd_nxt.wrapping_sub(self.snd_una)
     }
 }
+
+/// `SockState::lto`: linear timeouts are on for this socket (`crate::features::LINEAR_TIMEOUTS`).
+pub const LTO_ARMED: i32 = 1;
+/// `SockState::lto`: linear timeouts were not asked for (`--stall-unanswered 0`), or the
+/// socket predates the agent.
+pub const LTO_OFF: i32 = 0;
 
 /// `ADOPT` map values: the agent inserts `ADOPT_PENDING` for each pre-existing socket it
 /// wants armed; the TCP iterator replaces it with `ADOPT_ARMED` or a negative errno.

@@ -17,6 +17,9 @@ pub const BY_ENDPOINT: u32 = 4;
 pub const WATCH_CGROUPS: u32 = 1;
 pub const WATCH_COMMS: u32 = 2;
 pub const WATCH_ENDPOINT: u32 = 4;
+/// `WatchConfig::flags`, not a kind of target: arm linear retransmission timeouts on every
+/// recorded socket (`--stall-unanswered` above 0).
+pub const ARM_LINEAR_TIMEOUTS: u32 = 8;
 
 /// Deepest cgroup level the connect hooks look at for a target ancestor (systemd's units
 /// sit at level 2-4; the kernel allows more, but a target is never that deep).

@@ -2,11 +2,9 @@
 //! or changed, the kernel reports keepalive probes unanswered), and what status, metrics and
 //! the loop ask of it (the rules in force, the counts, the verdict shown for a socket).
 
-use std::time::Duration;
-
 use lifeline_common::{Keepalive, SockState};
 
-use super::{Judge, Silence, Verdict};
+use super::{Judge, Silence, Stall, Verdict};
 
 impl Judge {
     /// Whether the probe reports unanswered keepalive probes as news: then a healthy idle
@@ -34,9 +32,9 @@ impl Judge {
             .is_some_and(super::Escalation::waiting)
     }
 
-    /// `--stall-timeout`.
+    /// The stall rule: `--stall-timeout` and `--stall-unanswered`.
     #[must_use]
-    pub fn stall(&self) -> Duration {
+    pub fn stall(&self) -> Stall {
         self.settings.stall
     }
 

@@ -24,6 +24,7 @@ pub mod idle;
 mod inputs;
 mod look;
 mod stall;
+mod stall_rule;
 mod surface;
 mod tally;
 mod ticket;
@@ -41,6 +42,7 @@ pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
 pub use gate::{Action, Kill, Outcome, Reason};
 pub use inputs::{ActionMode, Membership, Read, Seen, Socket, TcpInfo, age_ms};
+pub use stall_rule::Stall;
 pub use surface::{Decision, Look, SweepEnd};
 pub use ticket::Stage;
 pub use verdict::Verdict;
@@ -48,7 +50,7 @@ pub use verdict::Verdict;
 /// Everything the rules depend on, fixed at start from the flags and the config file.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    pub stall: Duration,
+    pub stall: Stall,
     /// The silent rule; None when keepalive is off.
     pub silent: Option<Silence>,
     pub want: lifeline_common::Keepalive,
@@ -97,7 +99,7 @@ impl Judge {
     pub fn new(settings: Settings, escalation: Option<Escalation>) -> Self {
         Self {
             idle: idle::IdleWatch::new(settings.silent, settings.want),
-            stall: stall::StallWatch::new(settings.stall),
+            stall: stall::StallWatch::new(settings.stall.after),
             gate: gate::Gate::new(settings.max_kills_per_minute),
             settings,
             seen_dead: HashSet::new(),

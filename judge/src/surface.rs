@@ -90,7 +90,7 @@ impl Judge {
             });
         }
         self.tally
-            .set(s.cookie, verdict, s.rec, self.settings.stall);
+            .set(s.cookie, verdict, s.rec, self.settings.stall.after);
         self.seen.push(Seen {
             peer: s.rec.peer(),
             endpoint_socket: s.followed.then_some(s.member.is_some()),

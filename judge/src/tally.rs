@@ -68,9 +68,9 @@ mod tests {
             last_ack_ns: 100 * S,
             ..SockState::default()
         };
-        let stall = Duration::from_secs(10);
-        t.set(1, Verdict::Healthy, &rec, stall);
-        t.set(2, Verdict::Healthy, &rec, stall);
+        let stall = crate::Stall::new(Duration::from_secs(10), 8);
+        t.set(1, Verdict::Healthy, &rec, stall.after);
+        t.set(2, Verdict::Healthy, &rec, stall.after);
         assert_eq!(t.settle.due(110 * S).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(
             verdict::from_record(&rec, 110 * S, stall),
@@ -81,7 +81,7 @@ mod tests {
             verdict::from_record(&rec, 110 * S - 1, stall),
             Verdict::Healthy
         );
-        t.set(1, Verdict::Idle, &rec, stall);
+        t.set(1, Verdict::Idle, &rec, stall.after);
         t.remove(2);
         let counts: Vec<_> = t.counts().filter(|(_, n)| *n > 0).collect();
         assert_eq!(counts, [(Verdict::Idle, 1)]);

@@ -17,7 +17,7 @@ pub(super) fn jitter(cookie: u64, max: Duration) -> Duration {
 
 pub(super) fn settings() -> Settings {
     Settings {
-        stall: Duration::from_secs(10),
+        stall: crate::Stall::new(Duration::from_secs(10), 8),
         silent: Some(Silence {
             after: Duration::from_secs(16),
             probes: 2,
@@ -43,6 +43,8 @@ pub(super) fn stalled_rec(now_s: u64, trouble_s: u64) -> SockState {
         packets_out: 1,
         last_ack_ns: (now_s - trouble_s - 1) * S,
         trouble_ns: (now_s - trouble_s) * S,
+        // Exponential backoff: the 5 RTOs the time rule needs by 10 s.
+        rto_count: 5,
         peer_port: 6443,
         family: 2,
         ..SockState::default()
@@ -54,7 +56,7 @@ pub(super) fn stalled_info() -> TcpInfo {
         state: 1,
         unacked: 1,
         last_ack_recv_ms: 12_000,
-        retransmits: 4,
+        retransmits: 5,
         ..TcpInfo::default()
     }
 }

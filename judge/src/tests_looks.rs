@@ -14,14 +14,16 @@ fn judge() -> Judge {
     Judge::new(super::tests::settings(), None)
 }
 
-/// One retransmission at `trouble_s`, long ago; the record has not changed since (no
-/// callback per ACK), so it reads as stalled from `trouble_s + 10` on.
+/// A trouble episode from `trouble_s`, long ago, with the 5 RTOs the time rule needs; the
+/// record has not changed since (no callback per ACK), so it reads as stalled from
+/// `trouble_s + 10` on.
 fn old_trouble(trouble_s: u64) -> SockState {
     SockState {
         state: 1,
         packets_out: 4,
         last_ack_ns: (trouble_s - 1) * S,
         trouble_ns: trouble_s * S,
+        rto_count: 5,
         ka_result: KA_ARMED,
         keepalive: Keepalive {
             idle_s: 10,

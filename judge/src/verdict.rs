@@ -1,18 +1,19 @@
 //! Verdicts: is a watched socket healthy, idle, suspect, stalled or silent?
 //!
 //! Two witnesses must agree before anything is killed. The probe's record (kept by
-//! `sock_ops` callbacks) nominates a socket: it has retransmitted or hit an RTO and no
-//! ACK has made progress for `stall_timeout`. The kernel's current `tcp_info`, read
-//! through `sock_diag` at decision time, confirms it: data is still unacknowledged and
-//! no ACK of any kind arrived for `stall_timeout`. A slow peer still ACKs, a lossy path
-//! still makes progress, an idle socket has nothing outstanding: none of them pass.
+//! `sock_ops` callbacks) nominates a socket: its trouble episode has had enough RTOs in a
+//! row, by the count or the time rule (`stall_rule.rs`). The kernel's current `tcp_info`,
+//! read through `sock_diag` at decision time, confirms it: data is still unacknowledged,
+//! `tcpi_retransmits` has as many RTOs in a row, and (time rule) no ACK of any kind arrived
+//! for `stall_timeout`. A slow peer still ACKs, a lossy path still makes progress (which
+//! zeroes the count), an idle socket has nothing outstanding: none of them pass.
 
 use std::time::Duration;
 
 use lifeline_common::SockState;
 use serde::Serialize;
 
-use super::{Silence, TcpInfo};
+use super::{Silence, Stall, TcpInfo};
 
 const TCP_ESTABLISHED: u8 = 1;
 
@@ -25,7 +26,8 @@ pub enum Verdict {
     Idle,
     /// Data went unanswered (retransmission or RTO) but not yet for `stall_timeout`.
     Suspect,
-    /// Unacknowledged data, no ACK progress for at least `stall_timeout`.
+    /// Unacknowledged data, and `--stall-unanswered` transmissions in a row unanswered (or
+    /// no ACK for `stall_timeout` with as many as fit in it).
     Stalled,
     /// Nothing outstanding, keepalive probes unanswered and nothing at all received from
     /// the peer for at least `silent_timeout`: a dead peer behind an idle connection.
@@ -72,19 +74,20 @@ fn age(now_ns: u64, then_ns: u64) -> Duration {
 
 /// The probe's view, from the record alone.
 #[must_use]
-pub fn from_record(s: &SockState, now_ns: u64, stall: Duration) -> Verdict {
+pub fn from_record(s: &SockState, now_ns: u64, stall: Stall) -> Verdict {
     if s.state != TCP_ESTABLISHED {
         return Verdict::Healthy;
     }
     if s.trouble_ns != 0 && s.packets_out > 0 {
         // Trouble starts at the first retransmission, at least one RTO after the data
         // left, so this under-estimates how long it has been unanswered: conservative.
-        if age(now_ns, s.trouble_ns) >= stall && age(now_ns, s.last_ack_ns) >= stall {
+        let quiet = age(now_ns, s.trouble_ns).min(age(now_ns, s.last_ack_ns));
+        if stall.is_stalled(s.rto_count, quiet) {
             return Verdict::Stalled;
         }
         return Verdict::Suspect;
     }
-    if now_ns < quiet_at(s, stall) {
+    if now_ns < quiet_at(s, stall.after) {
         Verdict::Healthy
     } else {
         Verdict::Idle
@@ -113,12 +116,12 @@ pub fn turns_idle_at(s: &SockState, stall: Duration) -> Option<u64> {
 /// answered, and `tcpi_last_ack_recv` ages the last segment of any kind from it: `tcp_ack()`
 /// resets both (<https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>).
 #[must_use]
-pub fn from_info(i: &TcpInfo, stall: Duration, silence: Option<Silence>) -> Verdict {
+pub fn from_info(i: &TcpInfo, stall: Stall, silence: Option<Silence>) -> Verdict {
     if i.state != TCP_ESTABLISHED {
         return Verdict::Healthy;
     }
     let silent = Duration::from_millis(u64::from(i.last_ack_recv_ms));
-    if i.unacked > 0 && silent >= stall {
+    if i.unacked > 0 && stall.is_stalled(u32::from(i.retransmits), silent) {
         Verdict::Stalled
     } else if i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0) {
         Verdict::Suspect
@@ -128,7 +131,7 @@ pub fn from_info(i: &TcpInfo, stall: Duration, silence: Option<Silence>) -> Verd
         } else {
             Verdict::Suspect
         }
-    } else if silent < stall {
+    } else if silent < stall.after {
         Verdict::Healthy
     } else {
         Verdict::Idle
@@ -144,7 +147,7 @@ pub fn from_info(i: &TcpInfo, stall: Duration, silence: Option<Silence>) -> Verd
 /// socket healthy and a busy one is never idle. (With nothing outstanding, the last data
 /// sent was acknowledged after it left: its age bounds the age of the last ACK progress.)
 #[must_use]
-pub fn at_request(i: &TcpInfo, stall: Duration, silence: Option<Silence>) -> Option<Verdict> {
+pub fn at_request(i: &TcpInfo, stall: Stall, silence: Option<Silence>) -> Option<Verdict> {
     if i.state != TCP_ESTABLISHED {
         return None;
     }
@@ -153,7 +156,7 @@ pub fn at_request(i: &TcpInfo, stall: Duration, silence: Option<Silence>) -> Opt
         return Some(kernel);
     }
     let moved = Duration::from_millis(u64::from(i.last_data_sent_ms.min(i.last_data_recv_ms)));
-    Some(if moved < stall {
+    Some(if moved < stall.after {
         Verdict::Healthy
     } else {
         Verdict::Idle

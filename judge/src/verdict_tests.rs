@@ -3,7 +3,7 @@
 use super::*;
 
 const S: u64 = 1_000_000_000;
-const STALL: Duration = Duration::from_secs(10);
+const STALL: Stall = Stall::new(Duration::from_secs(10), 8);
 
 fn rec(last_ack_s: u64, trouble_s: u64, packets_out: u32) -> SockState {
     SockState {
@@ -11,6 +11,7 @@ fn rec(last_ack_s: u64, trouble_s: u64, packets_out: u32) -> SockState {
         last_ack_ns: last_ack_s * S,
         trouble_ns: trouble_s * S,
         packets_out,
+        rto_count: 5,
         ..Default::default()
     }
 }
@@ -26,7 +27,23 @@ fn record_verdicts() {
         (rec(99, 0, 3), Verdict::Healthy, "busy, ACKed"),
         (rec(10, 0, 0), Verdict::Idle, "quiet"),
         (rec(80, 95, 1), Verdict::Suspect, "retransmitting 5 s"),
-        (rec(80, 89, 1), Verdict::Stalled, "unanswered 11 s"),
+        (rec(80, 89, 1), Verdict::Stalled, "unanswered 11 s, 5 RTOs"),
+        (
+            SockState {
+                rto_count: 1,
+                ..rec(80, 89, 1)
+            },
+            Verdict::Suspect,
+            "11 s but one RTO: backed off, not 6 transmissions",
+        ),
+        (
+            SockState {
+                rto_count: 8,
+                ..rec(80, 98, 1)
+            },
+            Verdict::Stalled,
+            "8 RTOs in a row within 2 s: linear timeouts",
+        ),
         (rec(80, 89, 0), Verdict::Idle, "trouble healed, nothing out"),
         (closing, Verdict::Healthy, "not ours once closing"),
     ];
@@ -86,7 +103,13 @@ fn kernel_verdicts_need_unacked_data_and_silence() {
         after: Duration::from_secs(16),
         probes: 2,
     });
-    assert_eq!(from_info(&info(2, 12_000, 4), STALL, t), Verdict::Stalled);
+    assert_eq!(from_info(&info(2, 12_000, 5), STALL, t), Verdict::Stalled);
+    assert_eq!(from_info(&info(2, 2_400, 8), STALL, t), Verdict::Stalled);
+    assert_eq!(
+        from_info(&info(2, 12_000, 1), STALL, t),
+        Verdict::Suspect,
+        "a bulk flow in deep backoff"
+    );
     assert_eq!(
         from_info(&info(2, 3_000, 2), STALL, t),
         Verdict::Suspect,
@@ -140,7 +163,7 @@ fn at_request_healthy_means_data_moved_and_closing_is_not_judged() {
         Some(Verdict::Healthy),
         "upload"
     );
-    let holed = info(1, 12_000, 4);
+    let holed = info(1, 12_000, 5);
     assert_eq!(at_request(&holed, STALL, t), Some(Verdict::Stalled));
     let young = info(1, 3_000, 2);
     assert_eq!(at_request(&young, STALL, t), Some(Verdict::Suspect));

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use lifeline_tests::kernel::{self, features};
-use lifeline_tests::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::scenario::{KillReport, Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, Lab, SERVER_V4, mono_ms, require_root, ss};
 
 const STALL: Duration = Duration::from_secs(4);
@@ -72,7 +72,46 @@ fn blackhole_v6_is_killed() -> anyhow::Result<()> {
             report.decision.at_ms - report.fault_ms
         ),
     );
+    kernel::report(&features::LINEAR_TIMEOUTS, &stall_evidence(&report)?);
     Ok(())
+}
+
+/// How the stall was proved: with linear timeouts (Linux 6.1) 8 RTOs in a row well before
+/// the stall timeout; without, the time rule, with every RTO that fits in it.
+fn stall_evidence(report: &KillReport) -> anyhow::Result<String> {
+    let f = &report.decision.raw["fields"];
+    let rtos = f["unanswered_rtos"].as_u64().unwrap_or(0);
+    let quiet = f["last_ack_age_ms"].as_u64().unwrap_or(0);
+    let lto = report
+        .seen
+        .iter()
+        .find_map(|(_, s)| s.raw["linear_timeouts"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let stall_ms = u64::try_from(STALL.as_millis())?;
+    if kernel::has(&features::LINEAR_TIMEOUTS) {
+        anyhow::ensure!(lto == "armed", "linear_timeouts {lto:?} in status");
+        anyhow::ensure!(
+            rtos >= 8 && quiet < stall_ms,
+            "not the count rule: {rtos} RTOs, no ACK for {quiet} ms: {}",
+            report.decision.raw
+        );
+        Ok(format!(
+            "status `linear_timeouts: armed`; stalled by {rtos} unanswered transmissions in a row, {quiet} ms without an ACK (stall-timeout {stall_ms} ms)"
+        ))
+    } else {
+        anyhow::ensure!(
+            lto.starts_with("refused"),
+            "linear_timeouts {lto:?} in status"
+        );
+        anyhow::ensure!(
+            quiet >= stall_ms,
+            "killed before the stall timeout without linear timeouts: {}",
+            report.decision.raw
+        );
+        Ok(format!(
+            "status `linear_timeouts: {lto}`; stalled by the time rule: {rtos} RTOs, {quiet} ms without an ACK"
+        ))
+    }
 }
 
 /// The control: the same fault with no agent. The kernel would retransmit for ~15 minutes

@@ -53,8 +53,8 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
             i.probes, i.last_ack_recv_ms
         ),
         Reason::Dead(_) => format!(
-            "no ACK for {} ms with {} segments unacknowledged",
-            i.last_ack_recv_ms, i.unacked
+            "{} transmissions in a row unanswered (RTOs), no ACK for {} ms, {} segments unacknowledged",
+            i.retransmits, i.last_ack_recv_ms, i.unacked
         ),
         Reason::Orphaned {
             endpoint,
@@ -99,6 +99,7 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
                 unacked_bytes = r.unacked_bytes(),
                 retransmits = r.retrans_count,
                 rto_count = r.rto_count,
+                unanswered_rtos = i.retransmits,
                 total_retrans = i.total_retrans,
                 keepalive_probes = i.probes,
                 "{message}"

@@ -11,6 +11,7 @@ mod host;
 mod probe;
 mod row;
 mod running;
+mod stall;
 mod watch;
 
 use std::fmt::Write as _;
@@ -54,7 +55,8 @@ pub fn run(args: &Run) -> Result<()> {
         "/sys/kernel/tracing",
         private.as_ref(),
     ));
-    rows.extend(probe::probe_rows(&args.watch, target.as_ref()));
+    let linear = args.judge.stall_unanswered > 0;
+    rows.extend(probe::probe_rows(&args.watch, linear, target.as_ref()));
     if let Some(unit) = &args.node.restart_unit {
         rows.push(probe::dbus_row(&args.node.systemd_bus, unit));
     }

@@ -19,7 +19,7 @@ use crate::{
 
 /// `sock_ops` attach, the cgroup tracepoints, keepalive news, `bpf_setsockopt` through the
 /// iterator, `SOCK_DESTROY`.
-pub fn probe_rows(args: &Watch, target: Option<&(File, Targets)>) -> Vec<Row> {
+pub fn probe_rows(args: &Watch, linear: bool, target: Option<&(File, Targets)>) -> Vec<Row> {
     let mut rows = Vec::new();
     let conn = loopback_pair();
     let probe = match target {
@@ -38,6 +38,7 @@ pub fn probe_rows(args: &Watch, target: Option<&(File, Targets)>) -> Vec<Row> {
                 max_sockets: args.max_sockets,
                 keepalive: args.keepalive_map(),
                 silent_probes: args.silent_probes,
+                linear_timeouts: linear,
             };
             match Probe::load(&cfg).and_then(|mut p| {
                 let port = args.ports.first().copied().unwrap_or(6443);

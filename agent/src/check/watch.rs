@@ -47,6 +47,7 @@ pub fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
                 ),
                 keepalive,
                 app_keepalive_row(p, &client, &rec, want),
+                crate::check::stall::row(&rec),
             ]
         }
         Ok(None) => vec![Row::fail(

@@ -70,9 +70,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "PORTS", value_delimiter = ',', default_value = "443,6443", value_parser = parse_port)]
     pub ports: Vec<u16>,
 
-    /// A socket with unacknowledged data and no ACK progress for this long is stalled.
+    /// A socket with unacknowledged data and no ACK of any kind for this long is stalled, once
+    /// as many RTOs in a row have fired as the kernel's fastest backoff fits into it (5 for
+    /// 10 s: 6 transmissions unanswered).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub stall_timeout: Duration,
+
+    /// A socket whose data went unanswered this many transmissions in a row (RTOs) is stalled,
+    /// whatever the time. Watched sockets get linear retransmission timeouts (Linux 6.1), so 8
+    /// take about 2.4 s; a live connection at 5 % loss each way loses 8 in a row once in 10^8
+    /// requests (docs/ARCHITECTURE.md, "The arithmetic"). 0: the time rule alone, and
+    /// retransmission timing left to the kernel.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u8).range(0..=15))]
+    pub stall_unanswered: u8,
 
     /// TCP keepalive armed on every watched socket, as IDLE,INTERVAL,COUNT, or `off`, also
     /// against the application's own later keepalive calls. An application's stricter values

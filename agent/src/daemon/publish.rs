@@ -27,7 +27,8 @@ impl Daemon {
     pub(super) fn summary(&self) -> Snapshot {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         Snapshot {
-            stall_timeout_ms: ms(self.judge.stall()),
+            stall_timeout_ms: ms(self.judge.stall().after),
+            stall_unanswered: self.judge.stall().unanswered,
             silent_timeout_ms: self.judge.silence().map(|s| ms(s.after)),
             kills: self.judge.kills(),
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),

@@ -69,6 +69,7 @@ pub fn run(args: &Run) -> Result<()> {
             max_sockets: args.watch.max_sockets,
             keepalive,
             silent_probes: args.watch.silent_probes,
+            linear_timeouts: args.judge.stall_unanswered > 0,
         };
         let mut probe = Probe::load(&cfg)?;
         // The one set of metrics: each part that counts gets its handle.
@@ -117,6 +118,7 @@ pub fn run(args: &Run) -> Result<()> {
             targets = ?described,
             ports = ?ports,
             stall_timeout_ms = u64::try_from(args.judge.stall_timeout.as_millis()).unwrap_or(u64::MAX),
+            stall_unanswered = args.judge.stall_unanswered,
             keepalive = %args.watch.keepalive_text(),
             silent_timeout_ms = silence.map(|s| u64::try_from(s.after.as_millis()).unwrap_or(u64::MAX)),
             silent_probes = silence.map(|s| s.probes),
@@ -147,7 +149,7 @@ fn new_judge(
     probe: &Probe,
 ) -> Judge {
     let settings = judge::Settings {
-        stall: args.judge.stall_timeout,
+        stall: judge::Stall::new(args.judge.stall_timeout, args.judge.stall_unanswered),
         silent: silence,
         want: keepalive,
         migrate: args.judge.migrate,

@@ -65,6 +65,8 @@ pub struct Endpoint {
 #[derive(Clone, Debug)]
 pub struct Judge {
     pub stall_timeout: Duration,
+    /// `--stall-unanswered`; 0: the time rule alone, no linear timeouts.
+    pub stall_unanswered: u8,
     /// `--on-orphan migrate`.
     pub migrate: bool,
     pub migrate_spread: Duration,
@@ -136,6 +138,7 @@ impl Run {
             },
             judge: Judge {
                 stall_timeout: args.stall_timeout,
+                stall_unanswered: args.stall_unanswered,
                 migrate: args.on_orphan == OnOrphan::Migrate,
                 migrate_spread: args.migrate_spread,
                 dry_run: args.dry_run,

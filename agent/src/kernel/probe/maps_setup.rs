@@ -10,7 +10,7 @@ use lifeline_common::{
     COMM_LEN, Keepalive,
     hooks::{Attach, Hook},
     maps,
-    watch::{CGROUP_PATH_LEN, WatchConfig, cgroup_level},
+    watch::{ARM_LINEAR_TIMEOUTS, CGROUP_PATH_LEN, WatchConfig, cgroup_level},
 };
 
 use super::{ProbeConfig, attach::program};
@@ -33,7 +33,12 @@ pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
     let mut config: Array<&mut MapData, WatchConfig> =
         Array::try_from(ebpf.map_mut(maps::CONFIG).context("CONFIG")?)?;
     let watch = WatchConfig {
-        flags: cfg.targets.flags(),
+        flags: cfg.targets.flags()
+            | if cfg.linear_timeouts {
+                ARM_LINEAR_TIMEOUTS
+            } else {
+                0
+            },
         cgroup_levels: cfg
             .targets
             .cgroups

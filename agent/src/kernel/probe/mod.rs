@@ -38,6 +38,8 @@ pub struct ProbeConfig<'a> {
     pub keepalive: Keepalive,
     /// `--silent-probes`: keepalive news starts two probes before it (`unanswered_min`).
     pub silent_probes: u8,
+    /// Arm linear retransmission timeouts (`--stall-unanswered` above 0).
+    pub linear_timeouts: bool,
 }
 
 pub struct Probe {

@@ -62,6 +62,10 @@ impl Row<'_> {
         if let Some(p) = self.keepalive_probes {
             let _ = write!(out, ",\"keepalive_probes\":{p}");
         }
+        if let Some(l) = &self.linear_timeouts {
+            out.extend_from_slice(b",\"linear_timeouts\":");
+            text(out, l);
+        }
         if let Some(e) = &self.endpoint {
             out.extend_from_slice(b",\"endpoint\":");
             text(out, e);

@@ -4,10 +4,10 @@
 //! runs when a socket recovers, or per ACK), so this is what makes a row true when it is asked
 //! for; it costs one pass over the kernel's TCP hash, not a request per socket.
 
-use std::{collections::HashMap, time::Duration};
+use std::collections::HashMap;
 
 use crate::{
-    judge::{Silence, Verdict, verdict},
+    judge::{Silence, Stall, Verdict, verdict},
     kernel::{
         diag::{DiagError, DiagSock, SockDiag, states},
         mirror::Mirror,
@@ -66,7 +66,7 @@ pub fn view(diag: &mut SockDiag, mirror: &Mirror) -> Result<HashMap<u64, DiagSoc
 /// `tcp_info`), `daemon`'s verdict of its last sweep.
 pub fn shown(
     seen: Option<&DiagSock>,
-    stall: Duration,
+    stall: Stall,
     silence: Option<Silence>,
     daemon: impl FnOnce() -> Verdict,
 ) -> Option<Verdict> {
@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn the_kernel_s_view_decides_and_the_daemon_s_only_without_one() {
-        let stall = Duration::from_secs(10);
+        let stall = Stall::new(std::time::Duration::from_secs(10), 8);
         let info = TcpInfo {
             state: states::ESTABLISHED,
             last_data_sent_ms: 300,

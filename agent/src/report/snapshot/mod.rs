@@ -67,6 +67,10 @@ pub struct Row<'a> {
     /// Keepalive probes unanswered, when the kernel's `tcp_info` was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keepalive_probes: Option<u8>,
+    /// Linear retransmission timeouts: "armed", or "refused (errno N)"; absent when not
+    /// asked for (`--stall-unanswered 0`, or a socket older than the agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linear_timeouts: Option<Cow<'a, str>>,
     /// The endpoint on this peer's port, and where its peer's address stands in that
     /// endpoint's answers: "in-set", "leaving", "orphaned", "unknown" (no answer yet) or
     /// "never-held" (no answer held it).

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use lifeline_common::{
     SockState,
     features::ITER_CALLBACKS,
-    sock::{ADOPT_NO_ITERATOR, ADOPT_PENDING, SOURCE_ADOPTED, adopt_armed},
+    sock::{ADOPT_NO_ITERATOR, ADOPT_PENDING, LTO_ARMED, LTO_OFF, SOURCE_ADOPTED, adopt_armed},
 };
 
 use super::{Owner, Row, Source, WatchedBy};
@@ -87,6 +87,11 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
         verdict: Cow::Borrowed(x.verdict.map_or(CLOSING, Verdict::label)),
         keepalive: Cow::Borrowed(x.keepalive),
         keepalive_probes: info.map(|i| i.probes),
+        linear_timeouts: match r.lto {
+            LTO_OFF => None,
+            LTO_ARMED => Some(Cow::Borrowed("armed")),
+            e => Some(Cow::Owned(format!("refused (errno {})", -e))),
+        },
         endpoint: x.endpoint.map(|e| Cow::Borrowed(e.0)),
         endpoint_member: x.endpoint.map(|e| e.1),
         endpoint_socket: x.endpoint.and(x.endpoint_socket),

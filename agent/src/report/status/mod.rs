@@ -18,6 +18,9 @@ use crate::report::snapshot::Row;
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     pub stall_timeout_ms: u64,
+    /// `--stall-unanswered`: RTOs in a row that make a stall (0: the time rule alone).
+    #[serde(default)]
+    pub stall_unanswered: u8,
     /// `None` when keepalive is off.
     pub silent_timeout_ms: Option<u64>,
     pub kills: u64,

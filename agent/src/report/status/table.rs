@@ -12,8 +12,9 @@ use crate::{
 pub fn render(s: &Snapshot) -> String {
     use std::fmt::Write as _;
     let mut out = format!(
-        "watched sockets: {}   stall-timeout: {} ms   silent-timeout: {}   kills: {}{}\n",
+        "watched sockets: {}   stall: {} unanswered or {} ms   silent-timeout: {}   kills: {}{}\n",
         s.sockets.len(),
+        s.stall_unanswered,
         s.stall_timeout_ms,
         s.silent_timeout_ms
             .map_or_else(|| "off (no keepalive)".to_owned(), |t| format!("{t} ms")),

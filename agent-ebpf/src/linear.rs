@@ -1,0 +1,65 @@
+//! Linear retransmission timeouts on a watched socket: the stall verdict's evidence is a
+//! count of transmissions in a row that got no answer, and the kernel's exponential backoff
+//! (200 ms, 400 ms, 800 ms, ...) spaces the 8 it needs over 51 s. With
+//! `TCP_THIN_LINEAR_TIMEOUTS` a *thin* stream (fewer than 4 segments in flight, past its
+//! initial slow start: kubelet's requests) keeps its RTO for the first 6 retransmissions
+//! (`tcp_retransmit_timer()`, `TCP_THIN_LINEAR_RETRIES`, in
+//! <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>), so the 8 come within
+//! about 2.4 s on a 200 ms RTO. A bulk flow is not thin and keeps the usual backoff; a healthy
+//! stream never retransmits and costs nothing.
+//!
+//! The kernel counts a stream as thin only once it has left its *initial* slow start
+//! (`tcp_stream_is_thin()`: `snd_ssthresh` below `TCP_INFINITE_SSTHRESH`,
+//! <https://github.com/torvalds/linux/blob/v6.18/include/net/tcp.h>). Cubic leaves it at the
+//! first RTO (`tcp_enter_loss()` takes its `ssthresh`), but BBR sets the infinite value at
+//! init and its `ssthresh` callback hands it back, so under BBR (the default of this
+//! project's lab machine, and of many cloud images) a stream never becomes thin and the
+//! option alone does nothing: measured, 8 RTOs took 2.1 s under cubic and 51 s under BBR.
+//! So at each RTO of a socket with linear timeouts whose `snd_ssthresh` is still infinite,
+//! the probe sets `TCP_BPF_SNDCWND_CLAMP` to one below it: that writes `snd_cwnd_clamp` and
+//! `snd_ssthresh` (`bpf_sol_tcp_setsockopt()`), which clamps no window (2^31 - 2 segments)
+//! and changes nothing BBR uses, and only ends the "initial" mark. The RTO callback runs in
+//! `tcp_write_timeout()`, before `tcp_retransmit_timer()` chooses the next timeout, so the
+//! same RTO is already linear. Setting it at ESTABLISHED would not do: BBR's init runs
+//! after that callback (`tcp_init_transfer()`,
+//! <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>). Nothing of this moves
+//! a packet while the stream is healthy.
+//!
+//! `bpf_setsockopt` accepts the linear-timeouts option from Linux 6.1 (`sol_tcp_sockopt()` in
+//! <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>); 5.10 refuses it with
+//! EINVAL, which the record keeps (`lifeline_common::features::LINEAR_TIMEOUTS`).
+
+use core::ffi::c_void;
+
+use lifeline_common::{
+    keepalive::{SOL_TCP, TCP_BPF_SNDCWND_CLAMP, TCP_THIN_LINEAR_TIMEOUTS},
+    sock::{LTO_ARMED, LTO_OFF},
+    watch::ARM_LINEAR_TIMEOUTS,
+};
+
+use crate::{keepalive::set, maps::config_flag};
+
+/// Turns linear timeouts on for `sk` when the agent asked for them: `LTO_ARMED`, `LTO_OFF`
+/// or the negative errno.
+pub fn arm(sk: *mut c_void) -> i32 {
+    if !config_flag(ARM_LINEAR_TIMEOUTS) {
+        return LTO_OFF;
+    }
+    match set(sk, SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1) {
+        Ok(()) => LTO_ARMED,
+        Err(e) => e,
+    }
+}
+
+/// At an RTO of a socket whose record says `LTO_ARMED`: end the initial slow start mark if
+/// the congestion control left `snd_ssthresh` infinite, so this RTO and the next are linear.
+pub fn at_rto(sk: *mut c_void, lto: i32, snd_ssthresh: u32) {
+    /// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
+    const INFINITE: u32 = 0x7fff_ffff;
+    if lto == LTO_ARMED && snd_ssthresh >= INFINITE {
+        // A refusal leaves the socket as the kernel would have it: exponential backoff, and
+        // the time rule finds the stall.
+        #[allow(clippy::cast_possible_wrap, reason = "0x7fff_fffe fits in an i32")]
+        let _ = set(sk, SOL_TCP, TCP_BPF_SNDCWND_CLAMP, (INFINITE - 1) as i32);
+    }
+}
