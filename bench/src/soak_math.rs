@@ -10,8 +10,10 @@ const KERNEL_COUNT: i32 = 20;
 const PEER_PROBE_TRIES: i32 = 11;
 /// A peer probe's result stands 5 s: at most one probe per peer per 5 s.
 const PEER_PROBE_EVERY_S: f64 = 5.0;
-/// Transmissions of one request inside the 10 s stall timeout (RTO 0.2 s doubling).
-const STALL_TRANSMISSIONS: i32 = 6;
+/// Transmissions of one request that must go unanswered in a row for a stall: the count rule
+/// (`--stall-unanswered` 8, with linear timeouts, Linux 6.1); the time rule (6 within 10 s)
+/// only decides where linear timeouts cannot be armed, which the soak's kernel can.
+const STALL_TRANSMISSIONS: i32 = 8;
 
 /// Expected counts; every one an upper bound (independent random loss, no other trouble).
 #[derive(Clone, Copy, Debug, Default)]

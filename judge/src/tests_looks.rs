@@ -122,3 +122,38 @@ fn stale_trouble_with_nothing_outstanding_follows_the_idle_rules() {
     let (v, i) = j.verdict(&s, Some(&silent), 101 * S + S / 2).unwrap();
     assert!(j.confirmed(9, v, i.as_ref()), "killed as silent");
 }
+
+#[test]
+fn eight_rtos_in_a_row_are_a_stall_long_before_the_stall_timeout() {
+    let mut j = judge();
+    // Linear timeouts: the eighth RTO 2.4 s after the data left, the record told at each.
+    let rec = SockState {
+        rto_count: 8,
+        ..old_trouble(98)
+    };
+    let s = sock(&rec);
+    let now = 100 * S + 400_000_000;
+    assert!(
+        j.wants_info(&s, now, Instant::now()),
+        "the record nominates it"
+    );
+    let eight = |rtos| {
+        Read::Info(TcpInfo {
+            state: 1,
+            unacked: 1,
+            last_ack_recv_ms: 2_500,
+            retransmits: rtos,
+            ..TcpInfo::default()
+        })
+    };
+    let (v, i) = j.verdict(&s, Some(&eight(8)), now).unwrap();
+    assert_eq!(v, Verdict::Stalled);
+    assert!(!j.confirmed(9, v, i.as_ref()), "first look");
+    assert!(j.turn_looks(), "the confirming look comes soon");
+    let (v, i) = j.verdict(&s, Some(&eight(8)), now + S / 2).unwrap();
+    assert!(j.confirmed(9, v, i.as_ref()), "confirmed 0.5 s later");
+    // The kernel saw progress since (its count is back to 1): no stall, whatever the record.
+    let mut j = judge();
+    let (v, _) = j.verdict(&s, Some(&eight(1)), now).unwrap();
+    assert_eq!(v, Verdict::Suspect);
+}

@@ -20,6 +20,8 @@ pub struct Decision {
     pub last_ack_age_ms: Option<u64>,
     pub unacked_bytes: Option<u64>,
     pub retransmits: Option<u64>,
+    /// RTOs in a row when it was decided (`tcpi_retransmits`): the stall's evidence.
+    pub unanswered_rtos: Option<u64>,
     /// The endpoint the socket belongs to (`api.lab.test:6443`), when it belongs to one.
     pub endpoint: String,
     /// How long the peer had been out of the set, for "orphaned".
@@ -52,6 +54,7 @@ impl Decision {
             last_ack_age_ms: n("last_ack_age_ms"),
             unacked_bytes: n("unacked_bytes"),
             retransmits: n("retransmits"),
+            unanswered_rtos: n("unanswered_rtos"),
             endpoint: s("endpoint"),
             orphaned_for_ms: n("orphaned_for_ms"),
             message: s("message"),
