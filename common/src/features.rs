@@ -98,8 +98,8 @@ pub const KEEPALIVE_READ: Feature = Feature {
 };
 
 /// `TCP_THIN_LINEAR_TIMEOUTS` through `bpf_setsockopt` from `sock_ops`: one of the options
-/// the 6.1 rework of `bpf_setsockopt(SOL_TCP)` let through to `do_tcp_setsockopt()` ("bpf: Add
-/// a few optnames to bpf_setsockopt", `sol_tcp_sockopt()` in
+/// the 6.1 rework of `bpf_setsockopt(SOL_TCP)` let through to `do_tcp_setsockopt()` (commit
+/// "bpf: Add a few optnames to `bpf_setsockopt`", `sol_tcp_sockopt()` in
 /// <https://github.com/torvalds/linux/blob/v6.18/net/core/filter.c>); 5.10's
 /// `_bpf_setsockopt()` refuses it with EINVAL. The kernel then keeps a thin stream's
 /// retransmission timeout at its RTO for the first 6 retransmissions instead of doubling it
