@@ -109,7 +109,7 @@ pub const LINEAR_TIMEOUTS: Feature = Feature {
     id: "linear_timeouts",
     gives: "linear retransmission timeouts on watched thin streams: a black-holed flow's 8 unanswered transmissions in a row are collected in about 2.4 s, and the stall verdict comes from them",
     since: (6, 1),
-    without: "retransmissions back off exponentially from 200 ms: the stall verdict comes from --stall-timeout (10 s) with as many unanswered transmissions as fit in it; status `linear timeouts: kernel refused (errno 22)`; `check` warns on `stall evidence`",
+    without: "retransmissions back off exponentially from 200 ms: the stall verdict comes from --stall-timeout (10 s) with as many unanswered transmissions as fit in it; status `linear_timeouts: refused (errno 22)`; `check` warns on `stall evidence`",
     required: false,
 };
 
