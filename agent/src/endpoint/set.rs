@@ -39,6 +39,8 @@ pub struct EndpointSet {
     pub last_attempt: Option<Instant>,
     pub failures: u64,
     pub last_error: Option<String>,
+    /// Re-resolve requests on a socket's first sign of trouble (`early.rs`).
+    pub early: super::early::Early,
 }
 
 /// `NAME:PORT`, an IPv6 literal in brackets: how status and logs name an endpoint.
@@ -71,6 +73,7 @@ impl EndpointSet {
             last_attempt: None,
             failures: 0,
             last_error: None,
+            early: super::early::Early::default(),
         };
         if let Some(ip) = literal {
             s.update(BTreeSet::from([ip]), Instant::now());
