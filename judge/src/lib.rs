@@ -16,6 +16,7 @@
 
 mod budget;
 mod due;
+mod early;
 mod endpoint;
 mod escalate;
 mod facts;
@@ -37,6 +38,7 @@ use std::{
 use lifeline_common::SockState;
 
 pub use budget::{Budget, UnitOwned, Whose};
+pub use early::Trouble;
 pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
 pub use gate::{Action, Kill, Outcome, Reason};
@@ -82,6 +84,8 @@ pub struct Judge {
     dead_now: HashSet<u64>,
     /// When each orphaned socket is due to be migrated.
     migrations: HashMap<u64, Instant>,
+    /// When each socket whose peer left and whose round trip failed migrates (`early.rs`).
+    early: HashMap<u64, Instant>,
     /// Orphans already reported under `--on-orphan log`.
     orphans_logged: HashSet<u64>,
     gate: gate::Gate,
@@ -103,6 +107,7 @@ impl Judge {
             seen_dead: HashSet::new(),
             dead_now: HashSet::new(),
             migrations: HashMap::new(),
+            early: HashMap::new(),
             orphans_logged: HashSet::new(),
             escalation,
             tally: tally::Tally::default(),
@@ -132,6 +137,7 @@ impl Judge {
         self.idle.forget(cookie);
         self.stall.retain(|c| c != cookie);
         self.migrations.remove(&cookie);
+        self.early.remove(&cookie);
         self.orphans_logged.remove(&cookie);
         self.tally.remove(cookie);
         if let Some(e) = self.escalation.as_mut() {
@@ -147,6 +153,7 @@ impl Judge {
         self.seen_dead
             .iter()
             .chain(self.migrations.keys())
+            .chain(self.early.keys())
             .chain(self.gate.backoff_cookies())
             .copied()
             .chain(self.idle.due_now(now_ns))
@@ -175,6 +182,8 @@ impl Judge {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_early;
 #[cfg(test)]
 mod tests_endpoint;
 #[cfg(test)]

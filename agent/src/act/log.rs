@@ -10,7 +10,7 @@ use super::{
     decided::{Class, Decided, Did},
 };
 use crate::{
-    judge::{Action, Kill, Outcome, Reason, Verdict},
+    judge::{Action, Kill, Outcome, Reason, Trouble, Verdict},
     kernel::clock,
 };
 
@@ -40,12 +40,18 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
         Reason::Orphaned {
             endpoint,
             absent_for,
+            ..
         } => (
             Some(endpoint.as_str()),
             Some(u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX)),
         ),
         Reason::DeadPeer { endpoint } => (endpoint.as_deref(), None),
         Reason::Dead(_) => (None, None),
+    };
+    // An orphan migrated early: which failed round trip of its own made it so.
+    let early = match &ev.reason {
+        Reason::Orphaned { trouble, .. } => trouble.map(Trouble::label),
+        _ => None,
     };
     let why = match &ev.reason {
         Reason::Dead(Verdict::Silent) => format!(
@@ -59,9 +65,29 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
         Reason::Orphaned {
             endpoint,
             absent_for,
+            trouble: None,
         } => format!(
             "its peer left {endpoint}'s address set (DNS, hosts file or the proxy's upstream list) {} s ago",
             absent_for.as_secs()
+        ),
+        Reason::Orphaned {
+            endpoint,
+            absent_for,
+            trouble: Some(t),
+        } => format!(
+            "orphan, {}: its peer left {endpoint}'s address set (DNS, hosts file or the proxy's upstream list) {} ms ago and {}; migrated now, not within the spread",
+            t.label(),
+            absent_for.as_millis(),
+            match t {
+                Trouble::Unanswered => format!(
+                    "its last keepalive probe went unanswered ({} out, nothing from the peer for {} ms)",
+                    i.probes, i.last_ack_recv_ms
+                ),
+                Trouble::Retransmitting => format!(
+                    "{} retransmission timeouts fired with {} segments unacknowledged",
+                    i.retransmits, i.unacked
+                ),
+            }
         ),
         Reason::DeadPeer { .. } => format!(
             "{} fresh connections to its peer all timed out",
@@ -92,6 +118,7 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
                 outcome,
                 endpoint,
                 orphaned_for_ms,
+                early,
                 budget,
                 last_ack_age_ms = i.last_ack_recv_ms,
                 trouble_age_ms,
