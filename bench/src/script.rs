@@ -4,6 +4,7 @@
 //! It runs on the trial's own polling loop, so it needs no thread of its own.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use lifeline_tests::api_addrs::DNS_V4;
 use lifeline_tests::dnsquery::lookup;
@@ -20,9 +21,15 @@ pub struct DigScript {
 
 impl DigScript {
     pub fn new(lab: &ApiLab) -> Self {
+        // A real cron job or shell loop polls at a phase of its own, unrelated to when a
+        // fault strikes. The trial creates the script 0.2-1.2 s before injecting the fault,
+        // so a first poll one whole period after creation always landed 1.8-2.8 s after the
+        // fault: a phase no real script has. The first poll falls at a uniformly random
+        // point of the period instead.
+        let phase = Duration::from_millis(EVERY_MS).mul_f64(crate::trial::random_unit());
         Self {
             known: dig(lab),
-            next_ms: mono_ms() + EVERY_MS,
+            next_ms: mono_ms() + u64::try_from(phase.as_millis()).unwrap_or(EVERY_MS),
         }
     }
 

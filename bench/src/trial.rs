@@ -244,7 +244,7 @@ fn inject(lab: &ApiLab, scenario: Scenario, slots: &mut [Slot]) -> Result<()> {
 }
 
 /// A uniform number in [0, 1) from the standard library's randomly keyed hasher.
-fn random_unit() -> f64 {
+pub(crate) fn random_unit() -> f64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(mono_ms());
