@@ -85,10 +85,16 @@ impl Judge {
             || info.is_some_and(|i| i.probes > 0);
         // How long the peer has been out of the endpoint's answers, when it is.
         let left = match standing {
-            Membership::Leaving { absent_for } | Membership::Orphaned { absent_for } => {
+            Membership::Leaving { absent_for, .. } | Membership::Orphaned { absent_for } => {
                 Some(*absent_for)
             }
             _ => None,
+        };
+        // Whether leaving means moved: not where the answers rotate subsets of the addresses
+        // (the peer may be in the next one); orphaned always does.
+        let moved = match standing {
+            Membership::Leaving { rotates, .. } => !rotates,
+            _ => left.is_some(),
         };
         if trouble {
             call.probe = Some("trouble on a watched socket");
@@ -108,10 +114,12 @@ impl Judge {
         }
         // Left, and its own round trip failed: migrated now (`early.rs`). Back in the set:
         // nothing early is pending.
-        if left.is_none() {
+        if !moved {
             self.early.remove(&s.cookie);
         }
-        if let (Some(absent_for), true, Some(i)) = (left, self.settings.migrate, info) {
+        if let (Some(absent_for), true, Some(i)) =
+            (left.filter(|_| moved), self.settings.migrate, info)
+        {
             let trouble = early::trouble(i, s.rec, &self.settings.want);
             if let Some((trouble, due)) = self.early_due(s.cookie, trouble, at) {
                 if at >= due {
@@ -123,6 +131,10 @@ impl Judge {
                     return call;
                 }
                 call.wake = Some(call.wake.unwrap_or(FAR).min(due - at));
+            } else if s.rec.trouble_ns != 0 && i.unacked > 0 {
+                // Retransmitting (the record's episode) but no RTO yet (a tail loss probe
+                // came first): one is due within the RTO, and brings no news of its own.
+                call.wake = Some(call.wake.unwrap_or(FAR).min(QUIET_RECHECK));
             }
         }
         let Membership::Orphaned { absent_for } = standing else {

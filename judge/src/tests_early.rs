@@ -35,6 +35,7 @@ fn member(m: Membership) -> (String, Membership) {
 
 const LEAVING: Membership = Membership::Leaving {
     absent_for: Duration::ZERO,
+    rotates: false,
 };
 
 /// Idle, one probe out, nothing from the peer for `ms`.
@@ -219,6 +220,53 @@ fn trouble_with_the_peer_in_the_set_or_under_on_orphan_log_is_no_early_kill() {
 }
 
 #[test]
+fn a_leaving_peer_of_rotating_answers_waits_for_the_grace_even_unanswered() {
+    let mut j = Judge::new(settings(), None);
+    let r = rec();
+    let m = member(Membership::Leaving {
+        absent_for: Duration::from_secs(5),
+        rotates: true,
+    });
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let t0 = Instant::now();
+    for at in [t0, t0 + EARLY_JITTER] {
+        let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(5_000)), at);
+        assert!(
+            call.reason.is_none(),
+            "it may be in the next answer: {call:?}"
+        );
+    }
+    // Orphaned (absent for the whole grace) it has moved, rotation or not.
+    let m = member(Membership::Orphaned {
+        absent_for: Duration::from_secs(40),
+    });
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let _ = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(5_000)), t0);
+    let call = j.endpoint_reason(
+        &s,
+        Verdict::Healthy,
+        Some(&probed(5_100)),
+        t0 + EARLY_JITTER,
+    );
+    assert!(
+        matches!(
+            call.reason,
+            Some(Reason::Orphaned {
+                trouble: Some(Trouble::Unanswered),
+                ..
+            })
+        ),
+        "{call:?}"
+    );
+}
+
+#[test]
 fn an_answer_in_time_cancels_a_pending_early_migration() {
     let mut j = Judge::new(settings(), None);
     let r = rec();
@@ -258,4 +306,28 @@ fn an_answer_in_time_cancels_a_pending_early_migration() {
         ),
         "{call:?}"
     );
+}
+
+#[test]
+fn a_left_peer_retransmitting_before_its_first_rto_is_looked_at_again_soon() {
+    let mut j = Judge::new(settings(), None);
+    let r = SockState {
+        trouble_ns: 5,
+        packets_out: 1,
+        ..rec()
+    };
+    let m = member(LEAVING);
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    // A tail loss probe went out (the record's trouble), no RTO has fired yet.
+    let tlp = TcpInfo {
+        state: 1,
+        unacked: 1,
+        ..TcpInfo::default()
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&tlp), Instant::now());
+    assert!(call.reason.is_none());
+    assert_eq!(call.wake, Some(super::endpoint::QUIET_RECHECK));
 }
