@@ -68,7 +68,7 @@ pub fn spawn_refreshers(
                 let result = resolver.resolve(&host).await;
                 let now = Instant::now();
                 if set.lock().unwrap_or_else(PoisonError::into_inner).host != host {
-                    retry = refresh.min;
+                    (retry, early) = (refresh.min, false);
                     continue; // retargeted meanwhile: this answer is the old name's
                 }
                 let wait = match result {
