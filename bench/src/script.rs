@@ -26,7 +26,7 @@ impl DigScript {
         // so a first poll one whole period after creation always landed 1.8-2.8 s after the
         // fault: a phase no real script has. The first poll falls at a uniformly random
         // point of the period instead.
-        let phase = Duration::from_millis(EVERY_MS).mul_f64(crate::trial::random_unit());
+        let phase = Duration::from_millis(EVERY_MS).mul_f64(crate::stats::random_unit());
         Self {
             known: dig(lab),
             next_ms: mono_ms() + u64::try_from(phase.as_millis()).unwrap_or(EVERY_MS),

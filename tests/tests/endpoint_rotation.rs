@@ -109,8 +109,8 @@ fn rotation_without_blackhole_migrates_after_the_grace() -> Result<()> {
     let agent = agent_resolved(&l, &args, &[api(1, false)])?;
     let c = l.kube_client(&[])?;
     let old = watched_on(&agent, &c, api(1, false), "ok")?;
-    let w = l.kube_client(&["--watch-only", "--watch-every", "3"])?;
-    let watch = watched_on(&agent, &w, api(1, false), "watch-event")?;
+    let watcher = l.kube_client(&["--watch-only", "--watch-every", "3"])?;
+    let watch = watched_on(&agent, &watcher, api(1, false), "watch-event")?;
     let member = |agent: &lifeline_tests::Agent| -> Option<String> {
         let st = agent.status().ok()?;
         st.socket_for_port(old.local_port)?.endpoint_member.clone()
@@ -170,7 +170,7 @@ fn rotation_without_blackhole_migrates_after_the_grace() -> Result<()> {
         "on api2 {on_api2} ms after the change; want TTL + grace + spread + 5 s"
     );
     back_on(
-        &w,
+        &watcher,
         &watch,
         api(2, false),
         "watch-event",
