@@ -12,7 +12,9 @@
 //! and the same counter: unanswered, they mean the same silent peer.
 //!
 //! It runs for every keepalive probe of the host, so a probe below the threshold costs one
-//! kernel read and nothing else. The struct offsets come from the running kernel's BTF at
+//! kernel read and nothing else. The first unanswered probe (1 at the next one's send) is
+//! news too: the first sign of trouble, which the agent answers by re-resolving the
+//! endpoint at once (a rotated endpoint is then followed within seconds, not at its TTL). The struct offsets come from the running kernel's BTF at
 //! load time (Rust eBPF has no CO-RE field relocations), in read-only globals the verifier
 //! sees as constants.
 //!
@@ -122,7 +124,10 @@ fn report(sk: *const u8) -> Option<()> {
         return None;
     }
     let probes_out: u8 = read(sk, at)?;
-    if u32::from(probes_out) < UNANSWERED_MIN.load() {
+    // The first unanswered probe is news (the first sign of trouble: the agent re-resolves
+    // the endpoint and looks at the socket), then each one from the threshold on. A healthy
+    // socket's probe finds 0 here (its last one was answered): no news, no cost.
+    if probes_out == 0 || (probes_out > 1 && u32::from(probes_out) < UNANSWERED_MIN.load()) {
         return None;
     }
     // `sk->__sk_common.skc_cookie`: 0 while no one asked for it, so never a watched socket

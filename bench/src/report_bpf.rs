@@ -22,7 +22,7 @@ pub fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
         s,
         "One agent at its defaults; each flow runs {} s (iperf3 to port 6443, a watched port, \
         from the watched cgroup or from outside it; churn: connect and close at 1,000/s; idle: \
-        1,000 watched connections nobody talks to, each probed every 2 s). Runs and time are \
+        1,000 watched connections nobody talks to, each probed every 1 s). Runs and time are \
         the kernel's own counters for this agent's programs only; the sysctl is put back \
         afterwards. The unanswered-probe hook is fentry on `tcp_write_wakeup` where the kernel \
         allows BPF trampolines, else the `timer:timer_expire_entry` tracepoint, which runs for \

@@ -4,16 +4,27 @@
 //! It runs on the trial's own polling loop, so it needs no thread of its own.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use lifeline_tests::api_addrs::DNS_V4;
 use lifeline_tests::dnsquery::lookup;
 use lifeline_tests::{API_NAME, ApiLab, mono_ms};
 
 use crate::measure::{Slot, Source};
+use crate::stats::random_unit;
 
 const EVERY_MS: u64 = 3000;
 
+/// One script per trial: each client stands for a node of its own, whose loop runs at a
+/// phase of its own (one shared phase would make the ten trials of a lab one sample).
 pub struct DigScript {
+    /// The answer before the fault.
+    first: Option<Vec<IpAddr>>,
+    /// Each trial's loop, from the first turn on.
+    loops: Vec<Loop>,
+}
+
+struct Loop {
     known: Option<Vec<IpAddr>>,
     next_ms: u64,
 }
@@ -21,26 +32,45 @@ pub struct DigScript {
 impl DigScript {
     pub fn new(lab: &ApiLab) -> Self {
         Self {
-            known: dig(lab),
-            next_ms: mono_ms() + EVERY_MS,
+            first: dig(lab),
+            loops: Vec::new(),
         }
     }
 
-    /// One turn of the script's loop when it is due.
+    /// One turn of every trial's loop that is due. The trial's loop turns it from just
+    /// after the fault on.
     pub fn tick(&mut self, lab: &ApiLab, args: &[String], slots: &mut [Slot]) {
         let now = mono_ms();
-        if now < self.next_ms {
-            return;
+        // A real cron job or shell loop polls at a phase of its own, unrelated to when a
+        // fault strikes. The trial creates the script 0.2-1.2 s before injecting the fault,
+        // so a first poll one whole period after creation always landed 1.8-2.8 s after the
+        // fault: a phase no real script has. So each loop's first poll falls at a uniformly
+        // random point of the period counted from the first turn, i.e. from the fault
+        // (counted from creation, a poll due before the fault would run late, right after it).
+        if self.loops.is_empty() {
+            self.loops = slots
+                .iter()
+                .map(|_| {
+                    let phase = Duration::from_millis(EVERY_MS).mul_f64(random_unit());
+                    Loop {
+                        known: self.first.clone(),
+                        next_ms: now + u64::try_from(phase.as_millis()).unwrap_or(EVERY_MS),
+                    }
+                })
+                .collect();
         }
-        self.next_ms = now + EVERY_MS;
-        // A failed query changes nothing: the script compares answers, not errors.
-        let Some(now_set) = dig(lab) else { return };
-        if self.known.as_ref() == Some(&now_set) {
-            return;
-        }
-        self.known = Some(now_set);
         let command: Vec<&str> = args.iter().map(String::as_str).collect();
-        for slot in slots {
+        for (l, slot) in self.loops.iter_mut().zip(slots.iter_mut()) {
+            if now < l.next_ms {
+                continue;
+            }
+            l.next_ms = now + EVERY_MS;
+            // A failed query changes nothing: the script compares answers, not errors.
+            let Some(answer) = dig(lab) else { continue };
+            if l.known.as_ref() == Some(&answer) {
+                continue;
+            }
+            l.known = Some(answer);
             // The script restarts processes it started; a unit is not its to restart.
             let Source::Procs(gens) = &mut slot.source else {
                 continue;

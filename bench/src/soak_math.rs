@@ -3,9 +3,10 @@
 
 use crate::soak_plan::{BURST_LOSS, Phase};
 
-/// lifeline's defaults the arithmetic is stated in.
-const IDLE_S: f64 = 2.0;
-const SILENT_PROBES: i32 = 11;
+/// lifeline's defaults the arithmetic is stated in: a healthy idle socket sends one probe
+/// (and gets its answer) per cycle of IDLE (1 s: `--keepalive 1s,1s,20`), so 86,400 a day.
+const CYCLE_S: f64 = 1.0;
+const SILENT_PROBES: i32 = 12;
 const KERNEL_COUNT: i32 = 20;
 const PEER_PROBE_TRIES: i32 = 11;
 /// A peer probe's result stands 5 s: at most one probe per peer per 5 s.
@@ -40,7 +41,7 @@ pub fn expect(phase: &Phase, idle: usize, busy: usize) -> Expect {
             continue;
         }
         let q = q(loss);
-        let cycles = idle as f64 * secs / IDLE_S;
+        let cycles = idle as f64 * secs / CYCLE_S;
         e.silent += cycles * q.powi(SILENT_PROBES);
         e.kernel_abort += cycles * q.powi(KERNEL_COUNT);
         e.dead_peer += secs / PEER_PROBE_EVERY_S * q.powi(PEER_PROBE_TRIES);

@@ -22,7 +22,7 @@ pub fn section(s: &Soak, commit: &str) -> Result<String> {
         o,
         "`cargo xtask bench --soak` at commit `{commit}`: {} minutes of lifeline at its defaults \
          (`--endpoint 198.51.100.2:6443`) watching {IDLE} idle connections of Go-like clients \
-         (keepalive 30,30,9 set after connect, held at 2s,1s,20 by the setsockopt hook), {BUSY} \
+         (keepalive 30,30,9 set after connect, held at 1s,1s,20 by the setsockopt hook), {BUSY} \
          heartbeat connections (one request a second), an iperf3 flow at 50 Mbit/s and its idle \
          control connection, over a path that drops packets at random each way (nft `numgen`). \
          Every client re-dials after an error. Predictions are the upper bounds of \

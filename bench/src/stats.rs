@@ -45,6 +45,16 @@ pub fn secs(v: Option<u64>, cap: Duration) -> String {
     }
 }
 
+/// A uniform number in [0, 1) from the standard library's randomly keyed hasher.
+pub fn random_unit() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(lifeline_tests::mono_ms());
+    #[expect(clippy::cast_precision_loss, reason = "53 random bits are plenty")]
+    let x = (h.finish() >> 11) as f64 / (1u64 << 53) as f64;
+    x
+}
+
 #[cfg(test)]
 mod tests {
     use super::summarize;

@@ -17,6 +17,7 @@ use crate::cells::{Contender, Scenario};
 use crate::measure::{Slot, Source, TrialResult};
 use crate::proxy_rows::Proxy;
 use crate::script::DigScript;
+use crate::stats::random_unit;
 
 /// What one lab runs.
 #[derive(Clone, Copy, Debug)]
@@ -241,14 +242,4 @@ fn inject(lab: &ApiLab, scenario: Scenario, slots: &mut [Slot]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A uniform number in [0, 1) from the standard library's randomly keyed hasher.
-fn random_unit() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(mono_ms());
-    #[expect(clippy::cast_precision_loss, reason = "53 random bits are plenty")]
-    let x = (h.finish() >> 11) as f64 / (1u64 << 53) as f64;
-    x
 }

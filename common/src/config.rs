@@ -14,8 +14,8 @@ pub mod stats {
     /// A news event did not fit in the `NEWS` ring buffer: the agent re-reads the whole
     /// `SOCKETS` map once when this grows, instead of trusting its copy.
     pub const NEWS_LOST: u32 = 3;
-    /// `UNANSWERED` news sent: keepalive probes of a watched socket went unanswered past the
-    /// threshold (`crate::news::UNANSWERED`).
+    /// `UNANSWERED` news sent: the first keepalive probe of a watched socket went unanswered,
+    /// or one more past the threshold (`crate::news::UNANSWERED`).
     pub const UNANSWERED: u32 = 4;
     /// A connect to a watched port recorded no owner: its task is no target and its
     /// destination is none of the endpoint's addresses, so it can never become one

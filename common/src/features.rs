@@ -93,7 +93,7 @@ pub const KEEPALIVE_READ: Feature = Feature {
     id: "keepalive_read",
     gives: "keepalive values read first and only ever lowered: an application's stricter values stand",
     since: (6, 1),
-    without: "lifeline's values are set without reading the socket's: status `2s,1s,20 (set without reading)`; a stricter value the application set before connecting is loosened to lifeline's (one set after connecting still counts, through the setsockopt hook)",
+    without: "lifeline's values are set without reading the socket's: status `1s,1s,20 (set without reading)`; a stricter value the application set before connecting is loosened to lifeline's (one set after connecting still counts, through the setsockopt hook)",
     required: false,
 };
 

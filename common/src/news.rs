@@ -12,7 +12,8 @@ pub const STATE: u32 = 3;
 /// The socket closed and its record is gone.
 pub const CLOSE: u32 = 4;
 /// Keepalive probes of an idle watched socket went unanswered; `arg` = how many in a row, at
-/// the moment the next one is sent. Sent for each probe from the agent's threshold on
+/// the moment the next one is sent. Sent when the first one went unanswered (`arg` 1: the
+/// first sign of trouble) and for each probe from the agent's threshold on
 /// (`max(1, --silent-probes - 2)`), so a dead peer is news without any `sock_diag` read.
 pub const UNANSWERED: u32 = 5;
 /// The application set keepalive on a watched socket: the record holds the values now in

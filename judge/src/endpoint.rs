@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Judge, Membership, Reason, Socket, TcpInfo, Verdict};
+use super::{Judge, Membership, Reason, Socket, TcpInfo, Verdict, early};
 
 /// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
 /// the same instant.
@@ -83,13 +83,22 @@ impl Judge {
         // probe clears it on progress), or keepalive probes out unanswered.
         let trouble = verdict != Verdict::Healthy && s.rec.trouble_ns != 0
             || info.is_some_and(|i| i.probes > 0);
-        let left = matches!(
-            standing,
-            Membership::Leaving { .. } | Membership::Orphaned { .. }
-        );
+        // How long the peer has been out of the endpoint's answers, when it is.
+        let left = match standing {
+            Membership::Leaving { absent_for, .. } | Membership::Orphaned { absent_for } => {
+                Some(*absent_for)
+            }
+            _ => None,
+        };
+        // Whether leaving means moved: not where the answers rotate subsets of the addresses
+        // (the peer may be in the next one); orphaned always does.
+        let moved = match standing {
+            Membership::Leaving { rotates, .. } => !rotates,
+            _ => left.is_some(),
+        };
         if trouble {
             call.probe = Some("trouble on a watched socket");
-        } else if left {
+        } else if left.is_some() {
             call.probe = Some("left the endpoint's address set");
         }
         if let Some(since) = s.dead_since {
@@ -101,6 +110,31 @@ impl Judge {
                     endpoint: Some(endpoint.clone()),
                 });
                 return call;
+            }
+        }
+        // Left, and its own round trip failed: migrated now (`early.rs`). Back in the set:
+        // nothing early is pending.
+        if !moved {
+            self.early.remove(&s.cookie);
+        }
+        if let (Some(absent_for), true, Some(i)) =
+            (left.filter(|_| moved), self.settings.migrate, info)
+        {
+            let trouble = early::trouble(i, s.rec, &self.settings.want);
+            if let Some((trouble, due)) = self.early_due(s.cookie, trouble, at) {
+                if at >= due {
+                    call.reason = Some(Reason::Orphaned {
+                        endpoint: endpoint.clone(),
+                        absent_for,
+                        trouble: Some(trouble),
+                    });
+                    return call;
+                }
+                call.wake = Some(call.wake.unwrap_or(FAR).min(due - at));
+            } else if s.rec.trouble_ns != 0 && i.unacked > 0 {
+                // Retransmitting (the record's episode) but no RTO yet (a tail loss probe
+                // came first): one is due within the RTO, and brings no news of its own.
+                call.wake = Some(call.wake.unwrap_or(FAR).min(QUIET_RECHECK));
             }
         }
         let Membership::Orphaned { absent_for } = standing else {
@@ -122,6 +156,7 @@ impl Judge {
             call.reason = Some(Reason::Orphaned {
                 endpoint: endpoint.clone(),
                 absent_for: *absent_for,
+                trouble: None,
             });
         } else {
             call.wake = Some(call.wake.unwrap_or(FAR).min(QUIET_RECHECK));

@@ -18,10 +18,12 @@ use super::{Judge, TcpInfo, Verdict};
 pub enum Reason {
     /// Confirmed stalled or silent (two witnesses, two looks).
     Dead(Verdict),
-    /// The peer's address left the endpoint's set for longer than the grace.
+    /// The peer's address left the endpoint's set for longer than the grace, or left it and
+    /// the socket's own round trip failed (`trouble`: migrated early, `early.rs`).
     Orphaned {
         endpoint: String,
         absent_for: Duration,
+        trouble: Option<super::Trouble>,
     },
     /// Every fresh connection of a peer probe timed out (`PROBE_TRIES` of them).
     DeadPeer { endpoint: Option<String> },

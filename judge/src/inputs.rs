@@ -42,9 +42,12 @@ pub struct TcpInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Membership {
     InSet,
-    /// Missing from the answers, for less than the grace so far.
+    /// Missing from the answers, for less than the grace so far. `rotates`: the endpoint's
+    /// answers brought an address back within the grace lately (a server answering with
+    /// rotating subsets), so this one may be back in the next answer too.
     Leaving {
         absent_for: Duration,
+        rotates: bool,
     },
     /// Missing from every successful answer for at least the grace.
     Orphaned {

@@ -16,6 +16,7 @@
 
 mod budget;
 mod due;
+mod early;
 mod endpoint;
 mod escalate;
 mod facts;
@@ -38,6 +39,7 @@ use std::{
 use lifeline_common::SockState;
 
 pub use budget::{Budget, UnitOwned, Whose};
+pub use early::Trouble;
 pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
 pub use gate::{Action, Kill, Outcome, Reason};
@@ -84,6 +86,8 @@ pub struct Judge {
     dead_now: HashSet<u64>,
     /// When each orphaned socket is due to be migrated.
     migrations: HashMap<u64, Instant>,
+    /// When each socket whose peer left and whose round trip failed migrates (`early.rs`).
+    early: HashMap<u64, Instant>,
     /// Orphans already reported under `--on-orphan log`.
     orphans_logged: HashSet<u64>,
     gate: gate::Gate,
@@ -105,6 +109,7 @@ impl Judge {
             seen_dead: HashSet::new(),
             dead_now: HashSet::new(),
             migrations: HashMap::new(),
+            early: HashMap::new(),
             orphans_logged: HashSet::new(),
             escalation,
             tally: tally::Tally::default(),
@@ -134,6 +139,7 @@ impl Judge {
         self.idle.forget(cookie);
         self.stall.retain(|c| c != cookie);
         self.migrations.remove(&cookie);
+        self.early.remove(&cookie);
         self.orphans_logged.remove(&cookie);
         self.tally.remove(cookie);
         if let Some(e) = self.escalation.as_mut() {
@@ -149,6 +155,7 @@ impl Judge {
         self.seen_dead
             .iter()
             .chain(self.migrations.keys())
+            .chain(self.early.keys())
             .chain(self.gate.backoff_cookies())
             .copied()
             .chain(self.idle.due_now(now_ns))
@@ -177,6 +184,8 @@ impl Judge {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_early;
 #[cfg(test)]
 mod tests_endpoint;
 #[cfg(test)]

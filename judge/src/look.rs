@@ -51,6 +51,7 @@ impl Judge {
                 && s.dead_since
                     .is_some_and(|t| at >= t + self.dead_peer_delay(s.cookie))
             || self.migration_due(s, at)
+            || self.settings.migrate && left(s)
     }
 
     fn migration_due(&mut self, s: &Socket<'_>, at: Instant) -> bool {
@@ -110,4 +111,13 @@ impl Judge {
     pub(crate) fn confirmed(&self, cookie: u64, verdict: Verdict, info: Option<&TcpInfo>) -> bool {
         verdict.is_dead() && info.is_some() && self.seen_dead.contains(&cookie)
     }
+}
+
+/// An endpoint socket whose peer left its answers: read every time it is visited, so a
+/// failed round trip of it is seen at once (`early.rs`). Only while a peer is out.
+fn left(s: &Socket<'_>) -> bool {
+    matches!(
+        s.member,
+        Some((_, Membership::Leaving { .. } | Membership::Orphaned { .. }))
+    )
 }

@@ -98,6 +98,7 @@ fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
         "api:6443".to_owned(),
         Membership::Leaving {
             absent_for: Duration::ZERO,
+            rotates: false,
         },
     );
     let s = Socket {

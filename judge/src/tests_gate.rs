@@ -97,6 +97,7 @@ fn action_restart_restarts_failures_with_their_real_verdict_but_migrates_orphans
         Reason::Orphaned {
             endpoint: "api:6443".into(),
             absent_for: Duration::from_secs(40),
+            trouble: None,
         },
     );
     assert_eq!(
@@ -160,6 +161,7 @@ fn a_kill_without_recovery_escalates_and_a_failed_kill_at_once() {
         Reason::Orphaned {
             endpoint: "a".into(),
             absent_for: Duration::ZERO,
+            trouble: None,
         },
     );
     j.outcome(&migrated, &Outcome::Killed, t0);

@@ -26,6 +26,9 @@ pub struct Decision {
     pub endpoint: String,
     /// How long the peer had been out of the set, for "orphaned".
     pub orphaned_for_ms: Option<u64>,
+    /// For an orphan migrated at once, the failed round trip that made it so ("unanswered",
+    /// "retransmitting"); empty otherwise.
+    pub early: String,
     /// The event's message (e.g. "... no healthy endpoint, holding" for a hold).
     pub message: String,
     pub raw: Value,
@@ -57,6 +60,7 @@ impl Decision {
             unanswered_rtos: n("unanswered_rtos"),
             endpoint: s("endpoint"),
             orphaned_for_ms: n("orphaned_for_ms"),
+            early: s("early"),
             message: s("message"),
             raw,
         }

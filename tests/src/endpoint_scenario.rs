@@ -124,6 +124,22 @@ pub fn check_kill(d: &Decision, verdict: &str) -> Result<()> {
     Ok(())
 }
 
+/// An orphan migrated at once (no grace, no spread), with the failed round trip that made it
+/// so among `evidence`.
+///
+/// # Errors
+/// When it is not.
+pub fn check_early(kill: &Decision, evidence: &[&str]) -> Result<()> {
+    check_kill(kill, "orphaned")?;
+    ensure!(
+        evidence.contains(&kill.early.as_str()),
+        "early {:?}, want one of {evidence:?}: {}",
+        kill.early,
+        kill.raw
+    );
+    Ok(())
+}
+
 /// After a kill: the client saw ECONNABORTED and is back, on `peer`, with a success of
 /// `kind` on the new connection within `timeout`. Returns the new connection.
 ///

@@ -10,11 +10,11 @@ use crate::scenario::{ECONNABORTED, Setup};
 use crate::{Agent, AgentArgs, Client, mono_ms, wait_until};
 
 pub const SERVER: &str = "198.51.100.2:6443";
-/// lifeline's default keepalive: 2 s idle, then probes 1 s apart, the kernel's own abort
+/// lifeline's default keepalive: 1 s idle, then probes 1 s apart, the kernel's own abort
 /// after 20 unanswered.
-pub const LIFELINE: (u64, u64, u64) = (2, 1, 20);
-/// The default silent rule (11 probes unanswered, nothing heard for 2 + 11 x 1 s) after the
-/// last answered probe, at most 2 s before the fault; one confirming look; slack for a
+pub const LIFELINE: (u64, u64, u64) = (1, 1, 20);
+/// The default silent rule (12 probes unanswered, nothing heard for 1 + 12 x 1 s) after the
+/// last answered probe, at most 1 s before the fault; one confirming look; slack for a
 /// loaded two-core machine.
 pub const SILENT_BUDGET: Duration = Duration::from_secs(13 + 1 + 4);
 

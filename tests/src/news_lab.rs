@@ -5,9 +5,10 @@
 //! about a healthy idle socket, whose probes are all answered.
 //!
 //! Two idle watched connections sit side by side. While both are healthy no news comes; once
-//! one flow is black-holed, news comes at its 10th unanswered probe (`--silent-probes` 11
-//! minus 2, 1 s apart after 2 s idle), not before, and stops once lifeline killed it, while
-//! the healthy one keeps being probed.
+//! one flow is black-holed, news comes when its first probe went unanswered (at the next
+//! probe, 1 s later: the first sign of trouble), then none until its 11th (`--silent-probes`
+//! 12 minus 2, 1 s apart after 1 s idle), and stops once lifeline killed it, while the
+//! healthy one keeps being probed.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -20,8 +21,8 @@ use crate::{Client, mono_ms, wait_until};
 use anyhow::{Context, Result, ensure};
 
 const METRIC: &str = "lifeline_probe_unanswered_news_total";
-/// `--silent-probes` 11 - 2: the 10th probe in a row is the first news.
-const UNANSWERED_MIN: u64 = 9;
+/// `--silent-probes` 12 - 2: from the 11th probe in a row, each one is news again.
+const UNANSWERED_MIN: u64 = 10;
 
 fn news(ns: &str, addr: SocketAddr) -> Result<u64> {
     let m = parse(&scrape(ns, addr)?.2)?;
@@ -54,8 +55,8 @@ pub fn scenario() -> Result<()> {
         healthy.local_port().context("no local port")?,
         doomed.local_port().context("no local port")?,
     );
-    wait_armed(&agent, hp, "2s,1s,20")?;
-    wait_armed(&agent, dp, "2s,1s,20")?;
+    wait_armed(&agent, hp, "1s,1s,20")?;
+    wait_armed(&agent, dp, "1s,1s,20")?;
 
     // Both idle and answered: at least five probes each, no news.
     std::thread::sleep(Duration::from_secs(12));
@@ -82,12 +83,18 @@ pub fn scenario() -> Result<()> {
         return Ok(());
     }
     let after = first? - fault_ms;
-    // The last answered probe was at most 2 s before the fault; the 10th after it is sent
-    // 2 + 9 x 1 s later.
+    // The first probe after the fault leaves within 1 s (one a second), the next one 1 s
+    // later reports it unanswered.
     ensure!(
-        (UNANSWERED_MIN * 1000 - 500..=(UNANSWERED_MIN + 2) * 1000 + 2500).contains(&after),
+        (500..=2000 + 2500).contains(&after),
         "first news {after} ms after the black hole"
     );
+    // Then quiet until the threshold: probes 2 to 10 unanswered are no news.
+    std::thread::sleep(Duration::from_millis(
+        (UNANSWERED_MIN * 1000).saturating_sub(mono_ms() - fault_ms + 1500),
+    ));
+    let early = news(&ns, addr)?;
+    ensure!(early == 1, "{early} news before the threshold");
     let kill = wait_until(
         "the silent kill",
         Duration::from_secs(20),
@@ -108,8 +115,9 @@ pub fn scenario() -> Result<()> {
         total == at_kill,
         "news after the kill: {at_kill} then {total}"
     );
-    // One per probe from the 10th until the kill, at most up to the kernel's own 20th.
-    ensure!((1..=11).contains(&total), "{total} news");
+    // The first, then one per probe from the 11th until the kill, at most up to the kernel's
+    // own 20th.
+    ensure!((2..=11).contains(&total), "{total} news");
     let (_, dropped) = s.lab.counters(&fault)?;
     ensure!(dropped > 0, "the black hole dropped nothing");
     ensure!(healthy.errors().is_empty(), "healthy: {}", healthy.dump());

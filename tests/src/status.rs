@@ -66,7 +66,7 @@ pub struct StatusSocket {
     pub unacked_segs: u64,
     pub unacked_bytes: u64,
     pub retransmits: u64,
-    /// Keepalive in force ("2s,1s,20"), "off", or why it is not armed.
+    /// Keepalive in force ("1s,1s,20"), "off", or why it is not armed.
     pub keepalive: String,
     /// Whether the peer is in its endpoint's set: "in-set", "leaving", "orphaned", "unknown";
     /// None when the socket belongs to no followed endpoint (or the agent predates endpoints).

@@ -111,7 +111,7 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
     // with the namespace check from 5.15.
     kernel_row(&out, "app keepalive", &features::APP_KEEPALIVE_NETNS);
     assert!(
-        line(&out, "app keepalive").contains("the socket has 2s,1s,20"),
+        line(&out, "app keepalive").contains("the socket has 1s,1s,20"),
         "{out}"
     );
     if !kernel::has(&features::KEEPALIVE_READ) {

@@ -49,7 +49,7 @@ fn go_dialer_keepalive_holds_and_its_idle_black_hole_is_killed() -> Result<()> {
     kernel::report(
         &features::APP_KEEPALIVE,
         &format!(
-            "Go-like 30,30,9 after connect held at 2s,1s,20; killed as silent {after} ms after the black hole"
+            "Go-like 30,30,9 after connect held at 1s,1s,20; killed as silent {after} ms after the black hole"
         ),
     );
     Ok(())
@@ -71,20 +71,20 @@ fn real_go_client_keepalive_holds_and_its_idle_black_hole_is_killed() -> Result<
 }
 
 /// The client's first event arrived, lifeline's status shows its values on the socket, and
-/// so does `ss -tnoi`'s keepalive timer: never more than lifeline's 2 s idle away (Go's own
+/// so does `ss -tnoi`'s keepalive timer: never more than lifeline's 1 s idle away (Go's own
 /// value would show up to 30 s). Returns the socket's local port.
 fn held_at_lifelines_values(s: &Setup, agent: &Agent, client: &Client) -> Result<u16> {
     let port = client.local_port().context("no local port")?;
     client.wait_event("the first event", Duration::from_secs(10), |e| {
         e.event == "ok"
     })?;
-    wait_armed(agent, port, "2s,1s,20")?;
+    wait_armed(agent, port, "1s,1s,20")?;
     let row = ss::find(&s.lab.client, port, Lab::server_addr(false))?
         .with_context(|| format!("socket missing:\n{}", ss::dump(&s.lab.client)))?;
     let timer = keepalive_timer_s(&row.info)
         .with_context(|| format!("no keepalive timer in ss: {}", row.info))?;
     ensure!(
-        timer <= 2.05,
+        timer <= 1.05,
         "ss -tnoi: keepalive timer {timer} s: {}",
         row.info
     );

@@ -3,9 +3,9 @@
 //! says nothing about a healthy idle socket, whose probes are all answered.
 //!
 //! Two idle watched connections sit side by side. While both are healthy no news comes; once
-//! one flow is black-holed, news comes at its 10th unanswered probe (`--silent-probes` 11
-//! minus 2, 1 s apart after 2 s idle), not before, and stops once lifeline killed it, while
-//! the healthy one keeps being probed.
+//! one flow is black-holed, news comes when its first probe went unanswered, then not again
+//! until its 11th (`--silent-probes` 12 minus 2, 1 s apart after 1 s idle), and stops once
+//! lifeline killed it, while the healthy one keeps being probed.
 
 use anyhow::Result;
 use lifeline_tests::require_root;

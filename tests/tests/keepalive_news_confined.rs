@@ -2,7 +2,7 @@
 //! `CAP_BPF`, `CAP_PERFMON`, `CAP_NET_ADMIN`): /proc/kallsyms then shows every address as 0
 //! (`perf_event_paranoid` 2 here), so where fentry is refused (this machine) the tracepoint
 //! fallback learns `tcp_keepalive_timer`'s address from a socket of the agent's through the
-//! TCP iterator. News coming at the 10th unanswered probe shows the address is right: the
+//! TCP iterator. News coming after an unanswered probe shows the address is right: the
 //! fallback matches no timer otherwise. The scenario is `tests/src/news_lab.rs`; its own
 //! process (one test per file) because it points `LIFELINE_BIN` at a wrapper.
 

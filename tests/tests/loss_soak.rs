@@ -1,8 +1,8 @@
 //! A short loss soak: 50 idle connections of Go-like clients (keepalive 30,30,9 set after
-//! connect, held at lifeline's 2s,1s,20) over a path that drops 10 % of the packets each way
+//! connect, held at lifeline's 1s,1s,20) over a path that drops 10 % of the packets each way
 //! for 3 minutes. At 10 % a keepalive round trip fails 19 % of the time, so probes go
-//! unanswered all the time; the silent rule (11 in a row) and the kernel's own abort (20)
-//! make a false kill of any of these sockets in 3 minutes about 1e-4 likely
+//! unanswered all the time; the silent rule (12 in a row, a probe a second) and the kernel's
+//! own abort (20) make a false kill of any of these sockets in 3 minutes about 2e-5 likely
 //! (docs/ARCHITECTURE.md, "Idle connections"). Nothing may be killed, no client may see an
 //! error, every socket must still be there, and the loss must have been real.
 
@@ -29,7 +29,7 @@ fn idle_go_clients_survive_three_minutes_of_ten_percent_loss() -> Result<()> {
         .map(|c| c.local_port().context("no local port"))
         .collect::<Result<Vec<_>>>()?;
     for p in &ports {
-        wait_armed(&agent, *p, "2s,1s,20")?;
+        wait_armed(&agent, *p, "1s,1s,20")?;
     }
     let loss = s.lab.loss(LOSS_PERCENT)?;
     let (start, window) = (mono_ms(), Duration::from_mins(3));
@@ -59,7 +59,7 @@ fn idle_go_clients_survive_three_minutes_of_ten_percent_loss() -> Result<()> {
             ss::dump(&s.lab.client)
         );
     }
-    // The loss was real: at 10 % of two packets per probe round trip every 2 s for 50
+    // The loss was real: at 10 % of two packets per probe round trip every 1 s for 50
     // sockets, thousands of packets crossed and hundreds were dropped.
     ensure!(
         dropped >= 100 && dropped * 100 <= seen * 20,

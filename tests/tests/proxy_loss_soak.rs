@@ -29,7 +29,7 @@ fn soak(kind: ProxyKind) -> Result<()> {
         "the proxy's upstream socket is not watched as the endpoint's: {}",
         sock.raw
     );
-    wait_armed(agent, local.port(), "2s,1s,20")?;
+    wait_armed(agent, local.port(), "1s,1s,20")?;
     let loss = lab.api.lab.loss(LOSS_PERCENT)?;
     let start = mono_ms();
     std::thread::sleep(WINDOW);

@@ -10,7 +10,7 @@ use super::{
     decided::{Class, Decided, Did},
 };
 use crate::{
-    judge::{Action, Kill, Outcome, Reason, Verdict},
+    judge::{Action, Kill, Outcome, Reason, TcpInfo, Trouble, Verdict},
     kernel::clock,
 };
 
@@ -36,17 +36,7 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
     let trouble_age_ms = clock::age_ms(ev.now_ns, r.trouble_ns);
     let (peer, local, i) = (r.peer(), r.local(), &ev.info);
     let verdict = ev.reason.verdict();
-    let (endpoint, orphaned_for_ms) = match &ev.reason {
-        Reason::Orphaned {
-            endpoint,
-            absent_for,
-        } => (
-            Some(endpoint.as_str()),
-            Some(u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX)),
-        ),
-        Reason::DeadPeer { endpoint } => (endpoint.as_deref(), None),
-        Reason::Dead(_) => (None, None),
-    };
+    let (endpoint, orphaned_for_ms, early) = endpoint_fields(&ev.reason);
     let why = match &ev.reason {
         Reason::Dead(Verdict::Silent) => format!(
             "idle, {} keepalive probes unanswered, nothing from the peer for {} ms",
@@ -59,10 +49,16 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
         Reason::Orphaned {
             endpoint,
             absent_for,
+            trouble: None,
         } => format!(
             "its peer left {endpoint}'s address set (DNS, hosts file or the proxy's upstream list) {} s ago",
             absent_for.as_secs()
         ),
+        Reason::Orphaned {
+            endpoint,
+            absent_for,
+            trouble: Some(t),
+        } => early_why(endpoint, *absent_for, *t, i),
         Reason::DeadPeer { .. } => format!(
             "{} fresh connections to its peer all timed out",
             crate::endpoint::connect::PROBE_TRIES
@@ -92,6 +88,7 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
                 outcome,
                 endpoint,
                 orphaned_for_ms,
+                early,
                 budget,
                 last_ack_age_ms = i.last_ack_recv_ms,
                 trouble_age_ms,
@@ -111,6 +108,43 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
     } else {
         decision!(warn);
     }
+}
+
+/// The decision's endpoint fields: the endpoint, how long its peer has been out of the
+/// endpoint's set, and for an orphan migrated at once, the failed round trip that made it so.
+fn endpoint_fields(reason: &Reason) -> (Option<&str>, Option<u64>, Option<&'static str>) {
+    match reason {
+        Reason::Orphaned {
+            endpoint,
+            absent_for,
+            trouble,
+        } => (
+            Some(endpoint.as_str()),
+            Some(u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX)),
+            trouble.map(Trouble::label),
+        ),
+        Reason::DeadPeer { endpoint } => (endpoint.as_deref(), None, None),
+        Reason::Dead(_) => (None, None, None),
+    }
+}
+
+/// Why an orphan is migrated at once ("orphan, unanswered: ..."), with its evidence.
+fn early_why(endpoint: &str, absent_for: Duration, t: Trouble, i: &TcpInfo) -> String {
+    let failed = match t {
+        Trouble::Unanswered => format!(
+            "its last keepalive probe went unanswered ({} out, nothing from the peer for {} ms)",
+            i.probes, i.last_ack_recv_ms
+        ),
+        Trouble::Retransmitting => format!(
+            "{} retransmission timeouts fired with {} segments unacknowledged",
+            i.retransmits, i.unacked
+        ),
+    };
+    format!(
+        "orphan, {}: its peer left {endpoint}'s address set (DNS, hosts file or the proxy's upstream list) {} ms ago and {failed}; migrated now, not within the spread",
+        t.label(),
+        absent_for.as_millis()
+    )
 }
 
 /// `--on-orphan log`: an orphaned socket, reported once and left alone.

@@ -87,17 +87,17 @@ pub struct RunArgs {
     /// TCP keepalive armed on every watched socket, as IDLE,INTERVAL,COUNT, or `off`, also
     /// against the application's own later keepalive calls. An application's stricter values
     /// are kept; COUNT is the kernel's own last resort and must exceed --silent-probes.
-    #[arg(long, value_name = "IDLE,INTERVAL,COUNT", default_value = "2s,1s,20", value_parser = parse_keepalive)]
+    #[arg(long, value_name = "IDLE,INTERVAL,COUNT", default_value = "1s,1s,20", value_parser = parse_keepalive)]
     pub keepalive: KeepaliveSpec,
 
     /// An idle socket with at least this many keepalive probes unanswered in a row, and
-    /// nothing at all from the peer for --silent-timeout, is silent (dead) and killed. 11
-    /// keeps a live connection's odds of being judged dead under 1e-6 a day at 5 % packet
-    /// loss each way (docs/ARCHITECTURE.md, "Idle connections").
-    #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u8).range(1..=126))]
+    /// nothing at all from the peer for --silent-timeout, is silent (dead) and killed. 12
+    /// keeps a live connection's odds of being judged dead under 1e-7 a day at 5 % packet
+    /// loss each way with a probe every second (docs/ARCHITECTURE.md, "Idle connections").
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u8).range(1..=126))]
     pub silent_probes: u8,
 
-    /// See --silent-probes. Default: IDLE + N x INTERVAL (2 s + 11 x 1 s = 13 s).
+    /// See --silent-probes. Default: IDLE + N x INTERVAL (1 s + 12 x 1 s = 13 s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub silent_timeout: Option<Duration>,
 

@@ -3,6 +3,8 @@
 //!
 //! - news: recorded, a trouble episode began, a state change, keepalive probes unanswered,
 //!   the application's keepalive merged (each re-reads that one record; a close forgets it);
+//!   trouble or an unanswered probe of an endpoint's socket also re-resolves its endpoint now
+//!   (`endpoint::early`: a rotated endpoint is followed without waiting for its TTL);
 //! - sockets the judge has business with now (`Judge::due`: pending rules, looks the idle
 //!   rules scheduled, healthy sockets whose record turns idle now), records in a trouble
 //!   episode no look has found over, pre-existing sockets that are polled;
@@ -53,6 +55,11 @@ impl Daemon {
                 }
                 news::UNANSWERED => {
                     self.judge.unanswered(n.cookie, now);
+                    self.resolve_early(n.cookie, at);
+                    read.insert(n.cookie);
+                }
+                news::TROUBLE => {
+                    self.resolve_early(n.cookie, at);
                     read.insert(n.cookie);
                 }
                 _ => {
@@ -87,6 +94,18 @@ impl Daemon {
             }
         }
         Ok(visit.into_iter().collect())
+    }
+
+    /// The first sign of trouble on `cookie`: when it is an endpoint's socket, re-resolve
+    /// that endpoint now rather than at its TTL (at most once a second per endpoint).
+    fn resolve_early(&self, cookie: u64, at: Instant) {
+        let (Some(f), Some(i)) = (self.follow.as_ref(), self.members.endpoint_of(cookie)) else {
+            return;
+        };
+        if f.endpoints.resolve_early(i, at) {
+            tracing::debug!(target: "lifeline::endpoint", endpoint = %f.endpoints.name(i), cookie,
+                "trouble on one of its sockets: re-resolving it now, not at its TTL");
+        }
     }
 
     /// Whether the socket is the endpoint's connection (the recorded fact, decided at first

@@ -3,6 +3,7 @@
 
 pub mod connect;
 pub mod discover;
+mod early;
 pub mod guard;
 pub mod hop;
 mod hosts;

@@ -1,5 +1,7 @@
 //! One task per DNS-named endpoint: resolve, update the set, sleep for the TTL (clamped),
-//! and on failure keep the last good set, count, log, and retry sooner.
+//! and on failure keep the last good set, count, log, and retry sooner. A first sign of
+//! trouble on one of its sockets resolves it at once (`early.rs`); an early failure keeps
+//! the schedule it interrupted.
 
 use std::{
     sync::{Arc, PoisonError},
@@ -42,15 +44,22 @@ pub fn spawn_refreshers(
         let failed = failures.clone();
         tokio::spawn(async move {
             let mut retry = refresh.min;
+            // Whether this turn was asked for early, and when the regular one is due.
+            let (mut early, mut due) = (false, Instant::now());
             loop {
                 // Registered before the set is read: a retarget from here on ends the wait.
                 let notified = retargeted.notified();
                 tokio::pin!(notified);
                 notified.as_mut().enable();
-                let (host, name, fixed) = {
+                let (host, name, fixed, asked) = {
                     let s = set.lock().unwrap_or_else(PoisonError::into_inner);
                     // A set that became a proxy's (found after start) is its follower's.
-                    (s.host.clone(), s.name.clone(), s.fixed || s.proxied)
+                    (
+                        s.host.clone(),
+                        s.name.clone(),
+                        s.fixed || s.proxied,
+                        s.early.waker(),
+                    )
                 };
                 if fixed {
                     notified.await;
@@ -59,7 +68,7 @@ pub fn spawn_refreshers(
                 let result = resolver.resolve(&host).await;
                 let now = Instant::now();
                 if set.lock().unwrap_or_else(PoisonError::into_inner).host != host {
-                    retry = refresh.min;
+                    (retry, early) = (refresh.min, false);
                     continue; // retargeted meanwhile: this answer is the old name's
                 }
                 let wait = match result {
@@ -72,13 +81,22 @@ pub fn spawn_refreshers(
                             answer.addrs.iter().map(ToString::to_string).collect();
                         let ttl_ms = u64::try_from(answer.ttl.as_millis()).unwrap_or(u64::MAX);
                         if changed {
-                            tracing::info!(target: "lifeline::endpoint", endpoint = %name, addrs = %addrs.join(","), ttl_ms, changed, from = answer.from.label(), "endpoint resolved");
+                            tracing::info!(target: "lifeline::endpoint", endpoint = %name, addrs = %addrs.join(","), ttl_ms, changed, early, from = answer.from.label(), "endpoint resolved");
                             wake.notify_one();
                         } else {
                             tracing::debug!(target: "lifeline::endpoint", endpoint = %name, addrs = %addrs.join(","), ttl_ms, changed, from = answer.from.label(), "endpoint resolved");
                         }
                         retry = refresh.min;
                         answer.ttl.clamp(refresh.min, refresh.max)
+                    }
+                    Err(e) if early => {
+                        set.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .fail(e.to_string(), now);
+                        failed.inc();
+                        tracing::warn!(target: "lifeline::endpoint", endpoint = %name, error = %e,
+                            "DNS failure on an early re-resolve; keeping the last good set and the schedule");
+                        due.saturating_duration_since(now)
                     }
                     Err(e) => {
                         let failures = {
@@ -94,9 +112,12 @@ pub fn spawn_refreshers(
                         wait
                     }
                 };
+                due = now + wait;
+                early = false;
                 tokio::select! {
                     () = tokio::time::sleep(wait) => {}
                     () = &mut notified => retry = refresh.min,
+                    () = asked.notified() => early = true,
                 }
             }
         });

@@ -39,6 +39,11 @@ pub struct EndpointSet {
     pub last_attempt: Option<Instant>,
     pub failures: u64,
     pub last_error: Option<String>,
+    /// When an answer last brought back an address that had left an earlier one (a server
+    /// answering with rotating subsets): a leaving address is then no sign of a move.
+    returned: Option<Instant>,
+    /// Re-resolve requests on a socket's first sign of trouble (`early.rs`).
+    pub early: super::early::Early,
 }
 
 /// `NAME:PORT`, an IPv6 literal in brackets: how status and logs name an endpoint.
@@ -71,6 +76,8 @@ impl EndpointSet {
             last_attempt: None,
             failures: 0,
             last_error: None,
+            returned: None,
+            early: super::early::Early::default(),
         };
         if let Some(ip) = literal {
             s.update(BTreeSet::from([ip]), Instant::now());
@@ -91,7 +98,9 @@ impl EndpointSet {
         let changed = addrs != self.current;
         for (ip, since) in &mut self.absent_since {
             if addrs.contains(ip) {
-                *since = None;
+                if since.take().is_some() {
+                    self.returned = Some(now);
+                }
             } else {
                 since.get_or_insert(now);
             }
@@ -159,7 +168,14 @@ impl EndpointSet {
                 if absent_for >= grace {
                     Membership::Orphaned { absent_for }
                 } else {
-                    Membership::Leaving { absent_for }
+                    // Within the last hour: a rotating server shows every address often.
+                    let rotates = self
+                        .returned
+                        .is_some_and(|r| last.saturating_duration_since(r) < FORGET_AFTER);
+                    Membership::Leaving {
+                        absent_for,
+                        rotates,
+                    }
                 }
             }
         }

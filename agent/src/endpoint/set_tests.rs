@@ -35,9 +35,40 @@ fn rotating_subsets_never_orphan_anyone() {
     for d in [2, 3, 4] {
         assert!(matches!(
             s.membership(IpAddr::from([198, 51, 100, d]), GRACE),
-            Membership::InSet | Membership::Leaving { .. }
+            Membership::InSet | Membership::Leaving { rotates: true, .. }
         ));
     }
+}
+
+#[test]
+fn a_move_is_leaving_without_rotation_until_an_address_comes_back() {
+    let (mut s, t0) = (EndpointSet::new("api", 6443), Instant::now());
+    let old = IpAddr::from([198, 51, 100, 2]);
+    s.update(ips(&[2]), t0);
+    s.update(ips(&[2, 3]), t0 + Duration::from_secs(5));
+    s.update(ips(&[3]), t0 + Duration::from_secs(6));
+    assert!(
+        matches!(
+            s.membership(old, GRACE),
+            Membership::Leaving { rotates: false, .. }
+        ),
+        "a load balancer that moved: no address ever came back"
+    );
+    // One comes back: the answers rotate, a leaving address may return too.
+    s.update(ips(&[2, 3]), t0 + Duration::from_secs(7));
+    s.update(ips(&[3]), t0 + Duration::from_secs(8));
+    assert!(matches!(
+        s.membership(old, GRACE),
+        Membership::Leaving { rotates: true, .. }
+    ));
+    // An hour of answers without a return forgets it.
+    s.update(ips(&[3, 4]), t0 + Duration::from_secs(8) + FORGET_AFTER);
+    s.update(ips(&[4]), t0 + Duration::from_secs(9) + FORGET_AFTER);
+    let three = IpAddr::from([198, 51, 100, 3]);
+    assert!(matches!(
+        s.membership(three, GRACE),
+        Membership::Leaving { rotates: false, .. }
+    ));
 }
 
 #[test]

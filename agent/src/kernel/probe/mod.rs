@@ -36,7 +36,8 @@ pub struct ProbeConfig<'a> {
     pub max_sockets: u32,
     /// What to arm watched sockets with; `idle_s` 0: no keepalive.
     pub keepalive: Keepalive,
-    /// `--silent-probes`: keepalive news starts two probes before it (`unanswered_min`).
+    /// `--silent-probes`: keepalive news comes at the first unanswered probe, then again from
+    /// two probes before it (`unanswered_min`).
     pub silent_probes: u8,
     /// Arm linear retransmission timeouts (`--stall-unanswered` above 0).
     pub linear_timeouts: bool,

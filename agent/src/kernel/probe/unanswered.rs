@@ -36,9 +36,10 @@ pub(super) struct Globals {
     keepalive_timer: u64,
 }
 
-/// Unanswered probes from which the next one is news: two before `--silent-probes`, so the
-/// agent looks at the socket while the silent rule is still ahead (at least 1: a probe with
-/// none unanswered before it is a healthy socket's routine one).
+/// Unanswered probes from which the next one is news again: two before `--silent-probes`, so
+/// the agent looks at the socket while the silent rule is still ahead (at least 1: a probe
+/// with none unanswered before it is a healthy socket's routine one). The probe itself also
+/// reports the first unanswered one (1), whatever this is.
 #[must_use]
 fn unanswered_min(silent_probes: u8) -> u32 {
     u32::from(silent_probes).saturating_sub(2).max(1)
@@ -154,6 +155,7 @@ fn fentry(ebpf: &mut Ebpf, btf: &aya::Btf) -> Result<()> {
 mod tests {
     #[test]
     fn the_threshold_is_two_probes_before_the_silent_rule() {
+        assert_eq!(super::unanswered_min(12), 10);
         assert_eq!(super::unanswered_min(11), 9);
         assert_eq!(super::unanswered_min(3), 1);
         assert_eq!(super::unanswered_min(1), 1);

@@ -1,0 +1,97 @@
+//! The early migration: an endpoint socket whose peer has left the endpoint's address set
+//! (leaving or orphaned) *and* whose own last round trip failed is moved at once, within
+//! `EARLY_JITTER`, instead of at its moment of `--migrate-spread` after the grace. This is
+//! what follows a rotated load balancer within seconds: its old address goes silent as DNS
+//! moves, the first unanswered keepalive probe makes the agent re-resolve (the agent's
+//! part), and the socket, now to a left peer and unanswered, is migrated here.
+//!
+//! Why it cannot cost a false kill: the socket was going to be migrated anyway within the
+//! spread once its peer stayed out of the answers, so moving it now only gives up the fleet
+//! spread, and only sockets whose own round trip failed give it up. A left peer that still
+//! answers keeps the slow migration. It still passes the guard (a current address must
+//! accept) and the kill budget like every kill.
+
+use std::time::{Duration, Instant};
+
+use lifeline_common::SockState;
+
+use super::{Judge, TcpInfo};
+
+/// An early migration happens within this of the look that found it due: enough to keep a
+/// node's sockets of one endpoint from re-dialling in the same millisecond, small beside the
+/// seconds the rotation already took.
+pub const EARLY_JITTER: Duration = Duration::from_millis(200);
+
+/// Which failed round trip of a socket whose peer left made its migration early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trouble {
+    /// Idle, and a keepalive probe has been out unanswered for at least half an interval
+    /// (a healthy peer answers within one round trip).
+    Unanswered,
+    /// Data outstanding and a retransmission timeout fired without any ACK progress since.
+    Retransmitting,
+}
+
+impl Trouble {
+    /// The evidence as the decision's reason shows it.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Unanswered => "unanswered",
+            Self::Retransmitting => "retransmitting",
+        }
+    }
+}
+
+/// Whether the kernel's view shows a failed round trip of this socket.
+///
+/// `tcpi_retransmits` is `icsk_retransmits`: RTO retransmissions of the head since the last
+/// ACK that moved `snd_una` (reset in `tcp_ack()`,
+/// <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>); a fast
+/// retransmission does not count, it needs the peer's duplicate ACKs. `tcpi_probes` is
+/// `icsk_probes_out`, which any ACK resets: a healthy socket shows 1 only while a probe is in
+/// flight, when nothing has come from the peer for IDLE plus a round trip. The probe is
+/// sent IDLE after the last ACK (`tcp_keepalive_timer()`,
+/// <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>), so half an
+/// interval beyond that is a round trip no healthy path takes.
+#[must_use]
+pub fn trouble(
+    info: &TcpInfo,
+    rec: &SockState,
+    want: &lifeline_common::Keepalive,
+) -> Option<Trouble> {
+    if info.unacked > 0 && info.retransmits > 0 {
+        return Some(Trouble::Retransmitting);
+    }
+    let ka = if rec.keepalive.idle_s == 0 {
+        want
+    } else {
+        &rec.keepalive
+    };
+    let due_ms = ka.idle_s.saturating_mul(1000) + ka.intvl_s.saturating_mul(500);
+    (info.unacked == 0 && info.probes > 0 && ka.idle_s > 0 && info.last_ack_recv_ms >= due_ms)
+        .then_some(Trouble::Unanswered)
+}
+
+impl Judge {
+    /// For a socket whose peer left: when its early migration is due (`None`: no failed
+    /// round trip, nothing early). The moment is fixed at the first look that found the
+    /// trouble, and forgotten when a look finds it over.
+    pub(super) fn early_due(
+        &mut self,
+        cookie: u64,
+        trouble: Option<Trouble>,
+        at: Instant,
+    ) -> Option<(Trouble, Instant)> {
+        let Some(t) = trouble else {
+            self.early.remove(&cookie);
+            return None;
+        };
+        let seed = self.settings.seed;
+        let due = *self
+            .early
+            .entry(cookie)
+            .or_insert_with(|| at + seed.jitter(cookie, EARLY_JITTER));
+        Some((t, due))
+    }
+}

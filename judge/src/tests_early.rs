@@ -1,0 +1,333 @@
+//! The early migration (`early.rs`): a socket whose peer left the endpoint's answers and
+//! whose own round trip failed moves within `EARLY_JITTER`; one whose peer left but still
+//! answers keeps the slow migration; trouble alone, with the peer still in the set, is no
+//! reason here.
+
+use std::time::{Duration, Instant};
+
+use lifeline_common::{Keepalive, SockState};
+
+use super::{
+    early::{EARLY_JITTER, trouble},
+    tests::{jitter, settings, sock},
+    *,
+};
+
+/// lifeline's default keepalive, in force on the socket.
+const KA: Keepalive = Keepalive {
+    idle_s: 1,
+    intvl_s: 1,
+    cnt: 20,
+    user_timeout_ms: 0,
+};
+
+fn rec() -> SockState {
+    SockState {
+        state: 1,
+        keepalive: KA,
+        ..SockState::default()
+    }
+}
+
+fn member(m: Membership) -> (String, Membership) {
+    ("api:6443".into(), m)
+}
+
+const LEAVING: Membership = Membership::Leaving {
+    absent_for: Duration::ZERO,
+    rotates: false,
+};
+
+/// Idle, one probe out, nothing from the peer for `ms`.
+fn probed(ms: u32) -> TcpInfo {
+    TcpInfo {
+        state: 1,
+        probes: 1,
+        last_ack_recv_ms: ms,
+        ..TcpInfo::default()
+    }
+}
+
+#[test]
+fn a_probe_in_flight_is_no_trouble_one_out_for_half_an_interval_is() {
+    let (r, want) = (rec(), settings().want);
+    // Sent at IDLE (1 s) after the last ACK; a healthy peer answers within a round trip.
+    assert_eq!(trouble(&probed(1_050), &r, &want), None);
+    assert_eq!(trouble(&probed(1_499), &r, &want), None);
+    assert_eq!(
+        trouble(&probed(1_500), &r, &want),
+        Some(Trouble::Unanswered)
+    );
+    // Without the socket's values (never armed), lifeline's own: 10 s + 3 s / 2.
+    let bare = SockState {
+        state: 1,
+        ..SockState::default()
+    };
+    assert_eq!(trouble(&probed(11_000), &bare, &want), None);
+    assert_eq!(
+        trouble(&probed(11_500), &bare, &want),
+        Some(Trouble::Unanswered)
+    );
+    // Data outstanding: an RTO that fired, not a slow ACK, is the trouble.
+    let busy = TcpInfo {
+        state: 1,
+        unacked: 2,
+        last_ack_recv_ms: 5_000,
+        ..TcpInfo::default()
+    };
+    assert_eq!(trouble(&busy, &r, &want), None);
+    let rto = TcpInfo {
+        retransmits: 1,
+        ..busy
+    };
+    assert_eq!(trouble(&rto, &r, &want), Some(Trouble::Retransmitting));
+    assert_eq!(
+        trouble(
+            &TcpInfo {
+                state: 1,
+                ..TcpInfo::default()
+            },
+            &r,
+            &want
+        ),
+        None
+    );
+}
+
+#[test]
+fn a_left_peer_whose_probe_went_unanswered_is_migrated_within_the_jitter() {
+    let mut j = Judge::new(settings(), None);
+    let r = rec();
+    let m = member(LEAVING);
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let t0 = Instant::now();
+    assert!(
+        j.wants_info(&s, 0, t0),
+        "a left peer's socket is read on every visit"
+    );
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(2_000)), t0);
+    let due = t0 + jitter(7, EARLY_JITTER);
+    if due > t0 {
+        assert!(call.reason.is_none(), "not before its jitter");
+        assert_eq!(call.wake, Some(due - t0));
+        assert!(j.due(0).any(|c| c == 7), "visited when its moment comes");
+    }
+    // The moment holds from the first look on; at it, the kill, with its evidence.
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(2_100)), due);
+    let Some(Reason::Orphaned {
+        endpoint,
+        absent_for,
+        trouble,
+    }) = call.reason
+    else {
+        panic!("{call:?}");
+    };
+    assert_eq!(
+        (endpoint.as_str(), absent_for),
+        ("api:6443", Duration::ZERO)
+    );
+    assert_eq!(trouble, Some(Trouble::Unanswered));
+    assert!(EARLY_JITTER <= Duration::from_millis(200));
+}
+
+#[test]
+fn a_left_peer_that_still_answers_keeps_the_slow_migration() {
+    let mut j = Judge::new(settings(), None);
+    let r = rec();
+    let t0 = Instant::now();
+    // Leaving and answering (a probe in flight, or none out): nothing at all.
+    let leaving = member(LEAVING);
+    let s = Socket {
+        member: Some(&leaving),
+        ..sock(&r)
+    };
+    for info in [
+        probed(1_020),
+        TcpInfo {
+            state: 1,
+            ..TcpInfo::default()
+        },
+    ] {
+        let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&info), t0);
+        assert!(call.reason.is_none() && call.wake.is_none(), "{call:?}");
+    }
+    // Orphaned and answering: its moment of the spread, a plain orphan then.
+    let orphaned = member(Membership::Orphaned {
+        absent_for: Duration::from_secs(40),
+    });
+    let s = Socket {
+        member: Some(&orphaned),
+        ..sock(&r)
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_020)), t0);
+    let due = t0 + jitter(7, settings().spread);
+    assert!(call.reason.is_none());
+    assert_eq!(call.wake, Some(due - t0));
+    let quiet = TcpInfo {
+        state: 1,
+        ..TcpInfo::default()
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), due);
+    assert!(
+        matches!(call.reason, Some(Reason::Orphaned { trouble: None, .. })),
+        "{call:?}"
+    );
+}
+
+#[test]
+fn trouble_with_the_peer_in_the_set_or_under_on_orphan_log_is_no_early_kill() {
+    let r = rec();
+    let t0 = Instant::now();
+    let in_set = member(Membership::InSet);
+    let mut j = Judge::new(settings(), None);
+    let s = Socket {
+        member: Some(&in_set),
+        ..sock(&r)
+    };
+    let call = j.endpoint_reason(
+        &s,
+        Verdict::Healthy,
+        Some(&probed(5_000)),
+        t0 + EARLY_JITTER,
+    );
+    assert!(
+        call.reason.is_none(),
+        "the evidence verdicts' business: {call:?}"
+    );
+    assert_eq!(call.probe, Some("trouble on a watched socket"));
+    let mut j = Judge::new(
+        Settings {
+            migrate: false,
+            ..settings()
+        },
+        None,
+    );
+    let leaving = member(LEAVING);
+    let s = Socket {
+        member: Some(&leaving),
+        ..sock(&r)
+    };
+    for at in [t0, t0 + EARLY_JITTER] {
+        let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(5_000)), at);
+        assert!(
+            call.reason.is_none(),
+            "--on-orphan log never kills: {call:?}"
+        );
+    }
+}
+
+#[test]
+fn a_leaving_peer_of_rotating_answers_waits_for_the_grace_even_unanswered() {
+    let mut j = Judge::new(settings(), None);
+    let r = rec();
+    let m = member(Membership::Leaving {
+        absent_for: Duration::from_secs(5),
+        rotates: true,
+    });
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let t0 = Instant::now();
+    for at in [t0, t0 + EARLY_JITTER] {
+        let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(5_000)), at);
+        assert!(
+            call.reason.is_none(),
+            "it may be in the next answer: {call:?}"
+        );
+    }
+    // Orphaned (absent for the whole grace) it has moved, rotation or not.
+    let m = member(Membership::Orphaned {
+        absent_for: Duration::from_secs(40),
+    });
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let _ = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(5_000)), t0);
+    let call = j.endpoint_reason(
+        &s,
+        Verdict::Healthy,
+        Some(&probed(5_100)),
+        t0 + EARLY_JITTER,
+    );
+    assert!(
+        matches!(
+            call.reason,
+            Some(Reason::Orphaned {
+                trouble: Some(Trouble::Unanswered),
+                ..
+            })
+        ),
+        "{call:?}"
+    );
+}
+
+#[test]
+fn an_answer_in_time_cancels_a_pending_early_migration() {
+    let mut j = Judge::new(settings(), None);
+    let r = rec();
+    let m = member(LEAVING);
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let t0 = Instant::now();
+    let _ = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_600)), t0);
+    // The probe was answered after all before the moment: nothing left to act on.
+    let quiet = TcpInfo {
+        state: 1,
+        last_ack_recv_ms: 10,
+        ..TcpInfo::default()
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), t0 + EARLY_JITTER);
+    assert!(call.reason.is_none() && call.wake.is_none(), "{call:?}");
+    assert!(!j.due(0).any(|c| c == 7), "nothing pending");
+    // An RTO with data outstanding, later: early again, from a new moment.
+    let rto = TcpInfo {
+        state: 1,
+        unacked: 1,
+        retransmits: 2,
+        ..TcpInfo::default()
+    };
+    let t1 = t0 + Duration::from_secs(3);
+    let _ = j.endpoint_reason(&s, Verdict::Suspect, Some(&rto), t1);
+    let call = j.endpoint_reason(&s, Verdict::Suspect, Some(&rto), t1 + EARLY_JITTER);
+    assert!(
+        matches!(
+            call.reason,
+            Some(Reason::Orphaned {
+                trouble: Some(Trouble::Retransmitting),
+                ..
+            })
+        ),
+        "{call:?}"
+    );
+}
+
+#[test]
+fn a_left_peer_retransmitting_before_its_first_rto_is_looked_at_again_soon() {
+    let mut j = Judge::new(settings(), None);
+    let r = SockState {
+        trouble_ns: 5,
+        packets_out: 1,
+        ..rec()
+    };
+    let m = member(LEAVING);
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    // A tail loss probe went out (the record's trouble), no RTO has fired yet.
+    let tlp = TcpInfo {
+        state: 1,
+        unacked: 1,
+        ..TcpInfo::default()
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&tlp), Instant::now());
+    assert!(call.reason.is_none());
+    assert_eq!(call.wake, Some(super::endpoint::QUIET_RECHECK));
+}
