@@ -187,6 +187,8 @@ mod tests;
 #[cfg(test)]
 mod tests_early;
 #[cfg(test)]
+mod tests_early_edges;
+#[cfg(test)]
 mod tests_endpoint;
 #[cfg(test)]
 mod tests_escalate;

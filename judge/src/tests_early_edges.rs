@@ -1,0 +1,124 @@
+//! The early migration's edges (`early.rs`): rotating answers, an answer that comes in time,
+//! a retransmission before the first RTO. Fixtures in `tests_early.rs`.
+
+use std::time::{Duration, Instant};
+
+use super::{
+    early::EARLY_JITTER,
+    tests::{settings, sock},
+    tests_early::{LEAVING, member, probed, rec},
+    *,
+};
+
+#[test]
+fn a_leaving_peer_of_rotating_answers_waits_for_the_grace_even_unanswered() {
+    let mut j = Judge::new(settings(), None);
+    let r = rec();
+    let m = member(Membership::Leaving {
+        absent_for: Duration::from_secs(5),
+        rotates: true,
+    });
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let t0 = Instant::now();
+    for at in [t0, t0 + EARLY_JITTER] {
+        let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(5_000)), at);
+        assert!(
+            call.reason.is_none(),
+            "it may be in the next answer: {call:?}"
+        );
+    }
+    // Orphaned (absent for the whole grace) it has moved, rotation or not.
+    let m = member(Membership::Orphaned {
+        absent_for: Duration::from_secs(40),
+    });
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let _ = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(5_000)), t0);
+    let call = j.endpoint_reason(
+        &s,
+        Verdict::Healthy,
+        Some(&probed(5_100)),
+        t0 + EARLY_JITTER,
+    );
+    assert!(
+        matches!(
+            call.reason,
+            Some(Reason::Orphaned {
+                trouble: Some(Trouble::Unanswered),
+                ..
+            })
+        ),
+        "{call:?}"
+    );
+}
+
+#[test]
+fn an_answer_in_time_cancels_a_pending_early_migration() {
+    let mut j = Judge::new(settings(), None);
+    let r = rec();
+    let m = member(LEAVING);
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let t0 = Instant::now();
+    let _ = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_600)), t0);
+    // The probe was answered after all before the moment: nothing left to act on.
+    let quiet = TcpInfo {
+        state: 1,
+        last_ack_recv_ms: 10,
+        ..TcpInfo::default()
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), t0 + EARLY_JITTER);
+    assert!(call.reason.is_none() && call.wake.is_none(), "{call:?}");
+    assert!(!j.due(0).any(|c| c == 7), "nothing pending");
+    // An RTO with data outstanding, later: early again, from a new moment.
+    let rto = TcpInfo {
+        state: 1,
+        unacked: 1,
+        retransmits: 2,
+        ..TcpInfo::default()
+    };
+    let t1 = t0 + Duration::from_secs(3);
+    let _ = j.endpoint_reason(&s, Verdict::Suspect, Some(&rto), t1);
+    let call = j.endpoint_reason(&s, Verdict::Suspect, Some(&rto), t1 + EARLY_JITTER);
+    assert!(
+        matches!(
+            call.reason,
+            Some(Reason::Orphaned {
+                trouble: Some(Trouble::Retransmitting),
+                ..
+            })
+        ),
+        "{call:?}"
+    );
+}
+
+#[test]
+fn a_left_peer_retransmitting_before_its_first_rto_is_looked_at_again_soon() {
+    let mut j = Judge::new(settings(), None);
+    let r = SockState {
+        trouble_ns: 5,
+        packets_out: 1,
+        ..rec()
+    };
+    let m = member(LEAVING);
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    // A tail loss probe went out (the record's trouble), no RTO has fired yet.
+    let tlp = TcpInfo {
+        state: 1,
+        unacked: 1,
+        ..TcpInfo::default()
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&tlp), Instant::now());
+    assert!(call.reason.is_none());
+    assert_eq!(call.wake, Some(super::endpoint::QUIET_RECHECK));
+}
