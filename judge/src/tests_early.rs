@@ -38,6 +38,11 @@ pub(super) const LEAVING: Membership = Membership::Leaving {
     rotates: false,
 };
 
+/// A judge at the test settings, and a socket record whose peer left the answer.
+pub(super) fn leaving() -> (Judge, SockState, (String, Membership)) {
+    (Judge::new(settings(), None), rec(), member(LEAVING))
+}
+
 /// Idle, one probe out, nothing from the peer for `ms`.
 pub(super) fn probed(ms: u32) -> TcpInfo {
     TcpInfo {
@@ -96,9 +101,7 @@ fn a_probe_in_flight_is_no_trouble_one_out_for_half_an_interval_is() {
 
 #[test]
 fn a_left_peer_whose_probe_went_unanswered_is_migrated_within_the_jitter() {
-    let mut j = Judge::new(settings(), None);
-    let r = rec();
-    let m = member(LEAVING);
+    let (mut j, r, m) = leaving();
     let s = Socket {
         member: Some(&m),
         ..sock(&r)

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::{
     early::EARLY_JITTER,
     tests::{settings, sock},
-    tests_early::{LEAVING, member, probed, rec},
+    tests_early::{LEAVING, leaving, member, probed, rec},
     *,
 };
 
@@ -59,9 +59,7 @@ fn a_leaving_peer_of_rotating_answers_waits_for_the_grace_even_unanswered() {
 
 #[test]
 fn an_answer_in_time_cancels_a_pending_early_migration() {
-    let mut j = Judge::new(settings(), None);
-    let r = rec();
-    let m = member(LEAVING);
+    let (mut j, r, m) = leaving();
     let s = Socket {
         member: Some(&m),
         ..sock(&r)
