@@ -89,7 +89,11 @@ fn decisions_are_structured_journal_entries() -> Result<()> {
         number(k, "LIFELINE_OWNER_PID"),
         u64::from(client.proc.pid())
     );
-    assert!(number(k, "LIFELINE_LAST_ACK_AGE_MS") >= 4000, "{k}");
+    // The stall's evidence: 8 RTOs in a row (linear timeouts), or the whole stall-timeout.
+    assert!(
+        number(k, "LIFELINE_UNANSWERED_RTOS") >= 8 || number(k, "LIFELINE_LAST_ACK_AGE_MS") >= 4000,
+        "{k}"
+    );
     assert!(number(k, "LIFELINE_UNACKED_SEGS") >= 1, "{k}");
     assert!(number(k, "LIFELINE_RETRANSMITS") >= 1, "{k}");
     // Also findable by the decision target, and nothing went to stderr.

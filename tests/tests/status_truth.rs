@@ -140,7 +140,8 @@ fn row(st: &Status, port: u16) -> Option<&StatusSocket> {
 }
 
 /// A's rows during the black hole: trouble, unacked data and the last-ACK age all there and
-/// growing by about the time that passed, and stalled once no ACK came for the stall timeout.
+/// growing by about the time that passed, and stalled once 8 transmissions in a row went
+/// unanswered (or no ACK came for the stall timeout).
 fn check_growing(rows: &[&StatusSocket]) -> Result<()> {
     for r in rows {
         eprintln!(
@@ -181,8 +182,11 @@ fn check_growing(rows: &[&StatusSocket]) -> Result<()> {
         .iter()
         .find(|r| r.verdict == "stalled")
         .context("never shown stalled")?;
+    // Stalled with its evidence: 8 RTOs in a row (the kernel's count, `rto_count`), or no
+    // ACK for the whole stall timeout.
+    let rtos = stalled.raw["rto_count"].as_u64().unwrap_or(0);
     ensure!(
-        stalled.last_ack_age_ms >= 4_000 && stalled.shows_trouble_with_evidence(),
+        (rtos >= 8 || stalled.last_ack_age_ms >= 4_000) && stalled.shows_trouble_with_evidence(),
         "{}",
         stalled.raw
     );

@@ -40,7 +40,8 @@ fn targets(ws: &Path) -> Result<Vec<String>> {
 }
 
 fn test_args<'a>(lab: &'a str, names: &'a [String]) -> Vec<&'a str> {
-    let mut args = vec!["test", "-p", lab];
+    // Every file runs even after one fails, so a run names every failure, not the first.
+    let mut args = vec!["test", "-p", lab, "--no-fail-fast"];
     for n in names {
         args.extend(["--test", n.as_str()]);
     }
