@@ -26,7 +26,7 @@ use lifeline_common::sock::{ADOPT_ALREADY, ADOPT_ARMED, WATCH_CB_FLAGS};
 use crate::{
     keepalive, linear,
     maps::{ADOPT, SOCKETS},
-    unanswered,
+    poke, unanswered,
 };
 
 const SOL_TCP: i32 = 6;
@@ -51,6 +51,7 @@ pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
     // SAFETY: `sk` is a non-NULL socket pointer typed by BTF; the helpers only read it.
     let cookie = unsafe { bpf_get_socket_cookie(sk) };
     unanswered::learn_keepalive_timer(sk.cast_const().cast(), cookie);
+    poke::visit(sk, cookie);
     let Some(status) = ADOPT.get_ptr_mut(cookie) else {
         return 0;
     };

@@ -8,6 +8,7 @@ use lifeline_common::{
     COMM_LEN, Keepalive, Owner, SockState,
     config::stats,
     news::News,
+    poke::{POKE_ENTRIES, Poke},
     sockopt::{AppSet, SockKey},
     watch::{CGROUP_PATH_LEN, PeerKey, WatchConfig},
 };
@@ -21,7 +22,7 @@ pub static SOCKETS: HashMap<u64, SockState> = HashMap::with_max_entries(65_536, 
 #[map]
 pub static TUPLES: HashMap<SockKey, AppSet> = HashMap::with_max_entries(65_536, 0);
 
-/// Where `sock_ops` builds a new record: a 168-byte `SockState` on the 512-byte BPF stack,
+/// Where `sock_ops` builds a new record: a 160-byte `SockState` on the 512-byte BPF stack,
 /// plus the copies LLVM makes of it, would leave no room for the keepalive helpers' frames
 /// ("combined stack size ... Too large").
 #[map]
@@ -93,6 +94,11 @@ pub static CONFIG: Array<WatchConfig> = Array::with_max_entries(1, 0);
 /// The keepalive values to arm watched sockets with (one entry; idle 0: do not arm).
 #[map]
 pub static KEEPALIVE: Array<Keepalive> = Array::with_max_entries(1, 0);
+
+/// Sockets in a fast keepalive phase (`lifeline_common::poke`): opened by the unanswered-probe
+/// program, read by the tc egress program, advanced and closed by the TCP iterator.
+#[map]
+pub static POKE: LruHashMap<u64, Poke> = LruHashMap::with_max_entries(POKE_ENTRIES, 0);
 
 /// Pre-existing sockets the agent asks the TCP iterator to arm.
 #[map]

@@ -36,14 +36,14 @@
 
 use aya_ebpf::{
     Global,
-    helpers::bpf_probe_read_kernel,
+    helpers::{bpf_ktime_get_ns, bpf_probe_read_kernel},
     macros::{btf_tracepoint, fentry, map},
     maps::Array,
     programs::{BtfTracePointContext, FEntryContext},
 };
-use lifeline_common::{config::stats, keepalive_fn, news};
+use lifeline_common::{config::stats, keepalive_fn, news, poke::Poke};
 
-use crate::maps::{SOCKETS, count, news};
+use crate::maps::{POKE, SOCKETS, count, news};
 
 /// `lifeline_common::globals::PROBES_OUT_OFFSET`; 0: unknown, do nothing.
 #[unsafe(no_mangle)]
@@ -63,6 +63,9 @@ static SK_TIMER_OFFSET: Global<u32> = Global::new(0);
 /// `lifeline_common::globals::KEEPALIVE_TIMER`; 0: unknown, the fallback does nothing.
 #[unsafe(no_mangle)]
 static KEEPALIVE_TIMER: Global<u64> = Global::new(0);
+/// `lifeline_common::globals::FAST_INTERVAL_NS`; 0: fast probes off, no phase opens.
+#[unsafe(no_mangle)]
+pub static FAST_INTERVAL_NS: Global<u64> = Global::new(0);
 
 /// `lifeline_common::keepalive_fn`: the agent's socket's cookie, and the address the TCP
 /// iterator read from it (0 until it has).
@@ -136,10 +139,36 @@ fn report(sk: *const u8) -> Option<()> {
     if cookie == 0 {
         return None;
     }
-    SOCKETS.get_ptr(cookie)?;
+    let rec = SOCKETS.get_ptr(cookie)?;
+    if probes_out == 1 && FAST_INTERVAL_NS.load() != 0 {
+        // The first unanswered probe: a fast phase opens before the second is sent, so that
+        // one already carries its octet (`crate::byteprobe`), and the TCP iterator pokes the
+        // next one an interval later if it too is unanswered (`crate::poke`).
+        // SAFETY: map value of the right type; only counters are read.
+        let base_bytes = unsafe { (*rec).probe_bytes };
+        // SAFETY: a helper without arguments.
+        let now = unsafe { bpf_ktime_get_ns() };
+        let entry = Poke {
+            started_ns: now,
+            last_ns: now,
+            base_bytes,
+            pokes: 0,
+        };
+        // BPF_NOEXIST: a phase already open keeps its own count.
+        let _ = POKE.insert(cookie, entry, 1);
+    }
     news(cookie, news::UNANSWERED, u32::from(probes_out));
     count(stats::UNANSWERED);
     Some(())
+}
+
+/// `icsk_probes_out` of a socket the kernel handed the program (the TCP iterator's): keepalive
+/// probes sent since the peer last answered.
+pub fn probes_out(sk: *const u8) -> Option<u8> {
+    match PROBES_OUT_OFFSET.load() {
+        0 => None,
+        at => read(sk, at),
+    }
 }
 
 /// The `T` at byte `at` of the kernel object at `base` (a socket or timer the kernel passed,

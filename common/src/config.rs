@@ -26,7 +26,12 @@ pub mod stats {
     /// recorded because such sockets already hold their share of `SOCKETS`
     /// (`ENDPOINT_QUOTA`), kept so that they can never crowd out a target's record.
     pub const ENDPOINT_QUOTA_FULL: u32 = 6;
-    pub const LEN: u32 = 7;
+    /// Fast keepalive probes sent: pokes of a socket in a fast phase (`crate::poke`).
+    pub const FAST_POKES: u32 = 7;
+    /// Fast phases stopped because a probe left without its octet (no tc program on the
+    /// device it took): the socket goes on at the kernel's own cadence.
+    pub const FAST_NO_OCTET: u32 = 8;
+    pub const LEN: u32 = 9;
 }
 
 /// Who opened a socket: recorded by the cgroup `connect4`/`connect6` hook, which runs

@@ -7,8 +7,8 @@
 use core::fmt;
 
 use crate::features::{
-    APP_KEEPALIVE, APP_KEEPALIVE_NETNS, CGROUP_TRACEPOINTS, CONNECT_HOOKS, Feature, ITER_KEEPALIVE,
-    KEEPALIVE_NEWS, SOCK_OPS,
+    APP_KEEPALIVE, APP_KEEPALIVE_NETNS, CGROUP_TRACEPOINTS, CONNECT_HOOKS, FAST_PROBES, Feature,
+    ITER_KEEPALIVE, KEEPALIVE_NEWS, SOCK_OPS,
 };
 
 /// One program of the eBPF object.
@@ -27,8 +27,10 @@ pub enum Hook {
     Unanswered,
     /// The same news from the `timer_expire_entry` tracepoint, where fentry is refused.
     UnansweredTimer,
-    /// The TCP iterator that arms sockets older than the agent.
+    /// The TCP iterator that arms sockets older than the agent (and pokes fast probes).
     AdoptIter,
+    /// tc egress: one octet of old data on a fast phase's keepalive probes.
+    ProbeByte,
 }
 
 /// How a program attaches, with the kernel object it attaches to.
@@ -49,6 +51,8 @@ pub enum Attach {
     BtfTracePoint(&'static str),
     /// `iter/<target>`.
     Iter(&'static str),
+    /// tc egress (`classifier`) on the devices the watched peers are routed through.
+    TcEgress,
 }
 
 struct Spec {
@@ -60,7 +64,7 @@ struct Spec {
 
 /// A row per hook (a test checks it), in [`Hook::ALL`]'s order.
 #[rustfmt::skip]
-const TABLE: [Spec; 10] = [
+const TABLE: [Spec; 11] = [
     Spec { hook: Hook::SockOps, program: "lifeline_sockops", attach: Attach::SockOps, feature: &SOCK_OPS },
     Spec { hook: Hook::Connect4, program: "lifeline_connect4", attach: Attach::CgroupSockAddr("connect4"), feature: &CONNECT_HOOKS },
     Spec { hook: Hook::Connect6, program: "lifeline_connect6", attach: Attach::CgroupSockAddr("connect6"), feature: &CONNECT_HOOKS },
@@ -71,6 +75,7 @@ const TABLE: [Spec; 10] = [
     Spec { hook: Hook::Unanswered, program: "lifeline_unanswered", attach: Attach::FEntry("tcp_write_wakeup"), feature: &KEEPALIVE_NEWS },
     Spec { hook: Hook::UnansweredTimer, program: "lifeline_unanswered_timer", attach: Attach::BtfTracePoint("timer_expire_entry"), feature: &KEEPALIVE_NEWS },
     Spec { hook: Hook::AdoptIter, program: "lifeline_adopt", attach: Attach::Iter("tcp"), feature: &ITER_KEEPALIVE },
+    Spec { hook: Hook::ProbeByte, program: "lifeline_probe_byte", attach: Attach::TcEgress, feature: &FAST_PROBES },
 ];
 
 // A row out of the enum's order, or a hook without a row, fails the build.
@@ -88,7 +93,7 @@ const _: () = {
 
 impl Hook {
     /// Every program of the object.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::SockOps,
         Self::Connect4,
         Self::Connect6,
@@ -99,6 +104,7 @@ impl Hook {
         Self::Unanswered,
         Self::UnansweredTimer,
         Self::AdoptIter,
+        Self::ProbeByte,
     ];
 
     const fn spec(self) -> &'static Spec {
@@ -150,6 +156,7 @@ impl fmt::Display for Section {
             Attach::FEntry(function) => write!(f, "fentry/{function}"),
             Attach::BtfTracePoint(event) => write!(f, "tp_btf/{event}"),
             Attach::Iter(target) => write!(f, "iter/{target}"),
+            Attach::TcEgress => f.write_str("classifier"),
         }
     }
 }
@@ -166,6 +173,9 @@ impl fmt::Display for Attach {
             Self::FEntry(function) => write!(f, "fentry on {function}"),
             Self::BtfTracePoint(event) => write!(f, "the {event} tracepoint"),
             Self::Iter(target) => write!(f, "the {target} iterator"),
+            Self::TcEgress => {
+                f.write_str("tc egress on the devices the watched peers are routed through")
+            }
         }
     }
 }

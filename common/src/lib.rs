@@ -11,6 +11,7 @@ pub mod features;
 pub mod hooks;
 pub mod keepalive;
 pub mod news;
+pub mod poke;
 pub mod sock;
 pub mod sockopt;
 pub mod watch;
@@ -37,6 +38,7 @@ pub mod maps {
     pub const ENDPOINT_PEERS: &str = "ENDPOINT_PEERS";
     pub const TUPLES: &str = "TUPLES";
     pub const KEEPALIVE_FN: &str = "KEEPALIVE_FN";
+    pub const POKE: &str = "POKE";
 }
 
 /// Names of the probe's load-time globals (`EbpfLoader::override_global`): the keepalive
@@ -57,6 +59,11 @@ pub mod globals {
     /// Address of `tcp_keepalive_timer` (u64, from /proc/kallsyms); 0: unknown (then
     /// `maps::KEEPALIVE_FN` may have it).
     pub const KEEPALIVE_TIMER: &str = "KEEPALIVE_TIMER";
+    /// `--fast-probes` in ns (u64); 0: off, no fast phase opens.
+    pub const FAST_INTERVAL_NS: &str = "FAST_INTERVAL_NS";
+    /// Unanswered probes from which a fast phase stops poking (`--silent-probes` + 2): the
+    /// verdict's evidence is in, its confirming look needs no more.
+    pub const POKE_LIMIT: &str = "POKE_LIMIT";
 }
 
 /// Slots of `maps::KEEPALIVE_FN` (u64 each): `tcp_keepalive_timer`'s address learned by the

@@ -69,9 +69,15 @@ pub struct SockState {
     /// verdict's unanswered transmissions at a fixed cadence: `LTO_ARMED`, `LTO_OFF` (not
     /// asked for, or an adopted socket), or the negative errno `bpf_setsockopt` gave.
     pub lto: i32,
+    /// Keepalive probes that left with one octet of old data (`crate::poke`): the fast
+    /// phase's evidence that each poke's probe could be answered without rate limit.
+    pub probe_bytes: u32,
+    /// The smoothed round-trip time at the last such probe (µs): fast probes never come
+    /// faster than two round trips apart.
+    pub probe_srtt_us: u32,
 }
 
-const _: () = assert!(core::mem::size_of::<SockState>() == 152);
+const _: () = assert!(core::mem::size_of::<SockState>() == 160);
 const _: () = assert!(core::mem::align_of::<SockState>() == 8);
 
 impl SockState {

@@ -22,6 +22,9 @@ pub struct Decision {
     pub retransmits: Option<u64>,
     /// RTOs in a row when it was decided (`tcpi_retransmits`): the stall's evidence.
     pub unanswered_rtos: Option<u64>,
+    /// Keepalive probes that left with an octet of old data (fast probes), as of the
+    /// socket's last news.
+    pub probe_bytes: Option<u64>,
     /// The endpoint the socket belongs to (`api.lab.test:6443`), when it belongs to one.
     pub endpoint: String,
     /// How long the peer had been out of the set, for "orphaned".
@@ -58,6 +61,7 @@ impl Decision {
             unacked_bytes: n("unacked_bytes"),
             retransmits: n("retransmits"),
             unanswered_rtos: n("unanswered_rtos"),
+            probe_bytes: n("probe_bytes"),
             endpoint: s("endpoint"),
             orphaned_for_ms: n("orphaned_for_ms"),
             early: s("early"),

@@ -13,10 +13,15 @@ pub const SERVER: &str = "198.51.100.2:6443";
 /// lifeline's default keepalive: 1 s idle, then probes 1 s apart, the kernel's own abort
 /// after 20 unanswered.
 pub const LIFELINE: (u64, u64, u64) = (1, 1, 20);
-/// The default silent rule (12 probes unanswered, nothing heard for 1 + 12 x 1 s) after the
-/// last answered probe, at most 1 s before the fault; one confirming look; slack for a
-/// loaded two-core machine.
+/// The silent rule without fast probes (12 probes unanswered, nothing heard for 1 + 12 x 1
+/// s) after the last answered probe, at most 1 s before the fault; one confirming look;
+/// slack for a loaded two-core machine.
 pub const SILENT_BUDGET: Duration = Duration::from_secs(13 + 1 + 4);
+/// With fast probes (Linux 5.15): the first probe at most 1 s after the fault, 1 s to the
+/// second, 10 more 100 ms apart, a confirming look, and the same slack.
+pub const FAST_SILENT_BUDGET: Duration = Duration::from_secs(1 + 1 + 1 + 1 + 4);
+/// Without fast probes 12 probes 1 s apart cannot be collected sooner than this.
+const SLOW_SILENT_FLOOR: Duration = Duration::from_secs(11);
 
 /// An agent with the scenario's cgroup as target and `extra` flags, ready.
 ///
@@ -94,10 +99,23 @@ pub fn silent_kill_after_flow_blackhole(s: &Setup, agent: &Agent, client: &Clien
     .with_context(|| format!("lifeline's stderr:\n{}", agent.proc.stderr_text()))?;
     let after = decision.at_ms - fault_ms;
     eprintln!("killed {after} ms after the black hole: {}", decision.raw);
-    ensure!(
-        u128::from(after) <= SILENT_BUDGET.as_millis(),
-        "killed {after} ms after the fault; budget {SILENT_BUDGET:?}"
-    );
+    // Fast probes: the verdict's probes carried their octet and came 100 ms apart; without
+    // them (before 5.15) 1 s apart. Either way the same 12 unanswered in a row.
+    let octets = decision.probe_bytes.unwrap_or(0);
+    if crate::kernel::has(&crate::kernel::features::FAST_PROBES) {
+        ensure!(
+            u128::from(after) <= FAST_SILENT_BUDGET.as_millis() && octets >= 8,
+            "fast probes: killed {after} ms after the fault with {octets} octet probes; want <= {FAST_SILENT_BUDGET:?} and >= 8: {}",
+            decision.raw
+        );
+    } else {
+        ensure!(
+            u128::from(after) <= SILENT_BUDGET.as_millis()
+                && u128::from(after) >= SLOW_SILENT_FLOOR.as_millis()
+                && octets == 0,
+            "killed {after} ms after the fault with {octets} octet probes; budget {SILENT_BUDGET:?}, no fast probes on this kernel"
+        );
+    }
     ensure!(
         decision.verdict == "silent" && decision.outcome == "killed",
         "{}",

@@ -8,7 +8,7 @@
 //! one flow is black-holed, news comes when its first probe went unanswered (at the next
 //! probe, 1 s later: the first sign of trouble), then none until its 11th (`--silent-probes`
 //! 12 minus 2, 1 s apart after 1 s idle), and stops once lifeline killed it, while the
-//! healthy one keeps being probed.
+//! healthy one keeps being probed. At the kernel's own cadence (`--fast-probes off`).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -46,7 +46,12 @@ fn news(ns: &str, addr: SocketAddr) -> Result<u64> {
 pub fn scenario() -> Result<()> {
     let s = Setup::new()?;
     let addr: SocketAddr = "127.0.0.1:9464".parse()?;
-    let agent = agent_with(&s, &["--metrics-addr", &addr.to_string()])?;
+    // The kernel's own 1 s cadence, whose probes this scenario counts one by one (fast
+    // probes are `idle.rs`'s).
+    let agent = agent_with(
+        &s,
+        &["--metrics-addr", &addr.to_string(), "--fast-probes", "off"],
+    )?;
     let ns = s.lab.client.path();
     let healthy = Client::start(&s.lab, Some(&s.cgroup), &["--peer", SERVER, "idle"])?;
     let args = ["--peer", SERVER, "watch", "--every", "60"];

@@ -1,6 +1,7 @@
 //! Idle connections: keepalive armed by the probe finds a dead peer behind a
 //! connection nobody talks to, and touches nothing else.
-//! (a) an idle long-poll black-holed is killed as "silent" and the client re-dials;
+//! (a) an idle long-poll black-holed is killed as "silent" and the client re-dials, within
+//!     8 s with fast probes (their octets counted), after 11 s without them (before 5.15);
 //! (b) a healthy idle connection is left alone for 3 minutes, at one probe per idle period;
 //! (c) an application's own stricter keepalive is kept, looser ones are lowered, also when
 //!     set after connect as Go's dialer does (and `--user-timeout` arms `TCP_USER_TIMEOUT`);
@@ -46,6 +47,11 @@ fn idle_long_poll_blackholed_is_killed_as_silent() -> Result<()> {
     kernel::report(
         &features::KEEPALIVE_SET,
         &format!("idle socket armed, killed as silent {after} ms after the black hole"),
+    );
+    // The helper asserted the cadence this kernel should give (fast: <= 8 s, octet probes).
+    kernel::report(
+        &features::FAST_PROBES,
+        &format!("12 unanswered probes, killed as silent {after} ms after the black hole"),
     );
     Ok(())
 }

@@ -99,6 +99,7 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
                 unanswered_rtos = i.retransmits,
                 total_retrans = i.total_retrans,
                 keepalive_probes = i.probes,
+                probe_bytes = r.probe_bytes,
                 "{message}"
             )
         };

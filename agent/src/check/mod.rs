@@ -11,6 +11,7 @@ mod host;
 mod probe;
 mod row;
 mod running;
+mod silence;
 mod stall;
 mod watch;
 

@@ -39,6 +39,7 @@ pub fn probe_rows(args: &Watch, linear: bool, target: Option<&(File, Targets)>) 
                 keepalive: args.keepalive_map(),
                 silent_probes: args.silent_probes,
                 linear_timeouts: linear,
+                fast_probes: args.fast_probes,
             };
             match Probe::load(&cfg).and_then(|mut p| {
                 let port = args.ports.first().copied().unwrap_or(6443);
@@ -64,6 +65,8 @@ pub fn probe_rows(args: &Watch, linear: bool, target: Option<&(File, Targets)>) 
                         )
                     });
                     rows.push(keepalive_news_row(&p));
+                    let mut p = p;
+                    rows.push(crate::check::silence::row(&mut p));
                     Some(p)
                 }
                 Err(e) => {

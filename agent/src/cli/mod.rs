@@ -8,7 +8,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod parse;
 pub(crate) use parse::parse_duration;
-use parse::{parse_dns_server, parse_endpoint, parse_keepalive, parse_port, parse_user_timeout};
+use parse::{
+    FastProbes, parse_dns_server, parse_endpoint, parse_fast_probes, parse_keepalive, parse_port,
+    parse_user_timeout,
+};
 
 pub const DEFAULT_STATUS_SOCKET: &str = "/run/lifeline/status.sock";
 
@@ -97,9 +100,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u8).range(1..=126))]
     pub silent_probes: u8,
 
-    /// See --silent-probes. Default: IDLE + N x INTERVAL (1 s + 12 x 1 s = 13 s).
+    /// See --silent-probes. Default: INTERVAL + (N - 1) x the fast-probe interval (1 s +
+    /// 11 x 100 ms = 2.1 s), or IDLE + N x INTERVAL (13 s) with --fast-probes off.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub silent_timeout: Option<Duration>,
+
+    /// Once an idle socket's keepalive probe goes unanswered, send the next ones this often
+    /// (50ms to 1s), each with one octet of old data that a live peer answers at once, until
+    /// one is answered or the silent verdict's probes are in; `off`: the kernel's own
+    /// INTERVAL. Linux 5.15 (docs/ARCHITECTURE.md, "Fast probes").
+    #[arg(long, value_name = "DURATION|off", default_value = "100ms", value_parser = parse_fast_probes)]
+    pub fast_probes: FastProbes,
 
     /// Also set TCP_USER_TIMEOUT on watched sockets (lowering only), so the kernel itself
     /// aborts a connection whose data stays unacknowledged this long, even if the agent is

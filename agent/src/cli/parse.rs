@@ -100,9 +100,49 @@ pub fn parse_user_timeout(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `--fast-probes`: `off`, or an interval from 50 ms to 1 s (`lifeline_common::poke`).
+pub fn parse_fast_probes(s: &str) -> Result<FastProbes, String> {
+    use lifeline_common::poke::{MAX_INTERVAL_MS, MIN_INTERVAL_MS};
+    if s.trim() == "off" {
+        return Ok(FastProbes(None));
+    }
+    let d = parse_duration(s)?;
+    let range = Duration::from_millis(MIN_INTERVAL_MS)..=Duration::from_millis(MAX_INTERVAL_MS);
+    if !range.contains(&d) {
+        return Err(format!(
+            "invalid --fast-probes '{s}': an interval from {MIN_INTERVAL_MS}ms to {MAX_INTERVAL_MS}ms, or off"
+        ));
+    }
+    Ok(FastProbes(Some(d)))
+}
+
+/// A parsed `--fast-probes`; `None`: off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastProbes(pub Option<Duration>);
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_probes_are_an_interval_in_range_or_off() {
+        assert_eq!(parse_fast_probes("off"), Ok(FastProbes(None)));
+        assert_eq!(
+            parse_fast_probes("100ms"),
+            Ok(FastProbes(Some(Duration::from_millis(100))))
+        );
+        assert!(
+            parse_fast_probes("10ms")
+                .unwrap_err()
+                .contains("--fast-probes")
+        );
+        assert!(
+            parse_fast_probes("2s")
+                .unwrap_err()
+                .contains("50ms to 1000ms")
+        );
+        assert!(parse_fast_probes("soon").is_err());
+    }
 
     #[test]
     fn ports_and_durations_are_validated() {

@@ -19,6 +19,7 @@ use crate::{
 };
 
 mod execute;
+mod fast;
 mod publish;
 mod table;
 mod visit;
@@ -52,6 +53,8 @@ pub struct Daemon {
     probe_stats: [u64; lifeline_common::config::stats::LEN as usize],
     /// News the inbox dropped, as of the last sweep.
     inbox_dropped: u64,
+    /// Sockets in a fast keepalive phase, and the iterator passes that poke them.
+    fast: fast::FastPhases,
 }
 
 impl Daemon {
@@ -80,6 +83,7 @@ impl Daemon {
             counts: parts.counts,
             probe_stats: Default::default(),
             inbox_dropped: 0,
+            fast: fast::FastPhases::default(),
         }
     }
 
@@ -101,6 +105,10 @@ impl Daemon {
         let at = Instant::now();
         let lost = self.check_capacity()?;
         let visit = self.visits(&news, &adopted, lost, now, at)?;
+        // After the news: a socket recorded in this sweep has its peer's device ready
+        // before its first keepalive probe.
+        self.probe
+            .fast_devices(self.mirror.peers().map(|(p, _)| p.ip()));
         if let Some(f) = self.follow.as_ref() {
             self.members
                 .sync(&f.endpoints, f.grace, self.mirror.peers(), at);
@@ -163,6 +171,7 @@ impl Daemon {
         self.judge.forget(cookie);
         self.polled.remove(&cookie);
         self.unreadable.remove(&cookie);
+        self.fast.forget(cookie);
     }
 
     /// The kernel's `tcp_info` for one socket.

@@ -54,6 +54,9 @@ impl Daemon {
                     self.gone(n.cookie);
                 }
                 news::UNANSWERED => {
+                    if n.arg == 1 && self.probe.fast.is_ok() {
+                        self.fast.opened(n.cookie, at);
+                    }
                     self.judge.unanswered(n.cookie, now);
                     self.resolve_early(n.cookie, at);
                     read.insert(n.cookie);

@@ -9,5 +9,6 @@ pub mod mirror;
 pub mod owners;
 pub mod probe;
 pub mod readers;
+pub mod routes;
 pub mod sockopts;
 pub mod tracefs;

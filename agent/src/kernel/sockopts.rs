@@ -78,3 +78,21 @@ pub fn socket_cookie(fd: &impl AsRawFd) -> anyhow::Result<u64> {
     }
     Ok(cookie)
 }
+
+/// A non-blocking TCP socket, closed on drop.
+pub fn tcp_socket() -> anyhow::Result<std::os::fd::OwnedFd> {
+    // SAFETY: plain socket(2); the fd is owned at once.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error())
+            .map_err(|e| anyhow::anyhow!("socket(AF_INET, SOCK_STREAM): {e}"));
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+}

@@ -70,6 +70,7 @@ pub fn run(args: &Run) -> Result<()> {
             keepalive,
             silent_probes: args.watch.silent_probes,
             linear_timeouts: args.judge.stall_unanswered > 0,
+            fast_probes: args.watch.fast_probes,
         };
         let mut probe = Probe::load(&cfg)?;
         // The one set of metrics: each part that counts gets its handle.
@@ -189,9 +190,20 @@ async fn sweep_until_signal(
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut next = tokio::time::Instant::now() + first_wait;
+    // Far enough never to come: no fast phase is open.
+    let never = Duration::from_hours(24);
     loop {
+        let fast = daemon.fast_due().map_or_else(
+            || tokio::time::Instant::now() + never,
+            tokio::time::Instant::from_std,
+        );
         tokio::select! {
             () = tokio::time::sleep_until(next) => {}
+            // A keepalive probe went unanswered: the TCP iterator pokes the next one.
+            () = tokio::time::sleep_until(fast) => {
+                daemon.fast_pass();
+                continue;
+            }
             // A DNS answer changed or a peer probe finished: act on it now.
             () = wake.notified() => {}
             // `lifeline status`: answered between two sweeps, without moving the next one.

@@ -33,6 +33,8 @@ pub struct Watch {
     pub keepalive: Option<Keepalive>,
     pub silent_probes: u8,
     pub silent_timeout: Option<Duration>,
+    /// `--fast-probes`; `None`: off.
+    pub fast_probes: Option<Duration>,
     pub user_timeout: Option<Duration>,
 }
 
@@ -123,6 +125,7 @@ impl Run {
                 }),
                 silent_probes: args.silent_probes,
                 silent_timeout: args.silent_timeout,
+                fast_probes: args.fast_probes.0,
                 user_timeout: args.user_timeout,
             },
             endpoint: Endpoint {

@@ -128,14 +128,25 @@ fn check_builds_the_settings_run_would() {
 #[test]
 fn silent_rule_defaults_to_twelve_probes_after_idle() {
     let silence = |flags: &[&str]| run("", flags).watch.silence();
-    // 1 s idle + 12 probes 1 s apart.
-    assert_eq!(silence(&[]), Ok(Some((Duration::from_secs(13), 12))));
+    // The first unanswered probe, 1 s to the second, then 11 fast probes 100 ms apart.
+    assert_eq!(silence(&[]), Ok(Some((Duration::from_millis(2100), 12))));
+    // Without fast probes: 1 s idle + 12 probes 1 s apart.
+    assert_eq!(
+        silence(&["--fast-probes", "off"]),
+        Ok(Some((Duration::from_secs(13), 12)))
+    );
     let w = run("", &[]).watch.keepalive_map();
     assert_eq!((w.idle_s, w.intvl_s, w.cnt), (1, 1, 20));
     assert_eq!(silence(&["--keepalive", "off"]), Ok(None));
     let e = silence(&["--keepalive", "2s,1s,12"]).unwrap_err();
     assert!(e.contains("COUNT 12 must exceed --silent-probes 12"), "{e}");
     let s = silence(&["--keepalive", "5s,2s,6", "--silent-probes", "3"]);
+    assert_eq!(s, Ok(Some((Duration::from_millis(2200), 3))));
+    let s = silence(&[
+        "--keepalive=5s,2s,6",
+        "--silent-probes=3",
+        "--fast-probes=off",
+    ]);
     assert_eq!(s, Ok(Some((Duration::from_secs(11), 3))));
 }
 

@@ -7,8 +7,11 @@ use lifeline_common::Keepalive as KeepaliveMap;
 use super::run::Watch;
 
 impl Watch {
-    /// The silent rule from `--silent-probes` and `--silent-timeout` (default IDLE + N x
-    /// INTERVAL), as (timeout, probes); `None` when keepalive is off.
+    /// The silent rule from `--silent-probes` and `--silent-timeout`, as (timeout, probes);
+    /// `None` when keepalive is off. The default timeout is the least time N probes can
+    /// take once the peer stopped answering: the first unanswered probe, one INTERVAL to the
+    /// second, then the fast-probe interval to each of the rest (INTERVAL + (N - 1) x FAST);
+    /// with `--fast-probes off`, IDLE + N x INTERVAL as the kernel sends them.
     ///
     /// # Errors
     /// When COUNT does not exceed the probes: the kernel would abort the connection itself
@@ -23,9 +26,13 @@ impl Watch {
                 ka.count, self.silent_probes
             ));
         }
+        let n = u32::from(self.silent_probes);
         let after = self
             .silent_timeout
-            .unwrap_or(ka.idle + ka.interval * u32::from(self.silent_probes));
+            .unwrap_or_else(|| match self.fast_probes {
+                Some(fast) => ka.interval + fast * n.saturating_sub(1),
+                None => ka.idle + ka.interval * n,
+            });
         Ok(Some((after, self.silent_probes)))
     }
 

@@ -9,7 +9,7 @@
 
 use std::{net::SocketAddrV4, os::fd::AsRawFd as _};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 
 use crate::kernel::{probe::Probe, sockopts::socket_cookie};
 
@@ -18,7 +18,7 @@ use crate::kernel::{probe::Probe, sockopts::socket_cookie};
 /// # Errors
 /// When the calibration connect is not seen by the hook.
 pub fn calibrate(probe: &mut Probe, port: u16) -> Result<u64> {
-    let sock = tcp_socket()?;
+    let sock = crate::kernel::sockopts::tcp_socket()?;
     let cookie = socket_cookie(&sock)?;
     probe.begin_calibration(cookie)?;
     let addr = SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port);
@@ -51,21 +51,4 @@ pub fn calibrate(probe: &mut Probe, port: u16) -> Result<u64> {
         );
     }
     Ok(netns)
-}
-
-/// A non-blocking TCP socket, closed on drop.
-fn tcp_socket() -> Result<std::os::fd::OwnedFd> {
-    // SAFETY: plain socket(2); the fd is owned at once.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_INET,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error()).context("socket(AF_INET, SOCK_STREAM)");
-    }
-    // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
 }

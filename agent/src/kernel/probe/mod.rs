@@ -17,6 +17,7 @@ mod batch;
 mod btf;
 mod counters;
 mod entries;
+mod fast;
 mod keepalive_fn;
 mod maps_setup;
 mod object;
@@ -24,6 +25,7 @@ mod records;
 mod sockopt;
 mod unanswered;
 mod watch_maps;
+pub use fast::{FastProbes, FastUnavailable};
 use maps_setup::{configure, load_iter, raise_memlock};
 pub use object::object;
 pub use sockopt::AppKeepalive;
@@ -41,6 +43,8 @@ pub struct ProbeConfig<'a> {
     pub silent_probes: u8,
     /// Arm linear retransmission timeouts (`--stall-unanswered` above 0).
     pub linear_timeouts: bool,
+    /// `--fast-probes`; `None`: off.
+    pub fast_probes: Option<std::time::Duration>,
 }
 
 pub struct Probe {
@@ -62,6 +66,8 @@ pub struct Probe {
     /// Which program reports them (`Hook::Unanswered` or its tracepoint fallback), or why
     /// none does.
     pub unanswered_hook: Result<Hook, String>,
+    /// The fast keepalive probes' tc program and its devices, or why there are none.
+    pub fast: Result<FastProbes, FastUnavailable>,
 }
 
 /// `OWNERS` has one LRU list per CPU, each with an equal share of the entries: 1,024 per
@@ -91,7 +97,7 @@ impl Probe {
         if std::env::var_os("LIFELINE_VERIFIER_LOG").is_some() {
             loader.verifier_log_level(VerifierLogLevel::VERBOSE | VerifierLogLevel::STATS);
         }
-        let news_globals = unanswered::Globals::from_kernel(cfg.silent_probes);
+        let news_globals = unanswered::Globals::from_kernel(cfg.silent_probes, cfg.fast_probes);
         if let Ok(g) = &news_globals {
             g.set(&mut loader);
         }
@@ -125,6 +131,11 @@ impl Probe {
             }
         };
         let unanswered_hook = unanswered::attach(&mut ebpf, &news_globals, can_adopt);
+        let fast = fast::load(
+            &mut ebpf,
+            cfg.fast_probes,
+            can_adopt && unanswered_hook.is_ok(),
+        );
         Ok(Self {
             ebpf,
             can_adopt,
@@ -133,6 +144,7 @@ impl Probe {
             app_keepalive,
             unanswered_news: unanswered_hook.is_ok(),
             unanswered_hook,
+            fast,
         })
     }
 }

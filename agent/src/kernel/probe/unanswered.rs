@@ -14,8 +14,8 @@ use aya::{
 };
 use lifeline_common::{
     globals::{
-        COOKIE_OFFSET, KEEPALIVE_TIMER, PROBES_OUT_OFFSET, SK_TIMER_OFFSET, TIMER_FUNCTION_OFFSET,
-        UNANSWERED_MIN,
+        COOKIE_OFFSET, FAST_INTERVAL_NS, KEEPALIVE_TIMER, POKE_LIMIT, PROBES_OUT_OFFSET,
+        SK_TIMER_OFFSET, TIMER_FUNCTION_OFFSET, UNANSWERED_MIN,
     },
     hooks::{Attach, Hook},
 };
@@ -34,6 +34,11 @@ pub(super) struct Globals {
     sk_timer: u32,
     /// 0 when unknown: no fallback.
     keepalive_timer: u64,
+    /// `--fast-probes` in ns; 0: off.
+    fast_interval_ns: u64,
+    /// Unanswered probes from which a fast phase stops poking: `--silent-probes` + 2, so the
+    /// verdict's confirming look still finds its evidence.
+    poke_limit: u32,
 }
 
 /// Unanswered probes from which the next one is news again: two before `--silent-probes`, so
@@ -47,7 +52,10 @@ fn unanswered_min(silent_probes: u8) -> u32 {
 
 impl Globals {
     /// The offsets from the running kernel's BTF.
-    pub(super) fn from_kernel(silent_probes: u8) -> Result<Self> {
+    pub(super) fn from_kernel(
+        silent_probes: u8,
+        fast: Option<std::time::Duration>,
+    ) -> Result<Self> {
         let raw = std::fs::read(VMLINUX).with_context(|| format!("reading {VMLINUX}"))?;
         let btf = Btf::parse(&raw).with_context(|| format!("parsing {VMLINUX}"))?;
         let (probes_out, size) = btf.member("inet_connection_sock", "icsk_probes_out")?;
@@ -69,6 +77,8 @@ impl Globals {
             timer_function,
             sk_timer,
             keepalive_timer: kallsyms("tcp_keepalive_timer").unwrap_or(0),
+            fast_interval_ns: fast.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+            poke_limit: u32::from(silent_probes) + 2,
         })
     }
 
@@ -79,7 +89,9 @@ impl Globals {
             .override_global(UNANSWERED_MIN, &self.min, true)
             .override_global(TIMER_FUNCTION_OFFSET, &self.timer_function, true)
             .override_global(SK_TIMER_OFFSET, &self.sk_timer, true)
-            .override_global(KEEPALIVE_TIMER, &self.keepalive_timer, true);
+            .override_global(KEEPALIVE_TIMER, &self.keepalive_timer, true)
+            .override_global(FAST_INTERVAL_NS, &self.fast_interval_ns, true)
+            .override_global(POKE_LIMIT, &self.poke_limit, true);
     }
 }
 

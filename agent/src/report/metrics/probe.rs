@@ -15,7 +15,7 @@ use prometheus_client::{
 };
 
 /// Which counters are exported, as (name, help, `stats` index).
-const EXPORTED: [(&str, &str, u32); 5] = [
+const EXPORTED: [(&str, &str, u32); 7] = [
     (
         "probe_unanswered_news",
         "Keepalive probes of watched idle sockets that the kernel reported unanswered past the threshold (news, no sock_diag read)",
@@ -40,6 +40,16 @@ const EXPORTED: [(&str, &str, u32); 5] = [
         "probe_owners_skipped",
         "Connects to a watched port that recorded nothing: no target, not to an endpoint address (the node's other traffic; no loss)",
         stats::OWNERS_SKIPPED,
+    ),
+    (
+        "probe_fast_pokes",
+        "Fast keepalive probes sent: an idle watched socket's probe was unanswered, the next came after --fast-probes with an octet of old data",
+        stats::FAST_POKES,
+    ),
+    (
+        "probe_fast_no_octet",
+        "Fast phases stopped because a probe left without its octet (no tc program on its device): that socket went on at the kernel's cadence",
+        stats::FAST_NO_OCTET,
     ),
 ];
 

@@ -66,6 +66,9 @@ impl Row<'_> {
             out.extend_from_slice(b",\"linear_timeouts\":");
             text(out, l);
         }
+        if let Some(b) = self.probe_bytes {
+            let _ = write!(out, ",\"probe_bytes\":{b}");
+        }
         if let Some(e) = &self.endpoint {
             out.extend_from_slice(b",\"endpoint\":");
             text(out, e);

@@ -71,6 +71,9 @@ pub struct Row<'a> {
     /// asked for (`--stall-unanswered 0`, or a socket older than the agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linear_timeouts: Option<Cow<'a, str>>,
+    /// Keepalive probes that left with an octet of old data (fast probes); absent while none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_bytes: Option<u32>,
     /// The endpoint on this peer's port, and where its peer's address stands in that
     /// endpoint's answers: "in-set", "leaving", "orphaned", "unknown" (no answer yet) or
     /// "never-held" (no answer held it).

@@ -92,6 +92,7 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
             LTO_ARMED => Some(Cow::Borrowed("armed")),
             e => Some(Cow::Owned(format!("refused (errno {})", -e))),
         },
+        probe_bytes: (r.probe_bytes != 0).then_some(r.probe_bytes),
         endpoint: x.endpoint.map(|e| Cow::Borrowed(e.0)),
         endpoint_member: x.endpoint.map(|e| e.1),
         endpoint_socket: x.endpoint.and(x.endpoint_socket),

@@ -1,0 +1,130 @@
+//! Driving the fast keepalive probes (`lifeline_common::poke`): the kernel opens a socket's
+//! phase at its first unanswered probe and closes it when a probe is answered, the limit is
+//! reached or a probe left without its octet; the agent only runs the TCP iterator, whose
+//! pass pokes whatever is due, every interval while a phase is open.
+//!
+//! A pass walks every TCP socket of the namespace, so its cost grows with the node's
+//! sockets, not with lifeline's: passes are spaced at least `SHARE` times their own CPU
+//! time apart (at most 2 % of a core, whatever the node), and never closer than the
+//! interval. A phase the agent knows of is dropped at `BOUND_NS` whatever the kernel says.
+
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
+
+use lifeline_common::poke::BOUND_NS;
+
+use super::Daemon;
+
+/// Passes are at least this many times their own CPU time apart.
+const SHARE: u32 = 50;
+
+#[derive(Default)]
+pub struct FastPhases {
+    /// Open phases the agent learned of (news of a first unanswered probe), and when.
+    open: HashMap<u64, Instant>,
+    last_pass: Option<Instant>,
+    /// The last pass's CPU time.
+    last_cost: Duration,
+}
+
+impl FastPhases {
+    /// The kernel opened `cookie`'s phase (its first keepalive probe went unanswered). Its
+    /// first poke is due an interval later: when no phase was open, the next pass is
+    /// counted from now, not from the last one.
+    pub fn opened(&mut self, cookie: u64, at: Instant) {
+        if self.open.is_empty() {
+            self.last_pass = Some(at);
+        }
+        self.open.entry(cookie).or_insert(at);
+    }
+
+    pub fn forget(&mut self, cookie: u64) {
+        self.open.remove(&cookie);
+    }
+
+    /// When the next pass is due; `None` while no phase is open.
+    #[must_use]
+    pub fn due(&self, interval: Duration) -> Option<Instant> {
+        if self.open.is_empty() {
+            return None;
+        }
+        let Some(last) = self.last_pass else {
+            return Some(Instant::now());
+        };
+        Some(last + interval.max(self.last_cost * SHARE))
+    }
+}
+
+impl Daemon {
+    /// When the run loop should call `fast_pass`; `None`: no phase open, or no fast probes.
+    #[must_use]
+    pub fn fast_due(&self) -> Option<Instant> {
+        let interval = self.probe.fast.as_ref().ok()?.interval;
+        self.fast.due(interval)
+    }
+
+    /// One pass of the TCP iterator (it pokes the sockets that are due), then forget the
+    /// phases the kernel closed and close those past their bound.
+    pub fn fast_pass(&mut self) {
+        let start = Instant::now();
+        let cpu = thread_cpu();
+        if let Err(e) = self.probe.fast_pass() {
+            tracing::warn!(error = %format!("{e:#}"), "fast keepalive probes: the TCP iterator failed; probes stay at the kernel's cadence");
+        }
+        self.fast.last_cost = thread_cpu().saturating_sub(cpu);
+        self.fast.last_pass = Some(start);
+        let bound = Duration::from_nanos(BOUND_NS);
+        let open: Vec<(u64, Instant)> = self.fast.open.iter().map(|(c, t)| (*c, *t)).collect();
+        for (cookie, since) in open {
+            if since.elapsed() > bound {
+                self.probe.fast_close(cookie);
+                self.fast.forget(cookie);
+            } else if !self.probe.fast_open(cookie) {
+                self.fast.forget(cookie);
+            }
+        }
+    }
+}
+
+/// This thread's CPU time (the pass runs the iterator in the kernel, on this thread).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the kernel to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_wait_for_the_interval_or_fifty_times_their_cost() {
+        let mut f = FastPhases::default();
+        let ms = Duration::from_millis;
+        assert_eq!(f.due(ms(100)), None, "no phase, no pass");
+        let t = Instant::now();
+        f.opened(7, t);
+        assert_eq!(f.due(ms(100)), Some(t + ms(100)), "the first poke, an interval on");
+        f.last_cost = ms(1);
+        assert_eq!(f.due(ms(100)), Some(t + ms(100)));
+        f.last_cost = ms(4);
+        assert_eq!(
+            f.due(ms(100)),
+            Some(t + ms(200)),
+            "a 4 ms pass: 200 ms apart"
+        );
+        f.forget(7);
+        assert_eq!(f.due(ms(100)), None);
+    }
+}
