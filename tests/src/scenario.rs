@@ -195,7 +195,8 @@ fn check_status_evidence(seen: &[(u64, StatusSocket)]) -> Result<()> {
     // time may fall between them, so "suspect" with evidence counts too (the decision's own
     // evidence is `check_decision`'s).
     ensure!(
-        seen.iter().any(|(_, sock)| sock.shows_trouble_with_evidence()),
+        seen.iter()
+            .any(|(_, sock)| sock.shows_trouble_with_evidence()),
         "lifeline status never showed the socket in trouble with evidence before the kill"
     );
     if !seen.iter().any(|(_, sock)| sock.verdict == "stalled") {

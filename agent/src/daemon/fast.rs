@@ -115,7 +115,11 @@ mod tests {
         assert_eq!(f.due(ms(100)), None, "no phase, no pass");
         let t = Instant::now();
         f.opened(7, t);
-        assert_eq!(f.due(ms(100)), Some(t + ms(100)), "the first poke, an interval on");
+        assert_eq!(
+            f.due(ms(100)),
+            Some(t + ms(100)),
+            "the first poke, an interval on"
+        );
         f.last_cost = ms(1);
         assert_eq!(f.due(ms(100)), Some(t + ms(100)));
         f.last_cost = ms(4);
