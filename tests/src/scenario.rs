@@ -162,10 +162,15 @@ fn check_decision(
         u128::from(after) <= budget.as_millis(),
         "killed {after} ms after the fault; budget {budget:?}"
     );
-    // A stall's evidence: data outstanding, retransmitted without an answer.
+    // A stall's evidence: data outstanding (the kernel's segment count; a polled socket's
+    // record holds no byte count), retransmitted without an answer.
+    let segs = raw
+        .pointer("/fields/unacked_segs")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
     ensure!(
-        decision.unacked_bytes.unwrap_or(0) > 0 && decision.unanswered_rtos.unwrap_or(0) > 0,
-        "a stall without its evidence (unacked bytes, RTOs in a row): {raw}"
+        segs > 0 && decision.unanswered_rtos.unwrap_or(0) > 0,
+        "a stall without its evidence (unacked segments, RTOs in a row): {raw}"
     );
     if let Some(pid) = decision.owner_pid {
         let client_pid = client.proc.pid();
