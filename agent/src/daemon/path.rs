@@ -1,0 +1,71 @@
+//! The path to the endpoint, as the loop learns of it: down when the guard held a batch or a
+//! peer probe found no address accepting; back when a connection was accepted or a socket
+//! to an endpoint address heard from its peer. The judge keeps the state and the rule
+//! (`lifeline_judge`'s `path.rs`: evidence across a return is earned again); this is where
+//! each fact comes in, and where the log says so once per change.
+
+use std::{net::SocketAddr, time::Instant};
+
+use super::Daemon;
+
+impl Daemon {
+    /// Peer probes that found the path down, or a peer alive, since the last sweep.
+    pub(super) fn path_findings(&mut self) {
+        let Some(f) = self.follow.as_mut() else {
+            return;
+        };
+        let (down, alive) = (f.prober.take_path_down(), f.prober.take_alive());
+        if let Some(since) = down {
+            // A healthy answer from before no longer stands: the next batch checks again.
+            f.guard.forget();
+            self.path_down(
+                since,
+                "a peer probe found no address of the endpoint accepting",
+            );
+        }
+        if let Some((peer, at)) = alive {
+            self.heard(peer, at);
+        }
+    }
+
+    /// The path was found down at `since`.
+    pub(super) fn path_down(&mut self, since: Instant, why: &str) {
+        if self.judge.path_down_since().is_none() {
+            tracing::warn!(target: "lifeline::endpoint", why,
+                "the path to the API endpoint is down: no kill until it is back, and then only on evidence gathered after it");
+        }
+        self.judge.path_down(since);
+    }
+
+    /// `peer`, an endpoint address, was heard from at `at`: a peer probe's finding against it
+    /// that began before is dropped, and a path found down before is back.
+    pub(super) fn heard(&mut self, peer: SocketAddr, at: Instant) {
+        if let Some(f) = self.follow.as_ref() {
+            f.prober.heard(peer, at);
+        }
+        if self
+            .judge
+            .path_down_since()
+            .is_some_and(|d| at > d + crate::judge::SLACK)
+        {
+            self.path_back(at, peer);
+        }
+    }
+
+    /// The path was found working at `at`, through `via`. On a return, every pending verdict
+    /// is earned again (the judge's rule); says so once.
+    pub(super) fn path_back(&mut self, at: Instant, via: SocketAddr) -> bool {
+        let down = self.judge.path_down_since();
+        let back = self.judge.path_back(at);
+        if let (true, Some(f)) = (back, self.follow.as_ref()) {
+            f.prober.path_back();
+        }
+        if let (true, Some(down)) = (back, down) {
+            let down_ms =
+                u64::try_from(at.saturating_duration_since(down).as_millis()).unwrap_or(u64::MAX);
+            tracing::warn!(target: "lifeline::endpoint", via = %via, down_ms,
+                "the path to the API endpoint is back: every pending verdict is earned again from evidence gathered after it (a blip is not a death)");
+        }
+        back
+    }
+}
