@@ -39,6 +39,7 @@ pub mod maps {
     pub const TUPLES: &str = "TUPLES";
     pub const KEEPALIVE_FN: &str = "KEEPALIVE_FN";
     pub const POKE: &str = "POKE";
+    pub const PATH_ALIVE: &str = "PATH_ALIVE";
 }
 
 /// Names of the probe's load-time globals (`EbpfLoader::override_global`): the keepalive

@@ -9,9 +9,11 @@
 //! its last sign of life shows the path working at the same time: its peer accepted a fresh
 //! connection (`PeerProbe::Alive`: the flow is dead, not the path), or its peer timed out
 //! while another address of the endpoint accepted (`PeerProbe::Dead`). When nothing
-//! answered (`PathDown`), no kill: the loop marks the path down, the guard holds, and once
-//! it is back the socket's verdict is earned again from transmissions after the return
-//! (`path.rs`). While the probe runs, the kill waits for it; the probe is asked for at the
+//! answered (`PathDown`), the loop has marked the path down and the kill goes to the guard,
+//! which holds it (logged as a hold) while no address accepts; the check that finds the path
+//! back is a return, and the batch it would have let through is dropped: the socket's
+//! verdict is earned again from transmissions after the return (`path.rs`). While the probe
+//! runs, the kill waits for it; the probe is asked for at the
 //! socket's first sign of trouble, so on a flow death its answer (one round trip) is in long
 //! before the verdict and costs nothing. A socket that is not the endpoint's has no probe
 //! and is judged by its own evidence alone.
@@ -30,17 +32,13 @@ pub(crate) struct Wait {
     pub wake: Option<Duration>,
 }
 
-/// `None`: the path is proven to work (or the socket is not the endpoint's): act.
+/// `None`: the probe has answered (or the socket is not the endpoint's): on to the guard.
 pub(crate) fn wait_for_path(s: &Socket<'_>, info: &TcpInfo, at: Instant) -> Option<Wait> {
     s.member?;
     let life = life(info, at);
     match s.peer.and_then(|p| p.since(life)) {
-        Some(PeerProbe::Alive { .. } | PeerProbe::Dead(_)) => None,
-        // The path, not the socket: nothing to do until it is back (the loop knows).
-        Some(PeerProbe::PathDown { .. }) => Some(Wait {
-            probe: None,
-            wake: None,
-        }),
+        // The path works, or is down and the guard holds until it is back (a return).
+        Some(PeerProbe::Alive { .. } | PeerProbe::Dead(_) | PeerProbe::PathDown { .. }) => None,
         Some(PeerProbe::Running { .. }) => Some(Wait {
             probe: None,
             wake: Some(PROBE_RECHECK),

@@ -210,8 +210,8 @@ fn an_endpoint_sockets_death_waits_for_a_probe_that_shows_the_path_working() {
             Some(PeerProbe::PathDown {
                 started: after(100),
             }),
-            false,
-            "the path, not the flow",
+            true,
+            "the path is down: on to the guard, which holds it (a return drops it)",
         ),
         (
             Some(PeerProbe::Alive {

@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod api_addrs;
 pub mod apilab;
+pub mod blip;
 pub mod cgroup;
 pub mod client;
 pub mod cmd;
@@ -82,4 +83,6 @@ pub use nft::Fault;
 pub use proc::Proc;
 pub use ss::{SsSocket, established};
 pub use status::{Status, StatusSocket};
-pub use util::{TempDir, mono_ms, parse_duration, require_root, unique_name, wait_until};
+pub use util::{
+    TempDir, mono_ms, parse_duration, require_root, sleep_to_boundary, unique_name, wait_until,
+};

@@ -56,6 +56,8 @@ pub struct Daemon {
     inbox_dropped: u64,
     /// Sockets in a fast keepalive phase, and the iterator passes that poke them.
     fast: fast::FastPhases,
+    /// The endpoint addresses whose path the probe's `PATH_ALIVE` follows.
+    path_peers: path::PathPeers,
 }
 
 impl Daemon {
@@ -85,6 +87,7 @@ impl Daemon {
             probe_stats: Default::default(),
             inbox_dropped: 0,
             fast: fast::FastPhases::default(),
+            path_peers: path::PathPeers::default(),
         }
     }
 

@@ -4,13 +4,44 @@
 //! (`lifeline_judge`'s `path.rs`: evidence across a return is earned again); this is where
 //! each fact comes in, and where the log says so once per change.
 
-use std::{net::SocketAddr, time::Instant};
+use std::{collections::BTreeSet, net::SocketAddr, time::Instant};
 
 use super::Daemon;
+use crate::kernel::clock;
+
+/// The endpoint addresses followed in `PATH_ALIVE`.
+#[derive(Default)]
+pub struct PathPeers {
+    installed: BTreeSet<SocketAddr>,
+}
 
 impl Daemon {
+    /// Keep `PATH_ALIVE`'s addresses those of the endpoint (current, or leaving within the
+    /// grace): only their sockets' linear timeouts wait for the path.
+    pub(super) fn sync_path_peers(&mut self) {
+        let Some(f) = self.follow.as_ref() else {
+            return;
+        };
+        let want = f.endpoints.peers_within_grace(f.grace);
+        for gone in self.path_peers.installed.difference(&want) {
+            self.probe.remove_path_peer(*gone);
+        }
+        let mut installed = BTreeSet::new();
+        for peer in want {
+            match self.probe.add_path_peer(peer) {
+                Ok(()) => {
+                    installed.insert(peer);
+                }
+                Err(e) => tracing::warn!(peer = %peer, error = %format!("{e:#}"),
+                    "cannot follow the path to an endpoint address: its sockets keep linear timeouts in a blip"),
+            }
+        }
+        self.path_peers.installed = installed;
+    }
+
     /// Peer probes that found the path down, or a peer alive, since the last sweep.
     pub(super) fn path_findings(&mut self) {
+        self.sync_path_peers();
         let Some(f) = self.follow.as_mut() else {
             return;
         };
@@ -43,6 +74,9 @@ impl Daemon {
         if let Some(f) = self.follow.as_ref() {
             f.prober.heard(peer, at);
         }
+        let ago = u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.probe
+            .path_alive(peer, clock::now_ns().saturating_sub(ago));
         if self
             .judge
             .path_down_since()

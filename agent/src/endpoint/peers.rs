@@ -111,9 +111,9 @@ impl Prober {
     pub fn request(&self, peer: SocketAddr, ask: ProbeAsk, others: Vec<SocketAddr>) {
         let mut inner = self.lock();
         let e = inner.peers.entry(peer).or_default();
-        let answered = e.result.is_some_and(|r| {
-            r.fresh() && ask.after.is_none_or(|t| r.started + SLACK >= t)
-        });
+        let answered = e
+            .result
+            .is_some_and(|r| r.fresh() && ask.after.is_none_or(|t| r.started + SLACK >= t));
         if e.running.is_some() || answered {
             return;
         }
