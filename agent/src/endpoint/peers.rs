@@ -30,8 +30,10 @@ const FRESH_DEAD: Duration = Duration::from_secs(10);
 /// What a peer probe found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Finding {
-    /// A try was accepted, or refused (a live host).
+    /// A try was accepted.
     Alive,
+    /// A try was refused: a live host with nothing listening, alive as far as the path goes.
+    Refused,
     /// Every try timed out while another address of the endpoint accepted.
     Dead,
     /// Every try timed out and no other address accepted: the path, not the peer.
@@ -45,6 +47,7 @@ impl Finding {
     pub const fn label(self) -> &'static str {
         match self {
             Self::Alive => "alive",
+            Self::Refused => "refused",
             Self::Dead => "dead",
             Self::PathDown => "path-down",
             Self::Failed => "failed",
@@ -63,7 +66,7 @@ impl Result {
     fn fresh(&self) -> bool {
         let keep = match self.finding {
             Finding::Dead | Finding::PathDown => FRESH_DEAD,
-            Finding::Alive | Finding::Failed => FRESH_ALIVE,
+            Finding::Alive | Finding::Refused | Finding::Failed => FRESH_ALIVE,
         };
         self.at.elapsed() < keep
     }
@@ -130,7 +133,7 @@ impl Prober {
                 Finding::PathDown => {
                     inner.path_down = Some(inner.path_down.map_or(started, |t| t.min(started)));
                 }
-                Finding::Alive => inner.alive = Some((peer, at)),
+                Finding::Alive | Finding::Refused => inner.alive = Some((peer, at)),
                 Finding::Dead | Finding::Failed => {}
             }
             let e = inner.peers.entry(peer).or_default();
@@ -156,7 +159,7 @@ impl Prober {
         let r = e.result.filter(Result::fresh)?;
         let started = r.started;
         Some(match r.finding {
-            Finding::Alive => PeerProbe::Alive { started },
+            Finding::Alive | Finding::Refused => PeerProbe::Alive { started },
             Finding::Dead => PeerProbe::Dead(DeadPeer {
                 probe_started: started,
                 found: r.at,
@@ -226,7 +229,8 @@ impl Prober {
 /// The probe of `peer`; when every try timed out, whether any of `others` accepts.
 async fn find(peer: SocketAddr, others: &[SocketAddr]) -> Finding {
     match connect::probe(peer).await {
-        Reach::Accepted | Reach::Refused => Finding::Alive,
+        Reach::Accepted => Finding::Alive,
+        Reach::Refused => Finding::Refused,
         Reach::Failed => Finding::Failed,
         Reach::TimedOut => {
             let others: Vec<SocketAddr> = others.iter().copied().filter(|a| *a != peer).collect();
