@@ -20,6 +20,7 @@ mod meta;
 mod oci;
 mod packages;
 mod purity;
+mod rpm;
 
 use std::{
     path::{Path, PathBuf},
@@ -79,11 +80,14 @@ commands:
   deb          build the Debian packages for amd64 and arm64 (installs cargo-deb when
                missing), with man pages and shell completions:
                target/debian/lifeline_<version>_<arch>.deb
+  rpm          build the RPMs for x86_64 and aarch64 (rpmbuild from Debian's rpm package,
+               installed when missing) with the same files as the .deb, then rpmlint them:
+               target/rpm/lifeline-<version>-1.<arch>.rpm
   image        build the container image for amd64 and arm64 (a static musl binary each,
                nothing else) as one multi-arch OCI archive and print its path:
                target/image/lifeline-<version>.oci.tar
 
-demo, test, bench, deb and image run setup first too. Without the pinned nightly or bpf-linker
+demo, test, bench, deb, rpm and image run setup first too. Without the pinned nightly or bpf-linker
 `cargo build -p lifeline` fails with one line naming `cargo xtask setup`;
 LIFELINE_SKIP_EBPF=1 cargo check/clippy -p lifeline need neither (a binary built so refuses
 to run).
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
             }
         },
         ["deb"] => deb::deb(&workspace(), &mut phases),
+        ["rpm"] => rpm::rpm(&workspace(), &mut phases),
         ["image"] => image::image(&workspace(), &mut phases).map(drop),
         _ => {
             eprint!("{USAGE}");
@@ -137,6 +142,7 @@ fn main() -> ExitCode {
                         "test",
                         "demo",
                         "deb",
+                        "rpm",
                         "lint",
                         "image",
                     ]

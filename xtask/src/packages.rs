@@ -51,6 +51,9 @@ const MATRIX: &[(&str, &str)] = &[
     ("zstd", "zstd"),
 ];
 
+/// What `cargo xtask rpm` needs: rpmbuild (and `rpm` for the checks in .ci/run) and rpmlint.
+const RPM: &[(&str, &str)] = &[("rpmbuild", "rpm"), ("rpmlint", "rpmlint")];
+
 /// Where Debian's `libnginx-mod-stream` installs the module (`tests/src/proxy_conf.rs` loads it).
 const NGINX_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
 
@@ -94,6 +97,18 @@ pub fn ensure_cross() -> Result<()> {
         .chain(arches.filter_map(|a| a.emulator))
         .collect();
     let pkgs = missing(&needed);
+    if pkgs.is_empty() {
+        return Ok(());
+    }
+    install(&pkgs)
+}
+
+/// `cargo xtask rpm`'s packages, installed when missing.
+///
+/// # Errors
+/// As `ensure`.
+pub fn ensure_rpm() -> Result<()> {
+    let pkgs = missing(RPM);
     if pkgs.is_empty() {
         return Ok(());
     }
