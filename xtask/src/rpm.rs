@@ -1,4 +1,4 @@
-//! `cargo xtask rpm`: the RPMs (x86_64, aarch64) beside the .deb: the same static musl
+//! `cargo xtask rpm`: the RPMs (`x86_64`, `aarch64`) beside the .deb: the same static musl
 //! binary (`image::release_musl`, stripped with the architecture's own strip as the image's
 //! is), the unit, the example config as `%config(noreplace)`, man pages and completions,
 //! packed by rpmbuild from Debian's `rpm` package with `packaging/rpm/lifeline.spec`, then
