@@ -16,11 +16,13 @@ mod lab;
 mod lanes;
 mod layout;
 mod lint;
+mod manifests;
 mod meta;
 mod oci;
 mod packages;
 mod purity;
 mod rpm;
+mod shipcheck;
 
 use std::{
     path::{Path, PathBuf},
@@ -83,6 +85,12 @@ commands:
   rpm          build the RPMs for x86_64 and aarch64 (rpmbuild from Debian's rpm package,
                installed when missing) with the same files as the .deb, then rpmlint them:
                target/rpm/lifeline-<version>-1.<arch>.rpm
+  check-packaging  what `test` checks of packaging/ before the lab (seconds): promtool check
+               and test of the alert rules, the PrometheusRule up to date, every kustomization
+               rendered with `kubectl kustomize` and validated against Kubernetes 1.28 to 1.37
+               (kubernetes-validate, installed in a virtualenv under ~/.cache/lifeline)
+  manifests    regenerate packaging/prometheus/lifeline-prometheusrule.yaml (the Prometheus
+               operator's PrometheusRule) from packaging/prometheus/lifeline-rules.yaml
   image        build the container image for amd64 and arm64 (a static musl binary each,
                nothing else) as one multi-arch OCI archive and print its path:
                target/image/lifeline-<version>.oci.tar
@@ -127,6 +135,15 @@ fn main() -> ExitCode {
         },
         ["deb"] => deb::deb(&workspace(), &mut phases),
         ["rpm"] => rpm::rpm(&workspace(), &mut phases),
+        ["check-packaging"] => (|| {
+            lab::require_root("check-packaging")?;
+            phases.run("packages", packages::ensure)?;
+            phases.run("packaging checks", || shipcheck::check(&workspace()))
+        })(),
+        ["manifests"] => manifests::generate(&workspace()).map(|changed| {
+            let state = if changed { "rewritten" } else { "up to date" };
+            eprintln!("xtask: {}: {state}", manifests::PROMETHEUS_RULE);
+        }),
         ["image"] => image::image(&workspace(), &mut phases).map(drop),
         _ => {
             eprint!("{USAGE}");
@@ -143,6 +160,8 @@ fn main() -> ExitCode {
                         "demo",
                         "deb",
                         "rpm",
+                        "manifests",
+                        "check-packaging",
                         "lint",
                         "image",
                     ]

@@ -37,6 +37,10 @@ const NEEDED: &[(&str, &str)] = &[
     // nginx with its stream module (a dynamic module, a package of its own), and haproxy.
     ("nginx", "nginx-light"),
     ("haproxy", "haproxy"),
+    // The alert rules' checks (promtool) and the lab's alert test (a real Prometheus server,
+    // started by the test in a lab namespace; the package's own service is not started).
+    ("promtool", "prometheus"),
+    ("prometheus", "prometheus"),
 ];
 
 /// What the kernel matrix needs on the host (`cargo xtask test --kernel`): qemu (with
@@ -137,7 +141,7 @@ pub fn ensure_matrix() -> Result<()> {
     install(&pkgs)
 }
 
-fn install(pkgs: &[&str]) -> Result<()> {
+pub(crate) fn install(pkgs: &[&str]) -> Result<()> {
     if xtask::which("apt-get").is_none() {
         bail!(
             "missing packages {} and no apt-get to install them; install them and retry",
