@@ -31,6 +31,7 @@ pub mod keepalive;
 pub mod kernel;
 pub mod kube;
 pub mod kubelet_unit;
+pub mod kustomize;
 pub mod lab;
 pub mod local_listener;
 pub mod manifest;

@@ -1,4 +1,4 @@
-//! `cargo xtask manifests`: the PrometheusRule manifest generated from the Prometheus rules
+//! `cargo xtask manifests`: the `PrometheusRule` manifest generated from the Prometheus rules
 //! file, so the alerts have one source. The rules file's `groups:` block becomes the
 //! manifest's `spec:` as text (indented, comments kept), not through a YAML library: what a
 //! reviewer reads in one file is byte for byte what the operator loads from the other.

@@ -15,7 +15,7 @@ use xtask::process::{Output, capture, run};
 
 use crate::manifests;
 
-/// The PyPI release of kubernetes-validate (its schemas go up to Kubernetes 1.37).
+/// The `PyPI` release of kubernetes-validate (its schemas go up to Kubernetes 1.37).
 const KUBERNETES_VALIDATE: &str = "1.37.0";
 /// The Kubernetes releases validated against: the oldest still run by the distributions the
 /// overlays are for (EKS extended support), to the newest the pinned release knows.
@@ -45,7 +45,7 @@ pub fn check(ws: &Path) -> Result<()> {
     Ok(())
 }
 
-/// promtool on the shipped rules, and the PrometheusRule generated from them.
+/// promtool on the shipped rules, and the `PrometheusRule` generated from them.
 fn rules(ws: &Path) -> Result<()> {
     run(
         "promtool check rules",
