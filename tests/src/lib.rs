@@ -48,6 +48,7 @@ pub mod pod;
 pub mod pod_syscalls;
 pub mod podman;
 pub mod proc;
+pub mod prometheus;
 pub mod proxy;
 mod proxy_conf;
 pub mod proxy_lab;
