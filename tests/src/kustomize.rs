@@ -29,6 +29,27 @@ pub fn render(dir: &Path) -> Result<Vec<Value>> {
     parse(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// The documents of `dir` with the kustomize component `component` on top, as an operator's
+/// own kustomization would use it (written in a temporary directory, removed after).
+///
+/// # Errors
+/// As `render`.
+pub fn render_with(dir: &Path, component: &Path) -> Result<Vec<Value>> {
+    let tmp = crate::util::TempDir::new()?;
+    // kustomize takes only relative paths: up to the root, then down.
+    let up = "../".repeat(tmp.path().components().count().saturating_sub(1));
+    let rel = |p: &Path| format!("{up}{}", p.to_string_lossy().trim_start_matches('/'));
+    std::fs::write(
+        tmp.path().join("kustomization.yaml"),
+        format!(
+            "resources: [{}]\ncomponents: [{}]\n",
+            rel(dir),
+            rel(component)
+        ),
+    )?;
+    render(tmp.path())
+}
+
 /// The documents of a YAML stream, as JSON values.
 ///
 /// # Errors

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::kustomize::{one, parse, render};
+use lifeline_tests::kustomize::{one, parse, render, render_with};
 use lifeline_tests::paths::{lifeline, workspace};
 use serde_json::{Value, json};
 
@@ -315,5 +315,67 @@ fn overlay_arguments_parse() -> Result<()> {
             o.name
         );
     }
+    Ok(())
+}
+
+/// The metrics component on the base: the ConfigMap's lifeline.toml is the base's with the
+/// metrics served on every address (and allowed to be), the container names the port, and
+/// the `PodMonitor` scrapes it as the job the alert rules name.
+#[test]
+fn the_metrics_component_changes_only_where_metrics_are_served() -> Result<()> {
+    let base = render(&kubernetes().join("base"))?;
+    let with = render_with(
+        &kubernetes().join("base"),
+        &kubernetes().join("components/metrics"),
+    )?;
+    let toml_of = |docs: &[Value]| -> Result<toml::Table> {
+        let text = one(docs, "ConfigMap")?["data"]["lifeline.toml"]
+            .as_str()
+            .context("no lifeline.toml")?
+            .to_owned();
+        Ok(text.parse()?)
+    };
+    let mut want = toml_of(&base)?;
+    want.insert("metrics_addr".into(), "0.0.0.0:9464".into());
+    want.insert("metrics_allow_remote".into(), true.into());
+    ensure!(
+        toml_of(&with)? == want,
+        "the component's lifeline.toml: {:?}",
+        toml_of(&with)?
+    );
+
+    let mut ds = one(&with, "DaemonSet")?.clone();
+    let ports = ds["spec"]["template"]["spec"]["containers"][0]
+        .as_object_mut()
+        .context("container")?
+        .remove("ports");
+    ensure!(
+        ports == Some(json!([{"name": "metrics", "containerPort": 9464, "protocol": "TCP"}])),
+        "{ports:?}"
+    );
+    ensure!(
+        &ds == one(&base, "DaemonSet")?,
+        "the DaemonSet differs beyond its port"
+    );
+
+    let pm = one(&with, "PodMonitor")?;
+    let label = pm["spec"]["jobLabel"].as_str().context("jobLabel")?;
+    let pod_labels = &one(&with, "DaemonSet")?["spec"]["template"]["metadata"]["labels"];
+    ensure!(
+        pod_labels[label] == "lifeline",
+        "job from {label}: {pod_labels}"
+    );
+    ensure!(pm["spec"]["selector"]["matchLabels"] == *pod_labels, "{pm}");
+    ensure!(
+        pm["spec"]["podMetricsEndpoints"][0]["port"] == "metrics",
+        "{pm}"
+    );
+    let rules =
+        std::fs::read_to_string(workspace().join("packaging/prometheus/lifeline-rules.yaml"))?;
+    ensure!(
+        rules.contains(r#"up{job="lifeline"}"#),
+        "the rules name another job than the PodMonitor's"
+    );
+    ensure!(with.len() == base.len() + 1, "only the PodMonitor is added");
     Ok(())
 }
