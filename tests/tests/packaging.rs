@@ -318,7 +318,7 @@ fn overlay_arguments_parse() -> Result<()> {
     Ok(())
 }
 
-/// The metrics component on the base: the ConfigMap's lifeline.toml is the base's with the
+/// The metrics component on the base: the `ConfigMap`'s `lifeline.toml` is the base's with the
 /// metrics served on every address (and allowed to be), the container names the port, and
 /// the `PodMonitor` scrapes it as the job the alert rules name.
 #[test]
