@@ -42,8 +42,8 @@ commands:
                every command below that needs the eBPF object runs it first)
   build-ebpf   setup, then build the eBPF object and print its path
   test         setup, the packaging checks (see check-packaging), unit tests, then the lab
-               tests (needs root): what CI runs. One lab test
-               file: cargo xtask build-ebpf && cargo build -p lifeline -p lifeline-tests &&
+               tests (needs root): what CI runs. One lab test file: cargo xtask build-ebpf &&
+               cargo build -p lifeline -p lifeline-tests &&
                LIFELINE_BIN=$PWD/target/debug/lifeline cargo test -p lifeline-tests --test NAME
     --kernel K     instead, the kernel matrix: boot Debian's cloud kernel K (5.10, 6.1,
                    6.12, a comma-separated list, or all) under qemu and run `lifeline check`
