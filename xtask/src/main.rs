@@ -16,10 +16,13 @@ mod lab;
 mod lanes;
 mod layout;
 mod lint;
+mod manifests;
 mod meta;
 mod oci;
 mod packages;
 mod purity;
+mod rpm;
+mod shipcheck;
 
 use std::{
     path::{Path, PathBuf},
@@ -38,8 +41,9 @@ commands:
                nightly with rust-src, and bpf-linker built against its LLVM (quick when done;
                every command below that needs the eBPF object runs it first)
   build-ebpf   setup, then build the eBPF object and print its path
-  test         setup, unit tests, then the lab tests (needs root): what CI runs. One lab test
-               file: cargo xtask build-ebpf && cargo build -p lifeline -p lifeline-tests &&
+  test         setup, the packaging checks (see check-packaging), unit tests, then the lab
+               tests (needs root): what CI runs. One lab test file: cargo xtask build-ebpf &&
+               cargo build -p lifeline -p lifeline-tests &&
                LIFELINE_BIN=$PWD/target/debug/lifeline cargo test -p lifeline-tests --test NAME
     --kernel K     instead, the kernel matrix: boot Debian's cloud kernel K (5.10, 6.1,
                    6.12, a comma-separated list, or all) under qemu and run `lifeline check`
@@ -79,11 +83,20 @@ commands:
   deb          build the Debian packages for amd64 and arm64 (installs cargo-deb when
                missing), with man pages and shell completions:
                target/debian/lifeline_<version>_<arch>.deb
+  rpm          build the RPMs for x86_64 and aarch64 (rpmbuild from Debian's rpm package,
+               installed when missing) with the same files as the .deb, then rpmlint them:
+               target/rpm/lifeline-<version>-1.<arch>.rpm
+  check-packaging  what `test` checks of packaging/ before the lab (seconds): promtool check
+               and test of the alert rules, the PrometheusRule up to date, every kustomization
+               rendered with `kubectl kustomize` and validated against Kubernetes 1.28 to 1.37
+               (kubernetes-validate, installed in a virtualenv under ~/.cache/lifeline)
+  manifests    regenerate packaging/prometheus/lifeline-prometheusrule.yaml (the Prometheus
+               operator's PrometheusRule) from packaging/prometheus/lifeline-rules.yaml
   image        build the container image for amd64 and arm64 (a static musl binary each,
                nothing else) as one multi-arch OCI archive and print its path:
                target/image/lifeline-<version>.oci.tar
 
-demo, test, bench, deb and image run setup first too. Without the pinned nightly or bpf-linker
+demo, test, bench, deb, rpm and image run setup first too. Without the pinned nightly or bpf-linker
 `cargo build -p lifeline` fails with one line naming `cargo xtask setup`;
 LIFELINE_SKIP_EBPF=1 cargo check/clippy -p lifeline need neither (a binary built so refuses
 to run).
@@ -122,6 +135,16 @@ fn main() -> ExitCode {
             }
         },
         ["deb"] => deb::deb(&workspace(), &mut phases),
+        ["rpm"] => rpm::rpm(&workspace(), &mut phases),
+        ["check-packaging"] => (|| {
+            lab::require_root("check-packaging")?;
+            phases.run("packages", packages::ensure)?;
+            phases.run("packaging checks", || shipcheck::check(&workspace()))
+        })(),
+        ["manifests"] => manifests::generate(&workspace()).map(|changed| {
+            let state = if changed { "rewritten" } else { "up to date" };
+            eprintln!("xtask: {}: {state}", manifests::PROMETHEUS_RULE);
+        }),
         ["image"] => image::image(&workspace(), &mut phases).map(drop),
         _ => {
             eprint!("{USAGE}");
@@ -137,6 +160,9 @@ fn main() -> ExitCode {
                         "test",
                         "demo",
                         "deb",
+                        "rpm",
+                        "manifests",
+                        "check-packaging",
                         "lint",
                         "image",
                     ]
