@@ -222,7 +222,12 @@ impl Endpoints {
     pub fn name(&self, i: usize) -> String {
         self.sets()
             .get(i)
-            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).name.clone())
+            .map(|s| {
+                s.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .name
+                    .clone()
+            })
             .unwrap_or_default()
     }
 
@@ -309,7 +314,12 @@ impl Follow {
     #[must_use]
     pub fn ports(&self) -> std::collections::BTreeSet<u16> {
         let mut p = self.endpoints.ports();
-        p.extend(self.steer.as_ref().and_then(proxy::follow::Steer::listen).map(|l| l.port()));
+        p.extend(
+            self.steer
+                .as_ref()
+                .and_then(proxy::follow::Steer::listen)
+                .map(|l| l.port()),
+        );
         p
     }
 

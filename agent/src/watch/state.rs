@@ -103,7 +103,11 @@ impl Watching {
             match probe.watch_port(port) {
                 Ok(()) => {
                     self.ports.push(port);
-                    tracing::info!(event = "port-watched", port, "the API endpoint now uses port {port}: watched from now on");
+                    tracing::info!(
+                        event = "port-watched",
+                        port,
+                        "the API endpoint now uses port {port}: watched from now on"
+                    );
                 }
                 Err(e) => {
                     tracing::warn!(port, error = %format!("{e:#}"), "cannot watch port {port}, which the API endpoint now uses");

@@ -26,8 +26,14 @@ pub enum Late {
 impl std::fmt::Display for Late {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Busy => write!(f, "the previous look at the proxy has not returned yet (it took longer than {DEADLINE:?})"),
-            Self::Deadline => write!(f, "the look at the proxy did not return within {DEADLINE:?} (a file that does not answer?)"),
+            Self::Busy => write!(
+                f,
+                "the previous look at the proxy has not returned yet (it took longer than {DEADLINE:?})"
+            ),
+            Self::Deadline => write!(
+                f,
+                "the look at the proxy did not return within {DEADLINE:?} (a file that does not answer?)"
+            ),
         }
     }
 }
@@ -98,7 +104,11 @@ mod tests {
         });
         assert_eq!(late, Err(Late::Deadline));
         assert!(t0.elapsed() < DEADLINE + Duration::from_secs(1));
-        assert_eq!(run_sync(|| 1), Err(Late::Busy), "the hung one still holds it");
+        assert_eq!(
+            run_sync(|| 1),
+            Err(Late::Busy),
+            "the hung one still holds it"
+        );
         drop(tx);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -71,9 +71,11 @@ pub fn classify(path: &str) -> Result<Component, String> {
             [pod, container] | [_, pod, container] => (*pod, *container),
             _ => return None,
         };
-        let uid = pod
-            .strip_prefix("pod")
-            .or_else(|| pod.strip_suffix(".slice")?.rsplit_once("-pod").map(|(_, u)| u))?;
+        let uid = pod.strip_prefix("pod").or_else(|| {
+            pod.strip_suffix(".slice")?
+                .rsplit_once("-pod")
+                .map(|(_, u)| u)
+        })?;
         Some((uid, container))
     });
     // Everything above kubepods must be slices (a cgroup root of the node's).
@@ -94,7 +96,10 @@ pub fn classify(path: &str) -> Result<Component, String> {
 
 /// 32 lowercase hex digits: kubelet's MD5 of a static pod.
 fn is_static_uid(uid: &str) -> bool {
-    uid.len() == 32 && uid.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    uid.len() == 32
+        && uid
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]

@@ -26,22 +26,40 @@ pub const MAX_TOTAL_BYTES: u64 = 2 << 20;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReadError {
     /// No such file inside the proxy's root (a symlink leading out of it ends here too).
-    Missing { path: PathBuf },
+    Missing {
+        path: PathBuf,
+    },
     /// Opening failed (missing, not allowed, a symlink leading nowhere inside the root).
-    Open { path: PathBuf, error: String },
+    Open {
+        path: PathBuf,
+        error: String,
+    },
     /// Not a regular file (a FIFO, socket, device or directory).
-    NotRegular { path: PathBuf, kind: &'static str },
-    TooBig { path: PathBuf, bytes: u64 },
-    TooMuch { bytes: u64 },
+    NotRegular {
+        path: PathBuf,
+        kind: &'static str,
+    },
+    TooBig {
+        path: PathBuf,
+        bytes: u64,
+    },
+    TooMuch {
+        bytes: u64,
+    },
     TooManyFiles,
     /// The parser's own bounds (nesting, directives).
-    Parse { path: PathBuf, why: String },
+    Parse {
+        path: PathBuf,
+        why: String,
+    },
 }
 
 impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Missing { path } => write!(f, "{} does not exist in the proxy's root", path.display()),
+            Self::Missing { path } => {
+                write!(f, "{} does not exist in the proxy's root", path.display())
+            }
             Self::Open { path, error } => write!(f, "cannot open {}: {error}", path.display()),
             Self::NotRegular { path, kind } => write!(
                 f,
@@ -162,7 +180,9 @@ impl<'r> Files<'r> {
             Ok(names) => names,
             Err(_) => return Ok(Vec::new()),
         };
-        names.retain(|n| n.len() >= pre.len() + post.len() && n.starts_with(pre) && n.ends_with(post));
+        names.retain(|n| {
+            n.len() >= pre.len() + post.len() && n.starts_with(pre) && n.ends_with(post)
+        });
         names.sort();
         let mut out = Vec::new();
         for n in names {

@@ -27,7 +27,9 @@ pub fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<u64>) -> Lo
         Ok(c) => c,
         Err(e) => {
             return Look {
-                found: Err(format!("cannot list kubelet's connections to {listen}: {e}")),
+                found: Err(format!(
+                    "cannot list kubelet's connections to {listen}: {e}"
+                )),
                 refused: Vec::new(),
             };
         }
@@ -139,12 +141,20 @@ fn fill(p: &mut Proxy, api_ports: &[u16]) -> Result<(), String> {
             p.component,
             p.listen,
             from_config.map_or_else(
-                || "it is no proxy lifeline reads the configuration of (nginx, haproxy, k3s, rke2)".to_owned(),
-                |r| format!("its configuration ({}) names none for port {}", names(&r.map(|(_, f)| f).unwrap_or_default()), p.listen.port())
+                || "it is no proxy lifeline reads the configuration of (nginx, haproxy, k3s, rke2)"
+                    .to_owned(),
+                |r| format!(
+                    "its configuration ({}) names none for port {}",
+                    names(&r.map(|(_, f)| f).unwrap_or_default()),
+                    p.listen.port()
+                )
             )
         ));
     }
-    p.upstreams = peers.iter().map(|a| (a.ip().to_string(), a.port())).collect();
+    p.upstreams = peers
+        .iter()
+        .map(|a| (a.ip().to_string(), a.port()))
+        .collect();
     Ok(())
 }
 

@@ -86,7 +86,8 @@ async fn addresses(
 /// one. None when no set can be added (`MAX_SETS`).
 fn set_for(endpoints: &Endpoints, p: &Proxy, port: u16) -> Option<Arc<Mutex<EndpointSet>>> {
     let sets = endpoints.sets();
-    let lock = |s: &Arc<Mutex<EndpointSet>>| s.lock().unwrap_or_else(PoisonError::into_inner).proxied;
+    let lock =
+        |s: &Arc<Mutex<EndpointSet>>| s.lock().unwrap_or_else(PoisonError::into_inner).proxied;
     if let Some(s) = sets.iter().find(|s| {
         let g = s.lock().unwrap_or_else(PoisonError::into_inner);
         g.proxied && g.port == port
@@ -115,8 +116,10 @@ async fn update(endpoints: &Endpoints, p: &Proxy, resolver: Option<&Resolver>) -
     let by_port = addresses(&p.upstreams, resolver).await;
     let mut changed = false;
     let ports: BTreeSet<u16> = p.upstreams.iter().map(|(_, port)| *port).collect();
-    let mut sets: Vec<Arc<Mutex<EndpointSet>>> =
-        ports.iter().filter_map(|port| set_for(endpoints, p, *port)).collect();
+    let mut sets: Vec<Arc<Mutex<EndpointSet>>> = ports
+        .iter()
+        .filter_map(|port| set_for(endpoints, p, *port))
+        .collect();
     // A port the list no longer has: its set empties (its upstreams leave, as on a reload).
     sets.extend(endpoints.sets().into_iter().filter(|s| {
         let g = s.lock().unwrap_or_else(PoisonError::into_inner);
@@ -242,7 +245,10 @@ pub fn spawn(inputs: Inputs, endpoints: Endpoints, wake: Arc<Notify>) -> Shared 
                 };
                 match step {
                     Step::Proxy(now) => {
-                        if was.as_ref().is_none_or(|w| now.upstreams != w.upstreams || now.pid != w.pid) {
+                        if was
+                            .as_ref()
+                            .is_none_or(|w| now.upstreams != w.upstreams || now.pid != w.pid)
+                        {
                             tracing::info!(target: "lifeline::endpoint", "{now}{}",
                                 was.as_ref().map_or_else(|| " (found)".to_owned(), |w| format!(" (was {w})")));
                         }
@@ -251,10 +257,22 @@ pub fn spawn(inputs: Inputs, endpoints: Endpoints, wake: Arc<Notify>) -> Shared 
                         }
                         *hop.lock().unwrap_or_else(PoisonError::into_inner) = Some(now);
                     }
-                    Step::Failed(why) => once(&mut logged, &format!("cannot read kubelet's proxy's upstreams now: {why}; keeping its last good list")),
+                    Step::Failed(why) => once(
+                        &mut logged,
+                        &format!(
+                            "cannot read kubelet's proxy's upstreams now: {why}; keeping its last good list"
+                        ),
+                    ),
                     Step::Lost(why) => {
-                        let kept = if was.is_some() { "; keeping its last upstreams" } else { "" };
-                        once(&mut logged, &format!("no proxy identified on {listen}: {why}{kept}"));
+                        let kept = if was.is_some() {
+                            "; keeping its last upstreams"
+                        } else {
+                            ""
+                        };
+                        once(
+                            &mut logged,
+                            &format!("no proxy identified on {listen}: {why}{kept}"),
+                        );
                     }
                 }
             }

@@ -106,7 +106,11 @@ fn binds_port(bind: &str, port: u16) -> bool {
 ///
 /// # Errors
 /// When a file cannot be read or a bound is passed.
-pub fn upstreams(root: &Root, configs: &[PathBuf], port: u16) -> Result<super::nginx::Found, ReadError> {
+pub fn upstreams(
+    root: &Root,
+    configs: &[PathBuf],
+    port: u16,
+) -> Result<super::nginx::Found, ReadError> {
     let mut files = Files::new(root, Path::new("/"));
     let (mut all, mut kept) = (Vec::new(), 0);
     for c in configs {
@@ -121,6 +125,22 @@ pub fn upstreams(root: &Root, configs: &[PathBuf], port: u16) -> Result<super::n
         }
     }
     Ok((from_sections(&all, port), files.read_list()))
+}
+
+/// The servers of `text` (one file) for `port`.
+///
+/// # Errors
+/// When a bound is passed.
+#[cfg(test)]
+pub fn of_text(text: &str, port: u16) -> Result<Vec<(String, u16)>, ReadError> {
+    let (mut all, mut kept) = (Vec::new(), 0);
+    sections(
+        text,
+        Path::new("/etc/haproxy/haproxy.cfg"),
+        &mut all,
+        &mut kept,
+    )?;
+    Ok(from_sections(&all, port))
 }
 
 fn from_sections(all: &[Section], port: u16) -> Vec<(String, u16)> {

@@ -101,7 +101,12 @@ fn kubeadm_ha_guide() {
         ]
     );
     assert_eq!(read, cfg);
-    assert!(upstreams(&Root::at(&r).unwrap(), &cfg, 8443).unwrap().0.is_empty());
+    assert!(
+        upstreams(&Root::at(&r).unwrap(), &cfg, 8443)
+            .unwrap()
+            .0
+            .is_empty()
+    );
     std::fs::remove_dir_all(&r).unwrap();
 }
 
@@ -115,14 +120,23 @@ fn kubespray_in_a_directory() {
         "frontend x\n bind :6443\n",
     )
     .unwrap();
-    let (ups, read) = upstreams(&Root::at(&r).unwrap(), &[PathBuf::from("/etc/haproxy/conf.d")], 6443).unwrap();
+    let (ups, read) = upstreams(
+        &Root::at(&r).unwrap(),
+        &[PathBuf::from("/etc/haproxy/conf.d")],
+        6443,
+    )
+    .unwrap();
     assert_eq!(ups, [("cp-1.lab".to_owned(), 6443)]);
     assert_eq!(read, [Path::new("/etc/haproxy/conf.d/10-api.cfg")]);
     assert!(
-        upstreams(&Root::at(&r).unwrap(), &[PathBuf::from("/etc/haproxy/conf.d")], 8081)
-            .unwrap()
-            .0
-            .is_empty()
+        upstreams(
+            &Root::at(&r).unwrap(),
+            &[PathBuf::from("/etc/haproxy/conf.d")],
+            8081
+        )
+        .unwrap()
+        .0
+        .is_empty()
     );
     std::fs::remove_dir_all(&r).unwrap();
 }

@@ -85,13 +85,13 @@ pub fn upstreams(
         let mut files = Files::new(root, Path::new("/"));
         match files.read(&file) {
             Ok(text) => {
-                return parse(&text).map(|list| (list, vec![file.clone()])).ok_or_else(|| {
-                    ReadError::Parse {
+                return parse(&text)
+                    .map(|list| (list, vec![file.clone()]))
+                    .ok_or_else(|| ReadError::Parse {
                         path: file,
                         why: "not a load-balancer file (JSON with ServerURL and ServerAddresses)"
                             .into(),
-                    }
-                });
+                    });
             }
             // No API-server file: the supervisor's is the one then.
             Err(e @ ReadError::Missing { .. }) => {

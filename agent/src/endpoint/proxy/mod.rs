@@ -18,6 +18,13 @@ mod nginx;
 mod open;
 mod served;
 
+#[cfg(test)]
+mod bounds_tests;
+#[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
+mod peak;
+
 use std::{
     fmt,
     net::{IpAddr, Ipv4Addr, SocketAddr},

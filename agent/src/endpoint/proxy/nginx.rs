@@ -233,6 +233,22 @@ pub fn upstreams(root: &Root, main: &Path, port: u16) -> Result<Found, ReadError
     Ok((from_conf(&conf, port), files.read_list()))
 }
 
+/// The upstreams of `text` as the main file (includes resolved inside `root`).
+///
+/// # Errors
+/// When an include cannot be read or a bound is passed.
+#[cfg(test)]
+pub fn of_text(root: &Root, text: &str, port: u16) -> Result<Vec<(String, u16)>, ReadError> {
+    let mut files = Files::new(root, Path::new("/etc/nginx"));
+    let mut spend = Spend {
+        files: &mut files,
+        directives: 0,
+        words: 0,
+    };
+    let conf = parse(text, Path::new("/etc/nginx/nginx.conf"), &mut spend, 0)?;
+    Ok(from_conf(&conf, port))
+}
+
 fn from_conf(conf: &[Directive], port: u16) -> Vec<(String, u16)> {
     let mut out = Vec::new();
     for stream in conf.iter().filter(|d| d.name == "stream") {

@@ -58,7 +58,12 @@ fn dir(name: &str) -> std::path::PathBuf {
 fn kubespray_stream_upstreams() {
     let root = dir("kubespray");
     std::fs::write(root.join("etc/nginx/nginx.conf"), KUBESPRAY).unwrap();
-    let (ups, read) = upstreams(&Root::at(&root).unwrap(), Path::new("/etc/nginx/nginx.conf"), 6443).unwrap();
+    let (ups, read) = upstreams(
+        &Root::at(&root).unwrap(),
+        Path::new("/etc/nginx/nginx.conf"),
+        6443,
+    )
+    .unwrap();
     assert_eq!(
         ups,
         [
@@ -67,7 +72,12 @@ fn kubespray_stream_upstreams() {
         ]
     );
     assert_eq!(read, [Path::new("/etc/nginx/nginx.conf")]);
-    let (none, _) = upstreams(&Root::at(&root).unwrap(), Path::new("/etc/nginx/nginx.conf"), 7445).unwrap();
+    let (none, _) = upstreams(
+        &Root::at(&root).unwrap(),
+        Path::new("/etc/nginx/nginx.conf"),
+        7445,
+    )
+    .unwrap();
     assert!(
         none.is_empty(),
         "no stream server listens on 7445: {none:?}"
@@ -91,7 +101,12 @@ fn included_files_and_a_direct_pass() {
     )
     .unwrap();
     std::fs::write(root.join("etc/nginx/conf.d/other.txt"), "stream {").unwrap();
-    let (ups, read) = upstreams(&Root::at(&root).unwrap(), Path::new("/etc/nginx/nginx.conf"), 7445).unwrap();
+    let (ups, read) = upstreams(
+        &Root::at(&root).unwrap(),
+        Path::new("/etc/nginx/nginx.conf"),
+        7445,
+    )
+    .unwrap();
     assert_eq!(ups, [("2001:db8::5".to_owned(), 6443)]);
     assert_eq!(read.len(), 2, "{read:?}");
     std::fs::remove_dir_all(&root).unwrap();
@@ -101,8 +116,15 @@ fn included_files_and_a_direct_pass() {
 fn an_include_loop_is_bounded() {
     let root = dir("loop");
     std::fs::write(root.join("etc/nginx/nginx.conf"), "include nginx.conf;\n").unwrap();
-    let e = upstreams(&Root::at(&root).unwrap(), Path::new("/etc/nginx/nginx.conf"), 6443)
-        .unwrap_err();
-    assert!(e.to_string().contains("includes nested more than 8 deep"), "{e}");
+    let e = upstreams(
+        &Root::at(&root).unwrap(),
+        Path::new("/etc/nginx/nginx.conf"),
+        6443,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("includes nested more than 8 deep"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }

@@ -40,10 +40,7 @@ pub fn served(listen: SocketAddr, kubelet: &HashSet<u64>) -> Result<Vec<Served>,
         .iter()
         .filter(|d| d.peer == listen && d.cgroup_id.is_some_and(|id| kubelet.contains(&id)))
     {
-        if let Some(s) = all
-            .iter()
-            .find(|s| s.local == k.peer && s.peer == k.local)
-        {
+        if let Some(s) = all.iter().find(|s| s.local == k.peer && s.peer == k.local) {
             out.push(Served {
                 kubelet: k.clone(),
                 server: s.clone(),
@@ -69,9 +66,10 @@ pub fn holders(pids: &[u32], inode: u32) -> Option<Vec<u32>> {
             continue;
         };
         readable = true;
-        let holds = rd.take(MAX_FDS).filter_map(Result::ok).any(|e| {
-            std::fs::read_link(e.path()).is_ok_and(|l| l == Path::new(&want))
-        });
+        let holds = rd
+            .take(MAX_FDS)
+            .filter_map(Result::ok)
+            .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == Path::new(&want)));
         if holds {
             out.push(*pid);
         }
