@@ -88,7 +88,7 @@ impl ProxyLab {
         let (kubelet, agent) = node_agent(&self.api, &args)?;
         // It found the proxy and its upstreams by itself, from kubelet's kubeconfig.
         let named = format!(
-            "kubelet -> {PROXY_LISTEN} ({}, pid {})",
+            "kubelet -> {PROXY_LISTEN} ({}, pid {}, ",
             self.proxy.kind.name(),
             self.proxy.proc.pid()
         );

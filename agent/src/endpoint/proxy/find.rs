@@ -23,7 +23,7 @@ pub struct Look {
 /// when its configuration says nothing).
 #[must_use]
 pub fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<u64>) -> Look {
-    let conns = match served::served(listen, kubelet) {
+    let conns = match served::served_soon(listen, kubelet) {
         Ok(c) => c,
         Err(e) => {
             return Look {
@@ -75,9 +75,13 @@ fn identify(listen: SocketAddr, id: u64, conns: &[served::Served]) -> Result<Pro
     let listeners = listener::listening_on(listen)
         .map_err(|e| format!("cannot list the sockets listening on {listen}: {e}"))?;
     let lsock = listeners.iter().find(|l| l.cgroup_id == Some(id));
-    let pid = match lsock.and_then(|l| served::holders(&procs, l.inode)) {
-        Some(holders) => listener::oldest(&holders, config::kind),
-        None => listener::main_process(&dir, config::kind),
+    // Where descriptors can be read, a process of the cgroup must hold that listener; the
+    // proxy is then the cgroup's main process (nginx's and haproxy's master, which outlives
+    // its workers' reloads), as it is where they cannot be read.
+    let held = lsock.and_then(|l| served::holders(&procs, l.inode));
+    let pid = match held {
+        Some(h) if h.is_empty() => None,
+        _ => listener::main_process(&dir, config::kind),
     };
     let who = |pid: Option<u32>| {
         pid.map_or_else(String::new, |p| {

@@ -50,6 +50,22 @@ pub fn served(listen: SocketAddr, kubelet: &HashSet<u64>) -> Result<Vec<Served>,
     Ok(out)
 }
 
+/// `served`, looked at again for up to a second while kubelet has no connection there (it
+/// re-dials within a second of a proxy restart or a closed connection).
+///
+/// # Errors
+/// As `served`.
+pub fn served_soon(listen: SocketAddr, kubelet: &HashSet<u64>) -> Result<Vec<Served>, DiagError> {
+    for _ in 0..10 {
+        let found = served(listen, kubelet)?;
+        if !found.is_empty() {
+            return Ok(found);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    served(listen, kubelet)
+}
+
 /// Per process, at most this many descriptors are looked at.
 const MAX_FDS: usize = 65_536;
 
