@@ -58,8 +58,13 @@ impl FakeKubelet {
         let s = |p: &Path| p.to_str().map(str::to_owned).context("utf-8 path");
         let (bin_s, fifo_s, file_s) = (s(&bin)?, s(&fifo)?, s(&file)?);
         let script = r#"if [ -z "$KUBELET_DIALS" ]; then read -t 120 _ <> "$1"; exit; fi
+trap 'KUBELET_DIALS=' USR1
 while [ "$SECONDS" -lt 300 ]; do
-  read -t 120 _ <> "/dev/tcp/$KUBELET_DIALS" 2>/dev/null || read -t 1 _ <> "$1"
+  if [ -n "$KUBELET_DIALS" ]; then
+    read -t 120 _ <> "/dev/tcp/$KUBELET_DIALS" 2>/dev/null || read -t 1 _ <> "$1"
+  else
+    read -t 120 _ <> "$1"
+  fi
 done"#;
         let mut argv: Vec<String> = Vec::new();
         if let Some(uid) = uid {
@@ -109,6 +114,12 @@ done"#;
             kubeconfig: file,
             _dir: dir,
         })
+    }
+
+    /// Ends its loopback connection and dials no more (SIGUSR1): a test's own client then
+    /// plays kubelet's connection alone.
+    pub fn stop_dialing(&self) {
+        self.proc.signal(libc::SIGUSR1);
     }
 
     /// How the agent names this kubeconfig's source: `kubelet pid N --kubeconfig FILE`.

@@ -124,6 +124,10 @@ impl ProxyLab {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let c = self.api.kube_client(&args)?;
         self.client = Some(c);
+        // The client is kubelet's connection from here on: the stand-in's own ends.
+        if let Some(k) = &self.kubelet {
+            k.stop_dialing();
+        }
         Ok(())
     }
 
