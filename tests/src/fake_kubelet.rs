@@ -47,6 +47,15 @@ impl FakeKubelet {
         uid: Option<u32>,
         kubeconfig: &str,
     ) -> Result<Self> {
+        Self::start_opts(ns, (cgroup, uid), kubeconfig, true)
+    }
+
+    fn start_opts(
+        ns: &NetNs,
+        (cgroup, uid): (Option<&Cgroup>, Option<u32>),
+        kubeconfig: &str,
+        dials: bool,
+    ) -> Result<Self> {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = TempDir::new()?;
         let bin = dir.path().join("kubelet");
@@ -58,13 +67,8 @@ impl FakeKubelet {
         let s = |p: &Path| p.to_str().map(str::to_owned).context("utf-8 path");
         let (bin_s, fifo_s, file_s) = (s(&bin)?, s(&fifo)?, s(&file)?);
         let script = r#"if [ -z "$KUBELET_DIALS" ]; then read -t 120 _ <> "$1"; exit; fi
-trap 'KUBELET_DIALS=' USR1
 while [ "$SECONDS" -lt 300 ]; do
-  if [ -n "$KUBELET_DIALS" ]; then
-    read -t 120 _ <> "/dev/tcp/$KUBELET_DIALS" 2>/dev/null || read -t 1 _ <> "$1"
-  else
-    read -t 120 _ <> "$1"
-  fi
+  read -t 120 _ <> "/dev/tcp/$KUBELET_DIALS" 2>/dev/null || read -t 1 _ <> "$1"
 done"#;
         let mut argv: Vec<String> = Vec::new();
         if let Some(uid) = uid {
@@ -90,7 +94,7 @@ done"#;
             Some(cg) => cg.command_in_netns(ns.name(), program, &argv),
             None => ns.command(program, &argv),
         };
-        if let Some(dials) = loopback_server(kubeconfig) {
+        if let Some(dials) = loopback_server(kubeconfig).filter(|_| dials) {
             cmd.env("KUBELET_DIALS", dials);
         }
         let mut proc = Proc::spawn("fake kubelet", cmd)?;
@@ -116,10 +120,13 @@ done"#;
         })
     }
 
-    /// Ends its loopback connection and dials no more (SIGUSR1): a test's own client then
-    /// plays kubelet's connection alone.
-    pub fn stop_dialing(&self) {
-        self.proc.signal(libc::SIGUSR1);
+    /// Replaced by one with the same kubeconfig that dials nothing (a restart of kubelet):
+    /// a test's own client then plays kubelet's connection alone.
+    ///
+    /// # Errors
+    /// As `start`.
+    pub fn quiet(ns: &NetNs, cgroup: &Cgroup, kubeconfig: &str) -> Result<Self> {
+        Self::start_opts(ns, (Some(cgroup), None), kubeconfig, false)
     }
 
     /// How the agent names this kubeconfig's source: `kubelet pid N --kubeconfig FILE`.

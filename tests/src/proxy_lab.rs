@@ -124,9 +124,11 @@ impl ProxyLab {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let c = self.api.kube_client(&args)?;
         self.client = Some(c);
-        // The client is kubelet's connection from here on: the stand-in's own ends.
-        if let Some(k) = &self.kubelet {
-            k.stop_dialing();
+        // The client is kubelet's connection from here on: the stand-in restarts without one.
+        if self.kubelet.is_some() {
+            let kc = crate::fake_kubelet::kubeconfig(&format!("https://{PROXY_LISTEN}"));
+            self.kubelet = None;
+            self.kubelet = Some(FakeKubelet::quiet(&self.api.lab.client, &self.api.cgroup, &kc)?);
         }
         Ok(())
     }
