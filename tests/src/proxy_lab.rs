@@ -128,7 +128,11 @@ impl ProxyLab {
         if self.kubelet.is_some() {
             let kc = crate::fake_kubelet::kubeconfig(&format!("https://{PROXY_LISTEN}"));
             self.kubelet = None;
-            self.kubelet = Some(FakeKubelet::quiet(&self.api.lab.client, &self.api.cgroup, &kc)?);
+            self.kubelet = Some(FakeKubelet::quiet(
+                &self.api.lab.client,
+                &self.api.cgroup,
+                &kc,
+            )?);
         }
         Ok(())
     }

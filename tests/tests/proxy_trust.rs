@@ -74,7 +74,10 @@ fn never_followed_elsewhere(agent: &Agent) -> Result<()> {
         .into_iter()
         .filter(|m| m.contains(&ip))
         .collect();
-    ensure!(named.is_empty(), "the impostor's upstream was read: {named:#?}");
+    ensure!(
+        named.is_empty(),
+        "the impostor's upstream was read: {named:#?}"
+    );
     Ok(())
 }
 
@@ -89,8 +92,12 @@ fn a_reuseport_neighbour_beside_the_proxy_is_refused() -> Result<()> {
             e.event == "ok"
         })?;
     let agent = lab.agent.as_ref().context("agent")?;
-    ensure!(followed(agent)? == the_upstreams(), "{:?}", followed(agent)?);
-    let (_, flow_peer) = lab.upstream_flow()?;
+    ensure!(
+        followed(agent)? == the_upstreams(),
+        "{:?}",
+        followed(agent)?
+    );
+    let (flow_local, _) = lab.upstream_flow()?;
     // The neighbour: root, a cgroup of its own (no unit's, no static pod's), nginx by name.
     let dir = TempDir::new()?;
     let conf = impostor_conf(&dir)?;
@@ -105,7 +112,11 @@ fn a_reuseport_neighbour_beside_the_proxy_is_refused() -> Result<()> {
     let kc = kubeconfig(&format!("https://{PROXY_LISTEN}"));
     let mut dialers = Vec::new();
     for _ in 0..6 {
-        dialers.push(FakeKubelet::start(&lab.api.lab.client, &lab.api.cgroup, &kc)?);
+        dialers.push(FakeKubelet::start(
+            &lab.api.lab.client,
+            &lab.api.cgroup,
+            &kc,
+        )?);
     }
     let agent = lab.agent.as_ref().context("agent")?;
     let pid = impostor.proc.pid();
@@ -119,12 +130,22 @@ fn a_reuseport_neighbour_beside_the_proxy_is_refused() -> Result<()> {
         "the neighbour's refusal",
         Duration::from_secs(20),
         Duration::from_millis(250),
-        || Ok(agent.messages("WARN").iter().any(|m| m.contains(&refusal)).then_some(())),
+        || {
+            Ok(agent
+                .messages("WARN")
+                .iter()
+                .any(|m| m.contains(&refusal))
+                .then_some(()))
+        },
     )
     .with_context(|| format!("{:#?}", agent.messages("WARN")))?;
     // Watched through it all: the proxy's upstreams, its flow never an orphan.
     std::thread::sleep(super_look());
-    ensure!(followed(agent)? == the_upstreams(), "{:?}", followed(agent)?);
+    ensure!(
+        followed(agent)? == the_upstreams(),
+        "{:?}",
+        followed(agent)?
+    );
     never_followed_elsewhere(agent)?;
     let refusals = agent
         .messages("WARN")
@@ -134,15 +155,21 @@ fn a_reuseport_neighbour_beside_the_proxy_is_refused() -> Result<()> {
     ensure!(refusals == 1, "{refusals} lines for one refusal");
     let kills = agent.decisions();
     ensure!(kills.is_empty(), "decided: {kills:?}");
-    let (_, still) = lab.upstream_flow()?;
-    ensure!(still == flow_peer, "the upstream flow moved: {still} (was {flow_peer})");
+    let flows = lab.proxy.upstream_flows(&lab.api.lab.client)?;
+    ensure!(
+        flows.iter().any(|f| f.local == SocketAddr::V4(flow_local)),
+        "the client's upstream flow from {flow_local} is gone: {flows:?}"
+    );
     // `lifeline check` says so too, as a warning.
     let bin = lifeline_tests::paths::lifeline()?;
     let cgp = lab.api.cgroup.path().to_str().context("utf-8")?;
-    let out = lifeline_tests::cmd::output(&mut lab.api.lab.client.command(
-        bin.to_str().context("utf-8")?,
-        &["check", "--cgroup", cgp],
-    ))?;
+    let out = lifeline_tests::cmd::output(
+        &mut lab
+            .api
+            .lab
+            .client
+            .command(bin.to_str().context("utf-8")?, &["check", "--cgroup", cgp]),
+    )?;
     let table = String::from_utf8_lossy(&out.stdout);
     let row = table
         .lines()
@@ -164,14 +191,23 @@ fn a_reused_pid_of_the_proxy_is_never_read() -> Result<()> {
     let mut lab = ProxyLab::new(ProxyKind::Nginx)?;
     lab.start_agent()?;
     let agent = lab.agent.as_ref().context("agent")?;
-    ensure!(followed(agent)? == the_upstreams(), "{:?}", followed(agent)?);
+    ensure!(
+        followed(agent)? == the_upstreams(),
+        "{:?}",
+        followed(agent)?
+    );
     // The impostor's program: a copy of bash named nginx, waiting on a FIFO, `-c FILE` last.
     let dir = TempDir::new()?;
     let conf = impostor_conf(&dir)?;
     let bin = dir.path().join("nginx");
     std::fs::copy("/bin/bash", &bin)?;
     let fifo = dir.path().join("fifo");
-    lifeline_tests::cmd::run(std::process::Command::new("mkfifo").arg("-m").arg("666").arg(&fifo))?;
+    lifeline_tests::cmd::run(
+        std::process::Command::new("mkfifo")
+            .arg("-m")
+            .arg("666")
+            .arg(&fifo),
+    )?;
     let wait = format!("read -t 60 _ <> {}", fifo.display());
     let old = lab.proxy.stop();
     let cg = Cgroup::new()?;
@@ -221,7 +257,11 @@ fn a_reused_pid_of_the_proxy_is_never_read() -> Result<()> {
         "{:#?}",
         agent.messages("WARN")
     );
-    ensure!(followed(agent)? == the_upstreams(), "{:?}", followed(agent)?);
+    ensure!(
+        followed(agent)? == the_upstreams(),
+        "{:?}",
+        followed(agent)?
+    );
     never_followed_elsewhere(agent)?;
     drop(impostor);
     Ok(())

@@ -24,8 +24,10 @@ struct CloneArgs {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(pid), Some(prog)) = (args.first().and_then(|p| p.parse::<i32>().ok()), args.get(1))
-    else {
+    let (Some(pid), Some(prog)) = (
+        args.first().and_then(|p| p.parse::<i32>().ok()),
+        args.get(1),
+    ) else {
         eprintln!("usage: lab-pid-taker PID PROGRAM [ARGS...]");
         std::process::exit(2);
     };
