@@ -99,17 +99,16 @@ impl Rediscover {
                 let loopback = proxy::loopback(&server.0, server.1);
                 self.list = vec![server];
                 let names = super::names(&self.list);
-                match (loopback, &self.steer) {
-                    // A local proxy's address: its follower finds the proxy serving kubelet's
-                    // connection there and moves the sets to its upstreams; until then the
-                    // last ones stay (kubelet has just restarted and may not be connected).
-                    (Some(listen), Some(steer)) => steer.set(Some(listen)),
-                    _ => {
-                        if let Some(steer) = &self.steer {
-                            steer.set(None);
-                        }
-                        self.endpoints.retarget(&self.list);
+                // A local proxy's address: its follower finds the proxy serving kubelet's
+                // connection there and moves the sets to its upstreams; until then the last
+                // ones stay (kubelet has just restarted and may not be connected).
+                if let (Some(listen), Some(steer)) = (loopback, &self.steer) {
+                    steer.set(Some(listen));
+                } else {
+                    if let Some(steer) = &self.steer {
+                        steer.set(None);
                     }
+                    self.endpoints.retarget(&self.list);
                 }
                 tracing::info!(target: "lifeline::endpoint", source = %found, endpoint = %names, previous = %was,
                     "API endpoint {names} from {found}: kubelet restarted with another kubeconfig (was {was} from {now}); its port is watched from now on");

@@ -98,7 +98,7 @@ impl EndpointSet {
     #[must_use]
     pub fn retired(name: &str, port: u16) -> Self {
         let mut s = Self::new("retired", port);
-        s.name = name.to_owned();
+        name.clone_into(&mut s.name);
         s.proxied = true;
         s
     }

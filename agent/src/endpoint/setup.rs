@@ -25,7 +25,7 @@ pub enum Configured {
         source: Source,
         /// When the kubeconfig names a loopback address: the proxy there (then `list` is
         /// its upstreams), or why none was identified (then `list` is the loopback one).
-        via: Option<Via>,
+        via: Option<Box<Via>>,
     },
     /// No flag, no kubelet running, no well-known kubeconfig: a node without kubelet yet.
     Nothing,
@@ -49,7 +49,11 @@ impl Configured {
 /// `hop::through_proxy`).
 fn through_proxy(args: &Settings, server: (String, u16), source: Source) -> Configured {
     let (list, via) = hop::through_proxy(args, server);
-    Configured::Endpoints { list, source, via }
+    Configured::Endpoints {
+        list,
+        source,
+        via: via.map(Box::new),
+    }
 }
 
 /// The endpoints to follow: `--endpoint`s, else the `server:` of `--kubeconfig`, else of the
@@ -136,7 +140,7 @@ pub fn start(
     tracing::info!(source = %source, "API endpoint {} from {source}", super::names(list));
     // A discovered endpoint moves when kubelet restarts with another kubeconfig.
     let discovered = matches!(source, Source::Kubelet { .. } | Source::WellKnown(_));
-    let (endpoints, hop) = hop::follow(args, (list, via.as_ref()), discovered, wake);
+    let (endpoints, hop) = hop::follow(args, (list, via.as_deref()), discovered, wake);
     let (hop, steer) = hop.unzip();
     let followed = Followed::new(source.clone());
     let fixed = endpoints

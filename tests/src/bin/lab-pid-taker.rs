@@ -1,6 +1,6 @@
 //! lab-pid-taker: a neighbour that gets a process's old pid (issue 34, test c). Started as
 //! root with `PID PROGRAM ARGS...`, it clones a child with exactly that pid (`clone3`'s
-//! `set_tid`, Linux 5.5, which needs CAP_SYS_ADMIN: the lab's root has it); the child becomes
+//! `set_tid`, Linux 5.5, which needs `CAP_SYS_ADMIN`: the lab's root has it); the child becomes
 //! uid/gid 65534 and execs PROGRAM (argv[0] its path, so its comm is the file's name). The
 //! parent prints `took PID` (or `cannot take PID: ERROR`) and waits for the child.
 
@@ -31,13 +31,13 @@ fn main() {
         eprintln!("usage: lab-pid-taker PID PROGRAM [ARGS...]");
         std::process::exit(2);
     };
-    let argv: Vec<CString> = args[1..]
+    let child_argv: Vec<CString> = args[1..]
         .iter()
         .filter_map(|a| CString::new(a.as_bytes()).ok())
         .collect();
     let prog = CString::new(prog.as_bytes()).unwrap_or_default();
     let tids = [pid];
-    let ca = CloneArgs {
+    let clone = CloneArgs {
         exit_signal: u64::try_from(libc::SIGCHLD).unwrap_or_default(),
         set_tid: tids.as_ptr() as u64,
         set_tid_size: 1,
@@ -48,12 +48,12 @@ fn main() {
     let got = unsafe {
         libc::syscall(
             libc::SYS_clone3,
-            &raw const ca,
+            &raw const clone,
             std::mem::size_of::<CloneArgs>(),
         )
     };
     if got == 0 {
-        let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        let mut ptrs: Vec<*const libc::c_char> = child_argv.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
         // SAFETY: plain syscalls on our own values; execv's arrays are NUL-terminated and
         // outlive the call.

@@ -20,8 +20,8 @@ fn tree(name: &str, conf: &[u8]) -> std::path::PathBuf {
 
 /// nginx's parse of `conf` on a thread of its own: its error, how long it took and the
 /// most it had allocated at once.
-fn nginx_parse(name: &str, conf: Vec<u8>) -> (String, u128, usize) {
-    let root = tree(name, &conf);
+fn nginx_parse(name: &str, conf: &[u8]) -> (String, u128, usize) {
+    let root = tree(name, conf);
     let r = root.clone();
     let out = std::thread::spawn(move || {
         let root = Root::at(&r).unwrap();
@@ -38,7 +38,7 @@ fn nginx_parse(name: &str, conf: Vec<u8>) -> (String, u128, usize) {
 
 #[test]
 fn a_hundred_thousand_nested_braces_stop_at_the_depth_bound() {
-    let (e, ms, most) = nginx_parse("braces", b"{".repeat(100_000));
+    let (e, ms, most) = nginx_parse("braces", &b"{".repeat(100_000));
     assert_eq!(
         e,
         "/etc/nginx/nginx.conf: blocks nested more than 32 deep: not read further"
@@ -53,7 +53,7 @@ fn a_hundred_thousand_nested_braces_stop_at_the_depth_bound() {
 #[test]
 fn a_mebibyte_of_directives_stops_at_the_directive_bound() {
     let conf = b"a;".repeat(usize::try_from(MAX_FILE_BYTES).unwrap() / 2);
-    let (e, ms, most) = nginx_parse("directives", conf);
+    let (e, ms, most) = nginx_parse("directives", &conf);
     assert_eq!(
         e,
         "/etc/nginx/nginx.conf: more than 10000 directives: not read further"
@@ -63,7 +63,7 @@ fn a_mebibyte_of_directives_stops_at_the_directive_bound() {
         most < 8 << 20,
         "{most} bytes allocated at most, want < 8 MiB of 128"
     );
-    let (e, _, most) = nginx_parse("words", b"a ".repeat(500_000));
+    let (e, _, most) = nginx_parse("words", &b"a ".repeat(500_000));
     assert_eq!(
         e,
         "/etc/nginx/nginx.conf: more than 100000 words: not read further"

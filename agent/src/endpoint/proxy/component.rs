@@ -54,6 +54,8 @@ pub fn classify(path: &str) -> Result<Component, String> {
             "cgroup {path} is under {top} (a user's own or a guest's), not a node component's"
         ));
     }
+    // systemd's names are case-sensitive: `X.SLICE` is no slice.
+    #[allow(clippy::case_sensitive_file_extension_comparisons)]
     let slices = parts.iter().take_while(|p| p.ends_with(".slice")).count();
     let rest = &parts[slices..];
     if let [unit] = rest

@@ -176,9 +176,8 @@ impl<'r> Files<'r> {
             return Ok(vec![(p.to_owned(), text)]);
         };
         let dir = self.absolute(p.parent().unwrap_or(Path::new("")));
-        let mut names = match open::list_dir(&self.root.fd, &dir, MAX_FILES * 16) {
-            Ok(names) => names,
-            Err(_) => return Ok(Vec::new()),
+        let Ok(mut names) = open::list_dir(&self.root.fd, &dir, MAX_FILES * 16) else {
+            return Ok(Vec::new());
         };
         names.retain(|n| {
             n.len() >= pre.len() + post.len() && n.starts_with(pre) && n.ends_with(post)

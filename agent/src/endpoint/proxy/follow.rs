@@ -101,11 +101,12 @@ fn set_for(endpoints: &Endpoints, p: &Proxy, port: u16) -> Option<Arc<Mutex<Endp
         return Some(Arc::clone(s));
     }
     let added = endpoints.add(EndpointSet::proxied(&p.name, port));
-    match &added {
-        Some(_) => tracing::info!(target: "lifeline::endpoint", port,
-            "kubelet's proxy now has upstreams on port {port}: followed as {}-upstreams:{port}", p.name),
-        None => tracing::warn!(target: "lifeline::endpoint", port,
-            "kubelet's proxy now has upstreams on port {port}, but lifeline follows {} endpoint sets already: not followed", crate::endpoint::MAX_SETS),
+    if added.is_some() {
+        tracing::info!(target: "lifeline::endpoint", port,
+            "kubelet's proxy now has upstreams on port {port}: followed as {}-upstreams:{port}", p.name);
+    } else {
+        tracing::warn!(target: "lifeline::endpoint", port,
+            "kubelet's proxy now has upstreams on port {port}, but lifeline follows {} endpoint sets already: not followed", crate::endpoint::MAX_SETS);
     }
     added
 }
@@ -238,7 +239,9 @@ pub fn spawn(inputs: Inputs, endpoints: Endpoints, wake: Arc<Notify>) -> Shared 
                 };
                 let step = match step {
                     Ok((step, lines)) => {
-                        lines.iter().for_each(|l| once(&mut logged, l));
+                        for l in &lines {
+                            once(&mut logged, l);
+                        }
                         step
                     }
                     Err(late) => Step::Failed(late.to_string()),

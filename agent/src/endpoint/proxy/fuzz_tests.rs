@@ -74,7 +74,7 @@ proptest! {
 
     #[test]
     fn nginx_nested_blocks(depth in 0usize..80, ups in ups()) {
-        let servers: String = ups.iter().map(|(a, p)| format!("server {a}:{p};")).collect();
+        let servers: String = ups.iter().fold(String::new(), |s, (a, p)| s + &format!("server {a}:{p};"));
         let text = format!(
             "{}stream {{ upstream u {{ {servers} }} server {{ listen 6443; proxy_pass u; }} }}{}",
             "x {".repeat(depth),
@@ -101,8 +101,7 @@ proptest! {
         let servers: String = ups
             .iter()
             .enumerate()
-            .map(|(i, (a, p))| format!("  server s{i} {a}:{p} check\n"))
-            .collect();
+            .fold(String::new(), |s, (i, (a, p))| s + &format!("  server s{i} {a}:{p} check\n"));
         let text = format!("frontend f\n  bind 127.0.0.1:6443\n  default_backend b\n\nbackend b\n{servers}\n");
         prop_assert_eq!(haproxy::of_text(&text, 6443).unwrap(), listed(&ups));
         let _ = haproxy::of_text(&format!("{noise}\n{text}"), 6443);

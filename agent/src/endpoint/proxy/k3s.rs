@@ -66,7 +66,7 @@ pub fn data_dir(program: &str, args: &[String]) -> PathBuf {
 /// The load-balancer file to read, and its server addresses: the API server's own when
 /// there is one, else the supervisor's. Each is read inside the agent's root with the
 /// files' bounds (a 100 GB sparse file is refused by its size before a byte is read);
-/// serde_json nests at most 128 levels.
+/// `serde_json` nests at most 128 levels.
 ///
 /// # Errors
 /// When neither file can be read, or one exists and is no load-balancer file.
@@ -74,7 +74,7 @@ pub fn upstreams(
     root: &Root,
     program: &str,
     data_dir: &Path,
-) -> Result<(Vec<(String, u16)>, Vec<PathBuf>), ReadError> {
+) -> Result<super::nginx::Found, ReadError> {
     let etc = data_dir.join("agent/etc");
     let mut first = None;
     for name in [
