@@ -58,7 +58,7 @@ commands:
                the eBPF crate with the pinned nightly (installs its clippy when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
-  bench        lifeline against the alternatives, its cost and scale (needs root; about 35
+  bench        lifeline against the alternatives, its cost and scale (needs root; about 40
                minutes); writes docs/BENCHMARKS.md and docs/bench-outage.svg
     --quick        3 trials per cell, a 60 s cap, short cost runs (under 10 minutes);
                    writes under target/bench/ instead
