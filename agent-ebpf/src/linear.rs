@@ -99,7 +99,7 @@ fn path_known_to_work(s: &SockState) -> bool {
         pad: 0,
     };
     // SAFETY: a map lookup; the value is a plain u64 copied out at once.
-    match unsafe { PATH_ALIVE.get(&key) } {
+    match unsafe { PATH_ALIVE.get(key) } {
         None => true,
         Some(alive_ns) => *alive_ns >= s.trouble_ns,
     }

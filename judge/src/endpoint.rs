@@ -114,10 +114,10 @@ impl Judge {
             let due = dead.found + self.dead_peer_delay(s.cookie);
             // The finding covers a socket silent since before the probe began: a re-dial, or
             // a socket that heard from the peer since, is not dead by it.
-            let covered = |i: &&TcpInfo| life(i, at) + SLACK < dead.probe_started;
+            let covered = |i: &TcpInfo| life(i, at) + SLACK < dead.probe_started;
             if at < due {
                 call.wake = Some(due - at);
-            } else if info.filter(covered).is_some() {
+            } else if info.is_some_and(covered) {
                 call.reason = Some(Reason::DeadPeer {
                     endpoint: Some(endpoint.clone()),
                     probe_started: dead.probe_started,

@@ -136,8 +136,14 @@ mod tests {
     #[test]
     fn life_is_the_newer_of_the_last_ack_and_the_last_data() {
         let at = Instant::now() + Duration::from_secs(100);
-        assert_eq!(life(&info(3_000, 9_000), at), at - Duration::from_secs(3));
-        assert_eq!(life(&info(9_000, 2_000), at), at - Duration::from_secs(2));
+        assert_eq!(
+            life(&info(3_000, 9_000), at),
+            at.checked_sub(Duration::from_secs(3)).unwrap()
+        );
+        assert_eq!(
+            life(&info(9_000, 2_000), at),
+            at.checked_sub(Duration::from_secs(2)).unwrap()
+        );
     }
 
     #[test]
@@ -156,7 +162,12 @@ mod tests {
         assert!(!e.holds(t0 + s(4)), "heard from the peer after the look");
         assert_eq!(e.age(t0 + s(6)), s(4));
         let jiffy = Duration::from_millis(10);
-        let e = Evidence::new(t0 + s(5), t0 + s(1), t0 + s(1) - jiffy).expect("within a jiffy");
+        let e = Evidence::new(
+            t0 + s(5),
+            t0 + s(1),
+            (t0 + s(1)).checked_sub(jiffy).unwrap(),
+        )
+        .expect("within a jiffy");
         assert_eq!(e.since, t0 + s(1), "never before life");
     }
 }

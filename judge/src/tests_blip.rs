@@ -51,7 +51,7 @@ fn a_stall_across_the_paths_return_needs_two_fresh_timeouts_and_a_recovery_is_le
     // Stalled, and the path found down: the first look is taken, then the path comes back.
     j.look(&s, Some(&Read::Info(stalled_info())), 100 * S, at);
     j.end_sweep(100 * S, at);
-    j.path_down(at - Duration::from_secs(3));
+    j.path_down(at.checked_sub(Duration::from_secs(3)).unwrap());
     assert!(j.path_back(at + 100 * MS), "a return");
     assert!(
         two_looks(
@@ -131,8 +131,8 @@ fn a_dead_peer_covers_only_sockets_silent_since_before_its_probe_began() {
     let member = ("api:6443".to_owned(), Membership::InSet);
     let at = Instant::now() + Duration::from_secs(200);
     let dead = DeadPeer {
-        probe_started: at - Duration::from_secs(3),
-        found: at - Duration::from_secs(2),
+        probe_started: at.checked_sub(Duration::from_secs(3)).unwrap(),
+        found: at.checked_sub(Duration::from_secs(2)).unwrap(),
     };
     let s = Socket {
         peer: Some(PeerProbe::Dead(dead)),
@@ -190,7 +190,9 @@ fn an_endpoint_sockets_death_waits_for_a_probe_that_shows_the_path_working() {
     let member = ("api:6443".to_owned(), Membership::InSet);
     let at = Instant::now() + Duration::from_secs(200);
     // Its last sign of life as the second look reads it: 12 s before it.
-    let life = at + CONFIRM_AFTER - Duration::from_secs(12);
+    let life = (at + CONFIRM_AFTER)
+        .checked_sub(Duration::from_secs(12))
+        .unwrap();
     let with = |peer| Socket {
         member: Some(&member),
         peer,
@@ -215,7 +217,7 @@ fn an_endpoint_sockets_death_waits_for_a_probe_that_shows_the_path_working() {
         ),
         (
             Some(PeerProbe::Alive {
-                started: life - Duration::from_secs(1),
+                started: life.checked_sub(Duration::from_secs(1)).unwrap(),
             }),
             false,
             "alive before the silence began: stale",

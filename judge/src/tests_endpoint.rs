@@ -106,7 +106,7 @@ fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
     );
     // The probe began 2 s after the socket last heard from its peer and found it dead 1.5 s
     // later, while another address of the endpoint accepted.
-    let probe_started = t0 - Duration::from_millis(1_500);
+    let probe_started = t0.checked_sub(Duration::from_millis(1_500)).unwrap();
     let s = Socket {
         peer: Some(PeerProbe::Dead(DeadPeer {
             probe_started,

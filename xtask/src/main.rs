@@ -58,15 +58,18 @@ commands:
                the eBPF crate with the pinned nightly (installs its clippy when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
-  bench        lifeline against the alternatives, its cost and scale (needs root; about 35
+  bench        lifeline against the alternatives, its cost and scale (needs root; about 40
                minutes); writes docs/BENCHMARKS.md and docs/bench-outage.svg
     --quick        3 trials per cell, a 60 s cap, short cost runs (under 10 minutes);
                    writes under target/bench/ instead
-    --trials N     trials per cell (default 20, 10 for restarted-flow-only; 3 with --quick)
+    --trials N     trials per cell (default 20; 10 for restarted-flow-only and
+                   blip-one-of-two-3s; 3 with --quick)
     --scenario A,B only these rows, no targets, cost or scale; writes under target/bench/
                    and prints the tables. Rows: peer-gone-1s, peer-gone-10s, flow-only,
                    restarted-flow-only, idle-watch, idle-watch-go15,
-                   idle-watch-no-keepalive, elb-rotation, proxy-nginx, proxy-haproxy
+                   idle-watch-no-keepalive, elb-rotation, proxy-nginx, proxy-haproxy,
+                   and the blips (the path back by itself; served again, re-dials):
+                   blip-1s, blip-3s, blip-6s, blip-15s, blip-one-of-two-3s
     --soak         only the loss soak (30 minutes: 100 idle Go-like connections, 50
                    heartbeats, a bulk flow, at 5 %, 10 %, then 5 % with 30 % bursts);
                    writes its section of docs/BENCHMARKS.md

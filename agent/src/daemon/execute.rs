@@ -32,7 +32,7 @@ impl Daemon {
             if self.judge.quiet(kill.cookie, at) || !self.judge.current(kill) {
                 continue; // backing off, or earned again after the path's return
             }
-            let Some(cgroup_id) = self.still_dead(kill) else {
+            let Some(Fresh { cgroup_id }) = self.still_dead(kill) else {
                 continue;
             };
             let scopes = scopes.get_or_insert_with(|| self.scopes());
@@ -80,9 +80,9 @@ impl Daemon {
         verdict
     }
 
-    /// The socket's cgroup id from a fresh read, when the kill's evidence still stands on
-    /// it; `None`: gone, or it heard from its peer since the look (judged afresh next sweep).
-    fn still_dead(&mut self, kill: &Kill) -> Option<Option<u64>> {
+    /// A fresh read of the socket, when the kill's evidence still stands on it; `None`: it
+    /// heard from its peer since the look (judged afresh next sweep).
+    fn still_dead(&mut self, kill: &Kill) -> Option<Fresh> {
         let read = self
             .diag
             .get(kill.rec.local(), kill.rec.peer(), kill.cookie)
@@ -101,7 +101,9 @@ impl Daemon {
                 return None;
             }
         }
-        Some(read.and_then(|d| d.cgroup_id))
+        Some(Fresh {
+            cgroup_id: read.and_then(|d| d.cgroup_id),
+        })
     }
 
     /// The target cgroups' and the unit's subtrees as they are now.
@@ -156,4 +158,10 @@ impl Daemon {
             let _ = r.tx.send(req);
         }
     }
+}
+
+/// What a read right before a kill gives the rest of it.
+struct Fresh {
+    /// The socket's cgroup as `sock_diag` reports it (whose budget it spends).
+    cgroup_id: Option<u64>,
 }

@@ -80,8 +80,8 @@ struct Entry {
 }
 
 #[derive(Default)]
-struct Peers {
-    peers: HashMap<SocketAddr, Entry>,
+struct State {
+    by_peer: HashMap<SocketAddr, Entry>,
     /// The earliest start of a probe that found the path down, not yet taken by the loop.
     path_down: Option<Instant>,
     /// The latest answer of a probe that found its peer alive, not yet taken by the loop.
@@ -90,7 +90,7 @@ struct Peers {
 
 #[derive(Clone)]
 pub struct Prober {
-    inner: Arc<Mutex<Peers>>,
+    inner: Arc<Mutex<State>>,
     /// Woken when a probe finishes, so the daemon acts on a dead peer at once.
     wake: Arc<Notify>,
 }
@@ -104,7 +104,7 @@ impl Prober {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Peers> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -113,7 +113,7 @@ impl Prober {
     /// `peer` times out.
     pub fn request(&self, peer: SocketAddr, ask: ProbeAsk, others: Vec<SocketAddr>) {
         let mut inner = self.lock();
-        let e = inner.peers.entry(peer).or_default();
+        let e = inner.by_peer.entry(peer).or_default();
         let answered = e
             .result
             .is_some_and(|r| r.fresh() && ask.after.is_none_or(|t| r.started + SLACK >= t));
@@ -136,7 +136,7 @@ impl Prober {
                 Finding::Alive | Finding::Refused => inner.alive = Some((peer, at)),
                 Finding::Dead | Finding::Failed => {}
             }
-            let e = inner.peers.entry(peer).or_default();
+            let e = inner.by_peer.entry(peer).or_default();
             e.running = None;
             e.result = Some(Result {
                 finding,
@@ -152,7 +152,7 @@ impl Prober {
     #[must_use]
     pub fn finding(&self, peer: SocketAddr) -> Option<PeerProbe> {
         let inner = self.lock();
-        let e = inner.peers.get(&peer)?;
+        let e = inner.by_peer.get(&peer)?;
         if let Some(started) = e.running {
             return Some(PeerProbe::Running { started });
         }
@@ -174,7 +174,7 @@ impl Prober {
     #[must_use]
     pub fn dead(&self, peer: SocketAddr) -> Option<DeadPeer> {
         let inner = self.lock();
-        let r = inner.peers.get(&peer)?.result?;
+        let r = inner.by_peer.get(&peer)?.result?;
         (r.finding == Finding::Dead && r.fresh()).then_some(DeadPeer {
             probe_started: r.started,
             found: r.at,
@@ -185,12 +185,12 @@ impl Prober {
     /// connection): a dead or path-down finding of a probe that began before is dropped.
     pub fn heard(&self, peer: SocketAddr, at: Instant) {
         let mut inner = self.lock();
-        if let Some(e) = inner.peers.get_mut(&peer) {
-            if e.result.is_some_and(|r| {
+        if let Some(e) = inner.by_peer.get_mut(&peer)
+            && e.result.is_some_and(|r| {
                 matches!(r.finding, Finding::Dead | Finding::PathDown) && r.started < at
-            }) {
-                e.result = None;
-            }
+            })
+        {
+            e.result = None;
         }
     }
 
@@ -199,7 +199,7 @@ impl Prober {
     pub fn path_back(&self) {
         let mut inner = self.lock();
         inner.path_down = None;
-        for e in inner.peers.values_mut() {
+        for e in inner.by_peer.values_mut() {
             if e.result.is_some_and(|r| r.finding == Finding::PathDown) {
                 e.result = None;
             }
@@ -218,7 +218,7 @@ impl Prober {
 
     /// Forget peers nobody asked about for a while.
     pub fn prune(&self) {
-        self.lock().peers.retain(|_, e| {
+        self.lock().by_peer.retain(|_, e| {
             e.running.is_some()
                 || e.result
                     .is_some_and(|r| r.at.elapsed() < Duration::from_mins(1))
