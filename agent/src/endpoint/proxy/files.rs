@@ -219,3 +219,23 @@ pub fn split_host_port(s: &str) -> Option<(String, u16)> {
     }
     Some((host.to_owned(), port.parse().ok()?))
 }
+
+impl open::Failure {
+    /// The failure, with the path it was about.
+    #[must_use]
+    pub fn at(self, path: &Path) -> ReadError {
+        let path = path.to_owned();
+        match self {
+            Self::Open(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                ReadError::Missing { path }
+            }
+            Self::Open(e) => ReadError::Open {
+                path,
+                error: e.to_string(),
+            },
+            Self::NotRegular(kind) => ReadError::NotRegular { path, kind },
+            Self::TooBig(bytes) => ReadError::TooBig { path, bytes },
+            Self::TooMuch(bytes) => ReadError::TooMuch { bytes },
+        }
+    }
+}

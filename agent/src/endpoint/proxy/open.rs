@@ -41,24 +41,6 @@ pub enum Failure {
     TooMuch(u64),
 }
 
-impl Failure {
-    #[must_use]
-    pub fn at(self, path: &Path) -> super::files::ReadError {
-        use super::files::ReadError;
-        let path = path.to_owned();
-        match self {
-            Self::Open(e) if e.kind() == io::ErrorKind::NotFound => ReadError::Missing { path },
-            Self::Open(e) => ReadError::Open {
-                path,
-                error: e.to_string(),
-            },
-            Self::NotRegular(kind) => ReadError::NotRegular { path, kind },
-            Self::TooBig(bytes) => ReadError::TooBig { path, bytes },
-            Self::TooMuch(bytes) => ReadError::TooMuch { bytes },
-        }
-    }
-}
-
 /// A directory of ours, as a root to resolve in (`O_PATH`: no read permission needed).
 ///
 /// # Errors
