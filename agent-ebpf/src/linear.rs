@@ -33,33 +33,55 @@ use core::ffi::c_void;
 
 use lifeline_common::{
     keepalive::{SOL_TCP, TCP_BPF_SNDCWND_CLAMP, TCP_THIN_LINEAR_TIMEOUTS},
+    restore::{Original, opt},
     sock::{LTO_ARMED, LTO_OFF},
     watch::ARM_LINEAR_TIMEOUTS,
 };
 
-use crate::{keepalive::set, maps::config_flag};
+use crate::{
+    keepalive::{get, set},
+    maps::{ORIGINALS, config_flag},
+};
 
-/// Turns linear timeouts on for `sk` when the agent asked for them: `LTO_ARMED`, `LTO_OFF`
-/// or the negative errno.
-pub fn arm(sk: *mut c_void) -> i32 {
+/// Turns linear timeouts on for `sk` when the agent asked for them, noting the socket's own
+/// setting in `orig` (readable wherever settable, 6.1): `LTO_ARMED`, `LTO_OFF` or the
+/// negative errno.
+pub fn arm(sk: *mut c_void, orig: &mut Original) -> i32 {
     if !config_flag(ARM_LINEAR_TIMEOUTS) {
         return LTO_OFF;
     }
+    #[allow(clippy::cast_sign_loss, reason = "a flag")]
+    let cur = get(sk, SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS)
+        .ok()
+        .map(|v| v as u32);
+    orig.note(opt::LINEAR, cur);
+    if cur == Some(1) {
+        return LTO_ARMED;
+    }
     match set(sk, SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1) {
-        Ok(()) => LTO_ARMED,
+        Ok(()) => {
+            orig.mark(opt::LINEAR, 1);
+            LTO_ARMED
+        }
         Err(e) => e,
     }
 }
 
 /// At an RTO of a socket whose record says `LTO_ARMED`: end the initial slow start mark if
 /// the congestion control left `snd_ssthresh` infinite, so this RTO and the next are linear.
-pub fn at_rto(sk: *mut c_void, lto: i32, snd_ssthresh: u32) {
+/// Noted in the socket's `ORIGINALS` entry: the one change the restore pass can only report.
+pub fn at_rto(sk: *mut c_void, cookie: u64, lto: i32, snd_ssthresh: u32) {
     /// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
     const INFINITE: u32 = 0x7fff_ffff;
     if lto == LTO_ARMED && snd_ssthresh >= INFINITE {
         // A refusal leaves the socket as the kernel would have it: exponential backoff, and
         // the time rule finds the stall.
         #[allow(clippy::cast_possible_wrap, reason = "0x7fff_fffe fits in an i32")]
-        let _ = set(sk, SOL_TCP, TCP_BPF_SNDCWND_CLAMP, (INFINITE - 1) as i32);
+        if set(sk, SOL_TCP, TCP_BPF_SNDCWND_CLAMP, (INFINITE - 1) as i32).is_ok()
+            && let Some(o) = ORIGINALS.get_ptr_mut(cookie)
+        {
+            // SAFETY: map value of the right type, under the socket's lock.
+            unsafe { (*o).changed |= opt::CWND_CLAMP };
+        }
     }
 }

@@ -15,7 +15,8 @@
 //!   is never sent faster than the kernel's own cadence;
 //! - fewer unanswered than `POKE_LIMIT` (the verdict's evidence is in) and than the socket's
 //!   `TCP_KEEPCNT` less one (the kernel's own abort is never brought forward);
-//! - the phase is younger than `BOUND_NS`.
+//! - the phase is younger than `BOUND_NS`;
+//! - the socket's keepalive is not deferred (`crate::restore`).
 
 use core::ffi::c_void;
 
@@ -51,6 +52,11 @@ fn poke(sk: *mut c_void, cookie: u64) -> Option<()> {
     let p = unsafe { &mut *entry? };
     // SAFETY: as above.
     let rec = unsafe { &*SOCKETS.get_ptr(cookie)? };
+    // Deferred to the application's own deadline while lifeline only observes: its timing is
+    // the deferral's (`crate::restore`), never a poke's.
+    if rec.defer != 0 {
+        return None;
+    }
     // SAFETY: a helper without arguments.
     let now = unsafe { bpf_ktime_get_ns() };
     if now.wrapping_sub(p.started_ns) > BOUND_NS {

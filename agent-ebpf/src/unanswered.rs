@@ -140,7 +140,9 @@ fn report(sk: *const u8) -> Option<()> {
         return None;
     }
     let rec = SOCKETS.get_ptr(cookie)?;
-    if probes_out == 1 && FAST_INTERVAL_NS.load() != 0 {
+    // SAFETY: map value of the right type; a plain field read.
+    let deferred = unsafe { (*rec).defer } != 0;
+    if probes_out == 1 && FAST_INTERVAL_NS.load() != 0 && !deferred {
         // The first unanswered probe: a fast phase opens before the second is sent, so that
         // one already carries its octet (`crate::byteprobe`), and the TCP iterator pokes the
         // next one an interval later if it too is unanswered (`crate::poke`).

@@ -15,6 +15,7 @@
 //! kill). Its schedule (`judge/src/due.rs`, the tally of verdicts) is its own.
 
 mod budget;
+pub mod defer;
 mod due;
 mod early;
 mod endpoint;

@@ -69,6 +69,13 @@ impl Guard {
         Verdict::Hold
     }
 
+    /// Whether the last check found no endpoint address accepting, so kills are held (the
+    /// daemon defers the kernel's own keepalive aborts meanwhile, `daemon/defer.rs`).
+    #[must_use]
+    pub fn holding(&self) -> bool {
+        matches!(self.last, Some((false, _)))
+    }
+
     /// When the held batch should be looked at again.
     #[must_use]
     pub fn next_check(&self) -> Option<Instant> {

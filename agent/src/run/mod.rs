@@ -61,18 +61,25 @@ pub fn run(args: &Run) -> Result<()> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async {
-        let keepalive = args.watch.keepalive_map();
         let cfg = ProbeConfig {
             root: &root,
             ports: &ports,
             targets: &targets,
             max_sockets: args.watch.max_sockets,
-            keepalive,
+            keepalive: args.watch.keepalive_map(),
             silent_probes: args.watch.silent_probes,
             linear_timeouts: args.judge.stall_unanswered > 0,
             fast_probes: args.watch.fast_probes,
+            dry_run: args.judge.dry_run,
+            recover: true,
         };
         let mut probe = Probe::load(&cfg)?;
+        // What is armed: a dry run arms nothing it could not take back (`Probe::load`).
+        let keepalive = probe.keepalive;
+        let silence = silence.filter(|_| keepalive.idle_s != 0);
+        if let Err(why) = &probe.pinned {
+            tracing::info!(reason = %why, "what lifeline changes on sockets is not kept for the next start: after a crash they keep its values until they close");
+        }
         // The one set of metrics: each part that counts gets its handle.
         let metrics = Metrics::new();
         readers::spawn_probe_logger(&mut probe)?;
@@ -102,6 +109,13 @@ pub fn run(args: &Run) -> Result<()> {
         let gate = metrics.gate(servers::STATUS, status::server::MAX_CLIENTS);
         status::server::serve(&args.report.status_socket, ask_tx, gate)?;
         let judge = new_judge(args, silence, keepalive, restarts.is_some(), &probe);
+        let probe_restores = probe.can_adopt;
+        let defer = crate::daemon::defer::Deferrals::new(
+            args.judge.dry_run,
+            probe.can_adopt,
+            args.watch.silent_probes,
+            &keepalive,
+        );
         let mut daemon = Daemon::new(crate::daemon::Parts {
             probe,
             diag,
@@ -113,6 +127,7 @@ pub fn run(args: &Run) -> Result<()> {
             watching,
             news: inbox,
             counts: metrics.counts(),
+            defer,
         });
         tracing::info!(
             event = "ready",
@@ -124,6 +139,7 @@ pub fn run(args: &Run) -> Result<()> {
             silent_timeout_ms = silence.map(|s| u64::try_from(s.after.as_millis()).unwrap_or(u64::MAX)),
             silent_probes = silence.map(|s| s.probes),
             dry_run = args.judge.dry_run,
+            restore_on_stop = probe_restores,
             endpoints = ?endpoints.list(),
             "probe attached to the cgroup v2 root; watching"
         );
@@ -135,6 +151,8 @@ pub fn run(args: &Run) -> Result<()> {
             sweep_until_signal(&mut daemon, args.sweep.interval, wait, &wake, &mut asks).await;
         node.stop();
         let _ = std::fs::remove_file(&args.report.status_socket);
+        // The application's socket options back, before the last program goes.
+        daemon.restore();
         drop(daemon); // closes the links: every program is detached
         tracing::info!(event = "stopped", "probe detached");
         result

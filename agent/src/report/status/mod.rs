@@ -26,6 +26,13 @@ pub struct Snapshot {
     pub kills: u64,
     /// Batches of kills held back because no endpoint address accepted a connection.
     pub holds: u64,
+    /// What a clean stop puts back on the sockets lifeline armed, or why nothing can be, and
+    /// what a dry run or a hold does to the kernel's own keepalive aborts.
+    #[serde(default)]
+    pub restore_on_stop: String,
+    /// Sockets whose keepalive is deferred to the application's own deadline now.
+    #[serde(default)]
+    pub deferred: u64,
     /// Where the endpoints came from ("kubelet pid 812 --kubeconfig ..."); `None` without.
     pub endpoint_source: Option<String>,
     pub endpoints: Vec<crate::endpoint::EndpointStatus>,

@@ -65,6 +65,16 @@ pub fn render(s: &Snapshot) -> String {
             e.failures
         );
     }
+    if !s.restore_on_stop.is_empty() {
+        let _ = writeln!(out, "restore on stop: {}", s.restore_on_stop);
+    }
+    if s.deferred > 0 {
+        let _ = writeln!(
+            out,
+            "keepalive deferred to the application's own deadline (lifeline only observes): {} socket(s)",
+            s.deferred
+        );
+    }
     if s.holds > 0 {
         let _ = writeln!(out, "kills held (no healthy endpoint): {}", s.holds);
     }
