@@ -43,6 +43,7 @@ mod nft_flows;
 pub mod nobody;
 pub mod outside;
 pub mod paths;
+pub mod pidfd;
 pub mod pod;
 pub mod pod_syscalls;
 pub mod podman;

@@ -2,6 +2,8 @@
 //! restore pass, `kernel/probe/restore.rs`) and says in one line how many sockets are as their
 //! application made them again and how many are not, and why.
 
+use std::fmt::Write as _;
+
 use lifeline_common::restore::opt;
 
 use super::Daemon;
@@ -33,21 +35,29 @@ fn log(r: &Restored) {
     } else {
         format!(" ({})", why.join("; "))
     };
-    let clamp = if r.clamped == 0 {
-        String::new()
-    } else {
-        format!(
+    let mut kept = String::new();
+    if r.callbacks_kept > 0 {
+        let _ = write!(
+            kept,
+            "; {} keep lifeline's sock_ops callback flags (clearing them needs Linux 6.12; no application sees them, and they call nothing once lifeline's programs are detached)",
+            r.callbacks_kept
+        );
+    }
+    if r.clamped > 0 {
+        let _ = write!(
+            kept,
             "; {} keep the snd_ssthresh lifeline set at an RTO under BBR (TCP_BPF_SNDCWND_CLAMP can be neither read nor set back; it clamps nothing)",
             r.clamped
-        )
-    };
+        );
+    }
     tracing::info!(
         event = "restored",
         restored = r.restored,
         not_restored = r.not_restored,
         gone = r.gone,
         clamped = r.clamped,
-        "socket options restored on {} sockets, {} could not be{why}{clamp}",
+        callbacks_kept = r.callbacks_kept,
+        "socket options restored on {} sockets, {} could not be{why}{kept}",
         r.restored,
         r.not_restored
     );
@@ -58,9 +68,6 @@ fn left_text(bit: u32) -> &'static str {
     match bit {
         opt::CNT => {
             "TCP_KEEPCNT raised past its probes still unanswered (the application's own count would abort it at once)"
-        }
-        opt::CALLBACKS => {
-            "lifeline's sock_ops callback flags (clearing them needs Linux 6.12; inert once lifeline's programs are detached)"
         }
         opt::KEEPALIVE | opt::IDLE | opt::INTVL | opt::USER_TIMEOUT | opt::LINEAR => {
             "an option whose original value was never known (set before connecting, on a kernel that cannot read it back: Linux 6.1) or that the kernel refused"

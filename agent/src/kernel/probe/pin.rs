@@ -1,11 +1,13 @@
 //! Crash recovery: the agent pins its `ORIGINALS` map under bpffs
-//! (`/sys/fs/bpf/lifeline/originals.net-INODE`, one per network namespace as the agent lock
+//! (`/sys/fs/bpf/lifeline/originals-net-INODE`, one per network namespace as the agent lock
 //! is), so what the application had on each armed socket outlives an agent that stops
 //! without its restore pass (SIGKILL, OOM, a watchdog abort). The next start finds the pin
 //! before it attaches anything, puts those sockets' options back through the TCP iterator,
 //! removes the pin and pins its own map; a clean stop removes it after its own pass. A pin
 //! whose layout is not this version's is removed unread. Without bpffs (a pod without the
 //! host's /sys/fs/bpf mounted in) nothing outlives the agent, and the start log says so.
+//! No dot in the name: bpffs refuses one with EPERM (`bpf_lookup()`, dots are reserved,
+//! <https://github.com/torvalds/linux/blob/v6.18/kernel/bpf/inode.c>).
 
 use std::{
     os::unix::fs::MetadataExt as _,
@@ -31,7 +33,7 @@ pub fn path() -> Result<PathBuf> {
     let netns = std::fs::metadata("/proc/self/ns/net")
         .context("cannot read the network namespace (/proc/self/ns/net)")?
         .ino();
-    Ok(Path::new(DIR).join(format!("originals.net-{netns}")))
+    Ok(Path::new(DIR).join(format!("originals-net-{netns}")))
 }
 
 /// What a start found of a previous agent.
