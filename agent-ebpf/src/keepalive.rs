@@ -135,6 +135,13 @@ fn try_arm(
         orig.note(bit::USER_TIMEOUT, cur);
         out.user_timeout_ms = shorten(sk, opt, cur, want.user_timeout_ms)?;
         orig.mark(bit::USER_TIMEOUT, out.user_timeout_ms);
+    } else {
+        // Not changed, but a deferral needs it: with a user timeout the kernel's keepalive
+        // abort ignores the count (`lifeline_judge::defer`).
+        orig.note(
+            bit::USER_TIMEOUT,
+            read(sk, (SOL_TCP, TCP_USER_TIMEOUT)).ok().flatten(),
+        );
     }
     if want.idle_s == 0 {
         return Ok(());

@@ -19,7 +19,8 @@ use aya_ebpf::{
 use lifeline_common::{
     Keepalive, SockState,
     keepalive::{
-        SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, ka_armed,
+        SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL,
+        TCP_USER_TIMEOUT, ka_armed,
     },
     news,
     restore::{DEFER_OFF, opt},
@@ -67,7 +68,11 @@ fn try_setsockopt<const NETNS: bool>(ctx: &SockoptContext) -> Option<()> {
     let o = unsafe { &mut *ctx.sockopt };
     let ours = matches!(
         (o.level, o.optname),
-        (SOL_SOCKET, SO_KEEPALIVE) | (SOL_TCP, TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT)
+        (SOL_SOCKET, SO_KEEPALIVE)
+            | (
+                SOL_TCP,
+                TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT | TCP_USER_TIMEOUT
+            )
     );
     if !ours || o.optlen < 4 {
         return None;
@@ -106,6 +111,14 @@ fn try_setsockopt<const NETNS: bool>(ctx: &SockoptContext) -> Option<()> {
     app.calls += 1;
     let before = rec.keepalive;
     let keepalive_flag = o.level == SOL_SOCKET && o.optname == SO_KEEPALIVE;
+    if o.optname == TCP_USER_TIMEOUT && o.level == SOL_TCP {
+        // Let through as asked (0 is "none"; negative values the kernel refuses): only noted,
+        // as the application's own from now on, and what is in force.
+        if asked >= 0 {
+            user_timeout(app.cookie, asked_u, rec);
+        }
+        return None;
+    }
     // Out of range (a count or time of 0 or less): the kernel refuses it with EINVAL, as it
     // would without us.
     if !keepalive_flag && asked_u == 0 {
@@ -147,6 +160,21 @@ fn try_setsockopt<const NETNS: bool>(ctx: &SockoptContext) -> Option<()> {
         news(app.cookie, news::KEEPALIVE, 0);
     }
     Some(())
+}
+
+/// The application set its own `TCP_USER_TIMEOUT` (let through): the original from now on,
+/// in force, and news (a deferred socket is re-planned with it).
+fn user_timeout(cookie: u64, asked: u32, rec: &mut SockState) {
+    if let Some(orig) = ORIGINALS.get_ptr_mut(cookie) {
+        // SAFETY: map value of the right type; the socket is locked for the call.
+        let orig = unsafe { &mut *orig };
+        orig.note(opt::USER_TIMEOUT, Some(asked));
+        orig.mark(opt::USER_TIMEOUT, asked);
+    }
+    if rec.keepalive.user_timeout_ms != asked {
+        rec.keepalive.user_timeout_ms = asked;
+        news(cookie, news::KEEPALIVE, 0);
+    }
 }
 
 /// The option's bit in `lifeline_common::restore::opt` (only keepalive options get here).

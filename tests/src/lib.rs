@@ -17,6 +17,7 @@ pub mod client;
 pub mod cmd;
 pub mod crowd;
 pub mod decision;
+pub mod defer_lab;
 pub mod dns;
 mod dns_rotate;
 pub mod dnsquery;
