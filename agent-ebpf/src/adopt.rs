@@ -104,6 +104,10 @@ pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
         (0, false) => ADOPT_ARMED,
         _ => ret as i32,
     };
+    #[allow(
+        clippy::needless_borrows_for_generic_args,
+        reason = "a reference to the promoted constant: no 48-byte copy on the BPF stack"
+    )]
     let _ = ORIGINALS.insert(cookie, &Original::NONE, 0);
     if let (Some(rec), Some(orig)) = (SOCKETS.get_ptr_mut(cookie), ORIGINALS.get_ptr_mut(cookie)) {
         // SAFETY: map values of the right types; the iterator holds the socket's lock.

@@ -166,16 +166,28 @@ fn on_established(ctx: &SockOpsContext) {
         },
         0,
     );
+    arm(ctx, cookie);
+    count(stats::WATCHED);
+    news(cookie, news::ESTABLISHED, 0);
+}
+
+/// Set the callback flags and arm keepalive and linear timeouts on a socket just recorded,
+/// noting first what it had (`ORIGINALS`, for the restore at stop). Armed only once the
+/// socket is recorded: nothing is changed on a socket we do not watch.
+fn arm(ctx: &SockOpsContext, cookie: u64) {
     // What the socket had before lifeline changed anything, for the restore at stop
     // (`lifeline_common::restore`). Full: armed all the same, and that socket is counted as
     // not restored at stop.
+    #[allow(
+        clippy::needless_borrows_for_generic_args,
+        reason = "a reference to the promoted constant: no 48-byte copy on the BPF stack"
+    )]
     let _ = ORIGINALS.insert(cookie, &Original::NONE, 0);
     let orig = ORIGINALS.get_ptr_mut(cookie);
     let before = ctx.cb_flags();
     #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
     let flags = (before | WATCH_CB_FLAGS) as i32;
     let armed = ctx.set_cb_flags(flags).is_ok();
-    // Armed only once the socket is recorded: nothing is changed on a socket we do not watch.
     if let (Some(rec), Some(orig)) = (SOCKETS.get_ptr_mut(cookie), orig) {
         // SAFETY: map values of the right types, under the socket's lock.
         let (rec, orig) = unsafe { (&mut *rec, &mut *orig) };
@@ -186,8 +198,6 @@ fn on_established(ctx: &SockOpsContext) {
         rec.ka_result = keepalive::arm(ctx.ops.cast(), &mut rec.keepalive, orig);
         rec.lto = linear::arm(ctx.ops.cast(), orig);
     }
-    count(stats::WATCHED);
-    news(cookie, news::ESTABLISHED, 0);
 }
 
 /// The socket's owner entry, from `OWNERS` (targets) or `PEER_OWNERS` (connects to an

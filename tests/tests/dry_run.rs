@@ -12,12 +12,12 @@
 
 use std::time::Duration;
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use lifeline_tests::defer_lab::{self, Pair, deferrals};
 use lifeline_tests::idle_lab::agent_with;
 use lifeline_tests::kernel::{self, features};
 use lifeline_tests::scenario::Setup;
-use lifeline_tests::{Agent, Decision, require_root};
+use lifeline_tests::{Agent, Decision, require_root, wait_until};
 use serde_json::Value;
 
 /// How long the sockets are watched after the fault: well past lifeline's own 10-21 s.
@@ -75,6 +75,65 @@ fn a_hold_never_aborts_sooner_than_the_applications_own_settings() -> Result<()>
     eprintln!("hold: {seen:?}");
     defer_lab::own_settings_decided(&seen, WATCH, &p)?;
     would_have_killed(&agent, &p, "held: no healthy endpoint", "hold")?;
+    Ok(())
+}
+
+#[test]
+fn lifelines_values_come_back_when_the_socket_answers_again() -> Result<()> {
+    require_root();
+    if !kernel::has(&features::DEFER) {
+        return Ok(());
+    }
+    let s = Setup::new()?;
+    let agent = agent_with(&s, &["--dry-run"])?;
+    let client = lifeline_tests::Client::start(
+        &s.lab,
+        Some(&s.cgroup),
+        &[
+            "--peer",
+            lifeline_tests::idle_lab::SERVER,
+            "--keepalive",
+            "5,5,4",
+            "idle",
+        ],
+    )?;
+    let port = client.local_port().context("no port")?;
+    lifeline_tests::idle_lab::wait_armed(&agent, port, "1s,1s,20")?;
+    let fault = s.lab.blackhole_flow(port)?;
+    // Deferred once its evidence is in (about 3 s with fast probes), shown in status.
+    let step = Duration::from_millis(200);
+    wait_until("the deferral", Duration::from_secs(15), step, || {
+        Ok((!deferrals(&agent, port).is_empty()).then_some(()))
+    })?;
+    let st = agent.status()?;
+    let cell = &st.socket_for_port(port).context("socket gone")?.keepalive;
+    ensure!(cell.contains("(deferred"), "status keepalive: {cell}");
+    // The path comes back: the next probe (a second apart) is answered, and lifeline's own
+    // values come back within the agent's poll.
+    s.lab.heal(&fault)?;
+    wait_until(
+        "lifeline's values back",
+        Duration::from_secs(8),
+        step,
+        || {
+            let st = agent.status()?;
+            Ok(st
+                .socket_for_port(port)
+                .filter(|k| k.keepalive == "1s,1s,20")
+                .map(|_| ()))
+        },
+    )?;
+    let resumed = agent
+        .log()
+        .into_iter()
+        .map(|(_, v)| v)
+        .any(|v| v.pointer("/fields/event").and_then(Value::as_str) == Some("resumed"));
+    ensure!(resumed, "no `resumed` line:\n{}", agent.proc.stderr_text());
+    ensure!(
+        client.errors().is_empty(),
+        "the client saw an error: {}",
+        client.dump()
+    );
     Ok(())
 }
 

@@ -30,7 +30,6 @@ struct Clients {
     go: Client,
     go_port: u16,
     plain: Client,
-    plain_port: u16,
 }
 
 /// The Go client and a lab client without keepalive, both watched and armed with lifeline's
@@ -51,14 +50,10 @@ fn armed_clients(s: &Setup, agent: &Agent) -> Result<Clients> {
         go.local_port().context("go: no port")?,
         plain.local_port().context("plain: no port")?,
     );
+    // Both watched and armed, in status and as the clients themselves read them below.
     wait_armed(agent, go_port, "1s,1s,20")?;
     wait_armed(agent, plain_port, "1s,1s,20")?;
-    let c = Clients {
-        go,
-        go_port,
-        plain,
-        plain_port,
-    };
+    let c = Clients { go, go_port, plain };
     let (go_now, plain_now) = (go_options(&c)?, plain_options(&c, mono_ms())?);
     ensure!(
         go_now.keepalive && go_now.values() == LIFELINE,

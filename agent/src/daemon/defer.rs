@@ -18,30 +18,17 @@ use lifeline_common::{
     restore::Defer,
 };
 
-use super::{Daemon, defer_log::log};
+use super::{
+    Daemon,
+    defer_log::{Observe, Say, log},
+};
 use crate::judge::{
-    Read, TcpInfo,
-    defer::{self, App, Deferral},
+    Read,
+    defer::{self, App},
 };
 
 /// Deferred sockets are read at most this often to see whether they answer again.
 const POLL: Duration = Duration::from_secs(1);
-
-/// Why lifeline only observes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Observe {
-    DryRun,
-    Hold,
-}
-
-impl Observe {
-    pub(super) const fn label(self) -> &'static str {
-        match self {
-            Self::DryRun => "dry-run",
-            Self::Hold => "hold",
-        }
-    }
-}
 
 /// The deferrals in force and the ones to apply at the end of the sweep.
 pub struct Deferrals {
@@ -57,17 +44,6 @@ pub struct Deferrals {
     /// To apply at the end of this sweep, with what to say.
     pending: Vec<(u64, Defer, Say)>,
     last_poll: Option<Instant>,
-}
-
-/// What a pending entry is logged as.
-pub(super) enum Say {
-    Deferred {
-        mode: Observe,
-        plan: Deferral,
-        app: App,
-        info: TcpInfo,
-    },
-    Resumed(&'static str),
 }
 
 impl Deferrals {

@@ -8,8 +8,37 @@ use lifeline_common::{
     restore::{DEFER_END, Defer},
 };
 
-use super::defer::Say;
-use crate::judge::defer::{App, AppKeepalive, KeepalivePlan};
+use crate::judge::{
+    TcpInfo,
+    defer::{App, AppKeepalive, Deferral, KeepalivePlan},
+};
+
+/// Why lifeline only observes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Observe {
+    DryRun,
+    Hold,
+}
+
+impl Observe {
+    pub(super) const fn label(self) -> &'static str {
+        match self {
+            Self::DryRun => "dry-run",
+            Self::Hold => "hold",
+        }
+    }
+}
+
+/// What a pending entry is logged as.
+pub(super) enum Say {
+    Deferred {
+        mode: Observe,
+        plan: Deferral,
+        app: App,
+        info: TcpInfo,
+    },
+    Resumed(&'static str),
+}
 
 /// The deferral's one line, with its evidence.
 pub(super) fn log(rec: &SockState, entry: &Defer, say: &Say) {
@@ -24,7 +53,7 @@ pub(super) fn log(rec: &SockState, entry: &Defer, say: &Say) {
         Say::Resumed(why) => {
             tracing::info!(target: "lifeline::defer", event = "resumed", peer = %peer, local = %local,
             owner_pid = pid, owner_comm = comm, why, keepalive = %values(&rec.keepalive),
-            "lifeline's keepalive is back on socket {local} -> {peer}: {why}")
+            "lifeline's keepalive is back on socket {local} -> {peer}: {why}");
         }
         Say::Deferred {
             mode,

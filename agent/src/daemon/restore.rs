@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use lifeline_common::restore::opt;
 
 use super::Daemon;
-use crate::kernel::probe::{Restored, pin};
+use crate::kernel::probe::{RestoreSummary, pin};
 
 impl Daemon {
     /// The restore pass, its one log line, and the crash-recovery pin removed.
@@ -24,7 +24,7 @@ impl Daemon {
     }
 }
 
-fn log(r: &Restored) {
+fn log(r: &RestoreSummary) {
     let why: Vec<String> = r
         .left
         .iter()

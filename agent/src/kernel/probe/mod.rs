@@ -30,7 +30,7 @@ mod watch_maps;
 pub use fast::{FastProbes, FastUnavailable};
 use maps_setup::{armed_keepalive, configure, load_iter, raise_memlock};
 pub use object::object;
-pub use restore::Restored;
+pub use restore::RestoreSummary;
 pub use sockopt::AppKeepalive;
 
 pub struct ProbeConfig<'a> {

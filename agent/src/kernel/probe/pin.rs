@@ -21,7 +21,7 @@ use aya::{
 };
 use lifeline_common::{maps, restore::Original, watch::RESTORE};
 
-use super::{keepalive_fn, restore::Restored};
+use super::{keepalive_fn, restore::RestoreSummary};
 
 const DIR: &str = "/sys/fs/bpf/lifeline";
 
@@ -42,7 +42,7 @@ pub enum Recovered {
     /// No pin: the previous agent stopped cleanly, or there was none.
     Nothing,
     /// Its sockets' options were put back.
-    Restored(Restored),
+    Restored(RestoreSummary),
     /// A pin was found, but could not be used (another layout, no iterator): the reason.
     Unusable(String),
 }
@@ -83,7 +83,7 @@ fn read(pin: &Path) -> Result<Vec<(u64, Original)>> {
     Ok(old.iter().filter_map(Result::ok).collect())
 }
 
-fn put_back(ebpf: &mut Ebpf, entries: &[(u64, Original)]) -> Result<Restored> {
+fn put_back(ebpf: &mut Ebpf, entries: &[(u64, Original)]) -> Result<RestoreSummary> {
     let mut map: HashMap<&mut MapData, u64, Original> =
         HashMap::try_from(ebpf.map_mut(maps::ORIGINALS).context("ORIGINALS")?)?;
     for (cookie, o) in entries {
@@ -99,7 +99,7 @@ fn put_back(ebpf: &mut Ebpf, entries: &[(u64, Original)]) -> Result<Restored> {
     for (cookie, _) in &done {
         let _ = map.remove(cookie);
     }
-    Ok(Restored::of(done.into_iter().map(|(_, o)| o)))
+    Ok(RestoreSummary::of(done.into_iter().map(|(_, o)| o)))
 }
 
 fn set_restore(ebpf: &mut Ebpf, on: bool) -> Result<()> {

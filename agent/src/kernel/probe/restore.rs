@@ -22,7 +22,7 @@ use super::{Probe, keepalive_fn};
 
 /// What a restore pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Restored {
+pub struct RestoreSummary {
     /// Sockets whose every changed option is the application's again.
     pub restored: usize,
     /// Sockets with at least one changed option left as lifeline set it.
@@ -40,7 +40,7 @@ pub struct Restored {
     pub gone: usize,
 }
 
-impl Restored {
+impl RestoreSummary {
     /// Sum up the entries a restore pass wrote.
     #[must_use]
     pub fn of(entries: impl Iterator<Item = Original>) -> Self {
@@ -137,7 +137,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the iterator is unavailable or fails.
-    pub fn restore_all(&mut self) -> Result<Restored> {
+    pub fn restore_all(&mut self) -> Result<RestoreSummary> {
         self.detach_all_but_the_iterator();
         if !self.can_adopt {
             anyhow::bail!(
@@ -148,7 +148,9 @@ impl Probe {
         let ran = keepalive_fn::run_iterator(&mut self.ebpf);
         self.update_config(|c| c.flags &= !RESTORE)?;
         ran?;
-        Ok(Restored::of(self.originals().into_iter().map(|(_, o)| o)))
+        Ok(RestoreSummary::of(
+            self.originals().into_iter().map(|(_, o)| o),
+        ))
     }
 
     /// Sockets lifeline changed an option on (what a stop without the iterator leaves).
@@ -198,7 +200,7 @@ mod tests {
     #[test]
     fn a_pass_is_summed_per_socket_and_per_option() {
         let all = opt::KEEPALIVE_ALL;
-        let r = Restored::of(
+        let r = RestoreSummary::of(
             [
                 entry(all, RESTORE_DONE, 0),
                 entry(all | opt::CALLBACKS, RESTORE_DONE, opt::CALLBACKS),
@@ -215,7 +217,7 @@ mod tests {
         );
         assert_eq!(
             r,
-            Restored {
+            RestoreSummary {
                 restored: 3,
                 not_restored: 1,
                 left: vec![(opt::CNT, 1)],
