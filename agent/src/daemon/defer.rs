@@ -7,10 +7,7 @@
 //! deferral is one log line with its evidence (target `lifeline::defer`), beside the
 //! decision's own (`outcome: dry-run` or `held`).
 
-use std::{
-    collections::HashMap,
-    time::{Duration, Instant},
-};
+use std::{collections::HashMap, time::Instant};
 
 use lifeline_common::{
     Keepalive, SockState,
@@ -20,30 +17,27 @@ use lifeline_common::{
 
 use super::{
     Daemon,
-    defer_log::{Observe, Say, log},
+    defer_log::{Observe, Say},
 };
 use crate::judge::{
-    Read,
+    Read, TcpInfo,
     defer::{self, App},
 };
 
-/// Deferred sockets are read at most this often to see whether they answer again.
-const POLL: Duration = Duration::from_secs(1);
-
 /// The deferrals in force and the ones to apply at the end of the sweep.
 pub struct Deferrals {
-    dry_run: bool,
+    pub(super) dry_run: bool,
     /// The guard held the last batch of kills.
-    holding: bool,
+    pub(super) holding: bool,
     /// The TCP iterator is there to re-time sockets (Linux 5.15).
-    possible: bool,
+    pub(super) possible: bool,
     /// Unanswered probes from which a silent socket is deferred (`defer::due_from`).
-    from: u32,
+    pub(super) from: u32,
     /// Deferred sockets: lifeline's values to bring back, and the application's view.
-    deferred: HashMap<u64, (Keepalive, App)>,
+    pub(super) deferred: HashMap<u64, (Keepalive, App)>,
     /// To apply at the end of this sweep, with what to say.
-    pending: Vec<(u64, Defer, Say)>,
-    last_poll: Option<Instant>,
+    pub(super) pending: Vec<(u64, Defer, Say)>,
+    pub(super) last_poll: Option<Instant>,
 }
 
 impl Deferrals {
@@ -93,16 +87,30 @@ impl Daemon {
     /// After a socket's look: defer it when lifeline only observes and its evidence is in,
     /// or bring lifeline's values back when it answers again.
     pub(super) fn defer_look(&mut self, cookie: u64, rec: &SockState, read: Option<&Read>) {
-        let Some(Read::Info(info)) = read else {
-            return;
-        };
-        let d = &self.defer;
-        if d.deferred.contains_key(&cookie) {
+        if let Some(Read::Info(info)) = read {
+            self.defer_seen(cookie, rec, info);
+        }
+    }
+
+    /// What a read of `cookie`'s `tcp_info` means for its deferral: bring lifeline's values
+    /// back once it answers; plan again when the application set other values since; defer
+    /// it when lifeline only observes and its evidence is in.
+    pub(super) fn defer_seen(&mut self, cookie: u64, rec: &SockState, info: &TcpInfo) {
+        let app_now = || self.probe.original(cookie).map(|o| App::from_original(&o));
+        let mut ours = rec.keepalive;
+        if let Some((was, app)) = self.defer.deferred.get(&cookie).copied() {
             if info.probes == 0 && info.retransmits == 0 {
                 self.resume(cookie, "it answered again");
+                return;
             }
-            return;
+            if app_now().is_none_or(|a| a == app) {
+                return;
+            }
+            // The application set its own values since: planned again, lifeline's kept.
+            self.defer.deferred.remove(&cookie);
+            ours = was;
         }
+        let d = &self.defer;
         let Some(mode) = d.observing() else {
             return;
         };
@@ -111,7 +119,7 @@ impl Daemon {
         if !d.possible || !(silent || stalled) || rec.ka_result == KA_OFF {
             return;
         }
-        let Some(app) = self.probe.original(cookie).map(|o| App::from_original(&o)) else {
+        let Some(app) = app_now() else {
             return;
         };
         let plan = defer::plan(&app, info);
@@ -122,7 +130,7 @@ impl Daemon {
             return;
         }
         tracing::debug!(cookie, mode = mode.label(), "deferral due");
-        self.defer.deferred.insert(cookie, (rec.keepalive, app));
+        self.defer.deferred.insert(cookie, (ours, app));
         let say = Say::Deferred {
             mode,
             plan,
@@ -149,34 +157,8 @@ impl Daemon {
         self.apply_pending();
     }
 
-    /// Deferred sockets answer with no news: read them, at most every `POLL`.
-    fn poll_deferred(&mut self) {
-        if self.defer.deferred.is_empty()
-            || self.defer.last_poll.is_some_and(|t| t.elapsed() < POLL)
-        {
-            return;
-        }
-        self.defer.last_poll = Some(Instant::now());
-        let cookies: Vec<u64> = self.defer.deferred.keys().copied().collect();
-        for c in cookies {
-            let Some(rec) = self.mirror.get(c).copied() else {
-                self.defer.forget(c);
-                continue;
-            };
-            match self.diag.get(rec.local(), rec.peer(), c) {
-                Ok(None) => self.defer.forget(c),
-                Ok(Some(s)) => {
-                    if s.info.is_some_and(|i| i.probes == 0 && i.retransmits == 0) {
-                        self.resume(c, "it answered again");
-                    }
-                }
-                Err(_) => {}
-            }
-        }
-    }
-
     /// Bring lifeline's own values back on `cookie` (at the end of the sweep).
-    fn resume(&mut self, cookie: u64, why: &'static str) {
+    pub(super) fn resume(&mut self, cookie: u64, why: &'static str) {
         let Some((ours, app)) = self.defer.deferred.remove(&cookie) else {
             return;
         };
@@ -186,29 +168,5 @@ impl Daemon {
         }
         let entry = defer::resume(&ours, &app);
         self.defer.pending.push((cookie, entry, Say::Resumed(why)));
-    }
-
-    fn apply_pending(&mut self) {
-        let pending = std::mem::take(&mut self.defer.pending);
-        if pending.is_empty() {
-            return;
-        }
-        let entries: Vec<(u64, Defer)> = pending.iter().map(|(c, e, _)| (*c, *e)).collect();
-        let after = match self.probe.defer(&entries) {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::error!(error = %format!("{e:#}"), sockets = entries.len(),
-                    "cannot re-time keepalive through the TCP iterator: the kernel may abort these sockets at lifeline's own count");
-                return;
-            }
-        };
-        for ((cookie, entry, say), (_, rec)) in pending.into_iter().zip(after) {
-            let Some(rec) = rec else {
-                self.defer.forget(cookie);
-                continue;
-            };
-            self.mirror.upsert(cookie, rec);
-            log(&rec, &entry, &say);
-        }
     }
 }

@@ -19,6 +19,7 @@ use crate::{
 };
 
 pub mod defer;
+mod defer_apply;
 mod defer_log;
 mod execute;
 mod fast;
