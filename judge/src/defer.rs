@@ -213,12 +213,17 @@ pub fn resume(ours: &Keepalive, app: &App) -> Defer {
 
 /// The unanswered probes from which a socket's deferral is due while lifeline only observes:
 /// its silent verdict's evidence is in (`--silent-probes` + 2, where the fast probes stop
-/// poking), and at least one probe before the socket's own count would abort it.
+/// poking), and at least one probe before the socket's own count (`cnt`, the one in force)
+/// would abort it. A count that ends the socket before the verdict's probes are in (the
+/// application's own, stricter) leaves lifeline nothing to observe: due at the first
+/// unanswered probe, which is news too.
 #[must_use]
 pub fn due_from(silent_probes: u8, cnt: u32) -> u32 {
-    (u32::from(silent_probes) + 2)
-        .min(cnt.saturating_sub(1))
-        .max(1)
+    let silent = u32::from(silent_probes);
+    if cnt <= silent {
+        return 1;
+    }
+    (silent + 2).min(cnt - 1).max(1)
 }
 
 /// The deferral for a socket whose application set `app`, as the kernel shows it now.

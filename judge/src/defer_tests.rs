@@ -281,4 +281,9 @@ fn lifelines_values_come_back_and_the_deferral_starts_after_the_evidence() {
         "one probe before lifeline's own count"
     );
     assert_eq!(due_from(1, 2), 1);
+    assert_eq!(
+        due_from(12, 5),
+        1,
+        "an application's count of 5 ends it before 12 probes: due at the first"
+    );
 }

@@ -1,7 +1,9 @@
-//! What the dry-run and hold tests share (`tests/tests/dry_run.rs`): two idle clients in the
+//! What the dry-run and hold tests share (`tests/tests/dry_run.rs`): idle clients in the
 //! watched cgroup, one with its own keepalive of 5 s idle, 5 s apart, 4 probes (its kernel
-//! aborts it 25 s after the last answer) and one with none (its kernel never aborts it while
-//! idle), both black-holed; then when each is aborted, and the agent's lines about them.
+//! aborts it 25 s after the last answer), one with none (its kernel never aborts it while
+//! idle), and one with its own stricter 1 s, 1 s, 5 (6 s: kept by lifeline as it is, and never
+//! brought forward by fast probes), all black-holed; then when each is aborted, and the
+//! agent's lines about them.
 
 use std::time::Duration;
 
@@ -25,6 +27,8 @@ pub struct Pair {
     pub own_port: u16,
     pub none: Client,
     pub none_port: u16,
+    pub strict: Client,
+    pub strict_port: u16,
     pub fault_ms: u64,
     _faults: Vec<Fault>,
 }
@@ -42,23 +46,34 @@ pub fn start(s: &Setup, agent: &Agent, armed: &str, whole_path: bool) -> Result<
         &["--peer", SERVER, "--keepalive", "5,5,4", "idle"],
     )?;
     let none = Client::start(&s.lab, Some(&s.cgroup), &["--peer", SERVER, "idle"])?;
+    let strict = Client::start(
+        &s.lab,
+        Some(&s.cgroup),
+        &["--peer", SERVER, "--keepalive", "1,1,5", "idle"],
+    )?;
     let own_port = own.local_port().context("no port")?;
     let none_port = none.local_port().context("no port")?;
+    let strict_port = strict.local_port().context("no port")?;
     wait_armed(agent, own_port, armed)?;
     wait_armed(agent, none_port, armed)?;
+    // The application's stricter values stand (where lifeline arms and reads at all).
+    let kept = if armed == "off" { "off" } else { "1s,1s,5" };
+    wait_armed(agent, strict_port, kept)?;
     let faults = if whole_path {
         vec![s.lab.blackhole(Lab::server_addr(false).ip())?]
     } else {
-        vec![
-            s.lab.blackhole_flow(own_port)?,
-            s.lab.blackhole_flow(none_port)?,
-        ]
+        [own_port, none_port, strict_port]
+            .into_iter()
+            .map(|p| s.lab.blackhole_flow(p))
+            .collect::<Result<_>>()?
     };
     Ok(Pair {
         own,
         own_port,
         none,
         none_port,
+        strict,
+        strict_port,
         fault_ms: mono_ms(),
         _faults: faults,
     })
@@ -69,6 +84,8 @@ pub fn start(s: &Setup, agent: &Agent, armed: &str, whole_path: bool) -> Result<
 pub struct Seen {
     /// When the client with its own keepalive got its error, ms after the fault, and errno.
     pub own_abort: Option<(u64, Option<i32>)>,
+    /// Likewise, the one with its own stricter keepalive.
+    pub strict_abort: Option<(u64, Option<i32>)>,
     /// The last moment both sockets were seen ESTABLISHED, ms after the fault.
     pub own_established_until: u64,
     pub none_established_until: u64,
@@ -82,6 +99,7 @@ pub fn watch(s: &Setup, p: &Pair, watch: Duration) -> Result<Seen> {
     let peer = Lab::server_addr(false);
     let mut seen = Seen {
         own_abort: None,
+        strict_abort: None,
         own_established_until: 0,
         none_established_until: 0,
     };
@@ -97,12 +115,14 @@ pub fn watch(s: &Setup, p: &Pair, watch: Duration) -> Result<Seen> {
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    seen.own_abort = p
-        .own
-        .events()
-        .into_iter()
-        .find(|e| e.event == "error")
-        .map(|e| (e.mono_ms.saturating_sub(p.fault_ms), e.errno));
+    let abort = |c: &Client| {
+        c.events()
+            .into_iter()
+            .find(|e| e.event == "error")
+            .map(|e| (e.mono_ms.saturating_sub(p.fault_ms), e.errno))
+    };
+    seen.own_abort = abort(&p.own);
+    seen.strict_abort = abort(&p.strict);
     Ok(seen)
 }
 
@@ -125,6 +145,12 @@ pub fn own_settings_decided(seen: &Seen, watched: Duration, p: &Pair) -> Result<
     ensure!(
         (23_500..=27_500).contains(&at) && errno == Some(ETIMEDOUT),
         "its own keepalive should abort it ~25 s after its last answer (ETIMEDOUT); it ended {at} ms after the fault with errno {errno:?}"
+    );
+    // 1 s + 5 x 1 s: aborted 5-6 s after the fault, never sooner.
+    let strict = seen.strict_abort;
+    ensure!(
+        strict.is_some_and(|(at, errno)| (4_800..=7_500).contains(&at) && errno == Some(ETIMEDOUT)),
+        "the socket with its own stricter 1,1,5 should be aborted by it 5-6 s after the fault: {strict:?}"
     );
     let until = u64::try_from(watched.as_millis())? - 1_000;
     ensure!(

@@ -133,8 +133,9 @@ fn a_clean_stop_gives_the_applications_their_own_options_back() -> Result<()> {
     let s = Setup::new()?;
     let mut agent = agent_with(&s, &[])?;
     let c = armed_clients(&s, &agent)?;
-    let since = mono_ms();
     let line = stop(&mut agent)?;
+    // The client's reports from here on read the socket after the agent's last pass.
+    let since = mono_ms();
     eprintln!(
         "stop: {}",
         line.pointer("/fields/message").unwrap_or(&Value::Null)
@@ -204,8 +205,8 @@ fn after_a_crash_the_next_start_puts_them_back() -> Result<()> {
     ensure!(field(&recovered, "restored") >= 2, "{recovered}");
     // Re-armed by the second agent (adopted), which read the applications' own values.
     wait_armed(&second, c.go_port, "1s,1s,20")?;
-    let since = mono_ms();
     let line = stop(&mut second)?;
+    let since = mono_ms();
     applications_own_again(&s, &c, since)?;
     ensure!(field(&line, "restored") >= 2, "{line}");
     Ok(())

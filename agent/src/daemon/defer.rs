@@ -31,8 +31,8 @@ pub struct Deferrals {
     pub(super) holding: bool,
     /// The TCP iterator is there to re-time sockets (Linux 5.15).
     pub(super) possible: bool,
-    /// Unanswered probes from which a silent socket is deferred (`defer::due_from`).
-    pub(super) from: u32,
+    /// `--silent-probes`: a socket is deferred once its evidence is in (`defer::due_from`).
+    pub(super) silent_probes: u8,
     /// Deferred sockets: lifeline's values to bring back, and the application's view.
     pub(super) deferred: HashMap<u64, (Keepalive, App)>,
     /// To apply at the end of this sweep, with what to say.
@@ -42,12 +42,12 @@ pub struct Deferrals {
 
 impl Deferrals {
     #[must_use]
-    pub fn new(dry_run: bool, possible: bool, silent_probes: u8, ours: &Keepalive) -> Self {
+    pub fn new(dry_run: bool, possible: bool, silent_probes: u8) -> Self {
         Self {
             dry_run,
             holding: false,
             possible,
-            from: defer::due_from(silent_probes, ours.cnt),
+            silent_probes,
             deferred: HashMap::new(),
             pending: Vec::new(),
             last_poll: None,
@@ -114,7 +114,8 @@ impl Daemon {
         let Some(mode) = d.observing() else {
             return;
         };
-        let silent = u32::from(info.probes) >= d.from && ka_armed(rec.ka_result);
+        let from = defer::due_from(d.silent_probes, rec.keepalive.cnt);
+        let silent = u32::from(info.probes) >= from && ka_armed(rec.ka_result);
         let stalled = info.unacked > 0 && info.retransmits > 0;
         if !d.possible || !(silent || stalled) || rec.ka_result == KA_OFF {
             return;

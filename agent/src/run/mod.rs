@@ -95,7 +95,6 @@ pub fn run(args: &Run) -> Result<()> {
             args.judge.dry_run,
             probe.can_adopt,
             args.watch.silent_probes,
-            &keepalive,
         );
         let restores = probe.can_adopt;
         let mut daemon = Daemon::new(crate::daemon::Parts {
