@@ -313,7 +313,7 @@ fn on_trouble(ctx: &SockOpsContext, rto: bool) {
     if rto {
         s.rto_count += 1;
         // SAFETY: context pointer.
-        linear::at_rto(ctx.ops.cast(), cookie, s.lto, unsafe {
+        linear::at_rto(ctx.ops.cast(), cookie, s, unsafe {
             (*ctx.ops).snd_ssthresh
         });
     } else {

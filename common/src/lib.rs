@@ -42,6 +42,7 @@ pub mod maps {
     pub const POKE: &str = "POKE";
     pub const ORIGINALS: &str = "ORIGINALS";
     pub const DEFER: &str = "DEFER";
+    pub const PATH_ALIVE: &str = "PATH_ALIVE";
 }
 
 /// Names of the probe's load-time globals (`EbpfLoader::override_global`): the keepalive

@@ -144,8 +144,11 @@ impl Daemon {
     /// End of a sweep: the guard's state, deferred sockets that answered or closed, then one
     /// iterator pass for whatever is pending.
     pub(super) fn defer_sweep(&mut self) {
-        // The one place the daemon asks the guard whether it holds.
-        let holding = self.follow.as_ref().is_some_and(|f| f.guard.holding());
+        // The one place the daemon asks the guard whether it holds; the judge knows the path
+        // to the endpoint down too (a peer probe found no address accepting: no kill until it
+        // is back, `judge/src/path.rs`), which holds just the same.
+        let holding = self.follow.as_ref().is_some_and(|f| f.guard.holding())
+            || self.judge.path_down_since().is_some();
         let ended = self.defer.holding && !holding;
         self.defer.holding = holding;
         if ended && !self.defer.dry_run {

@@ -34,6 +34,7 @@ impl Daemon {
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             restore_on_stop: self.defer.restore_text().to_owned(),
             deferred: self.defer.count(),
+            path_down_ms: self.judge.path_down_since().map(|t| ms(t.elapsed())),
             endpoint_source: self.follow.as_ref().map(crate::endpoint::Follow::describe),
             sockets_full: self.sockets_full,
             capacity: Capacity::new(&self.probe_stats, self.inbox_dropped),

@@ -220,8 +220,8 @@ impl Endpoints {
         out
     }
 
-    /// Whether at least one address of the current sets accepts a TCP connection within 1 s.
-    pub async fn any_accepts(&self) -> bool {
+    /// The first address of the current sets to accept a TCP connection within 1 s, if any.
+    pub async fn any_accepts(&self) -> Option<SocketAddr> {
         connect::any_accepts(&self.targets()).await
     }
 

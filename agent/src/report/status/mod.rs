@@ -33,6 +33,10 @@ pub struct Snapshot {
     /// Sockets whose keepalive is deferred to the application's own deadline now.
     #[serde(default)]
     pub deferred: u64,
+    /// How long the path to the endpoint has been found down (no address accepted a
+    /// connection): no kill until it is back. Left out while it works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_down_ms: Option<u64>,
     /// Where the endpoints came from ("kubelet pid 812 --kubeconfig ..."); `None` without.
     pub endpoint_source: Option<String>,
     pub endpoints: Vec<crate::endpoint::EndpointStatus>,
