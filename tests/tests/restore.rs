@@ -236,7 +236,9 @@ impl Bpffs {
 
 impl Drop for Bpffs {
     fn drop(&mut self) {
+        // Lazily: an agent's mount namespace may still be going away.
         let _ = std::process::Command::new("umount")
+            .arg("-l")
             .arg(self.dir.path())
             .status();
     }
