@@ -14,6 +14,7 @@ pub mod news;
 pub mod poke;
 pub mod sock;
 pub mod sockopt;
+pub mod tc;
 pub mod watch;
 
 pub use config::{COMM_LEN, Owner};
@@ -39,6 +40,7 @@ pub mod maps {
     pub const TUPLES: &str = "TUPLES";
     pub const KEEPALIVE_FN: &str = "KEEPALIVE_FN";
     pub const POKE: &str = "POKE";
+    pub const TC_SEEN: &str = "TC_SEEN";
 }
 
 /// Names of the probe's load-time globals (`EbpfLoader::override_global`): the keepalive

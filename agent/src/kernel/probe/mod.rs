@@ -25,7 +25,7 @@ mod records;
 mod sockopt;
 mod unanswered;
 mod watch_maps;
-pub use fast::{FastProbes, FastUnavailable};
+pub use fast::{FastProbes, FastState, FastStatus, FastUnavailable, Reach};
 use maps_setup::{configure, load_iter, raise_memlock};
 pub use object::object;
 pub use sockopt::AppKeepalive;
