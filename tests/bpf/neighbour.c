@@ -4,7 +4,8 @@
 // drops TCP to one port (its "policy"), and otherwise returns the verdict it was given:
 // TC_ACT_OK / TCX_PASS (0) ends the chain, as Cilium's programs do; TC_ACT_UNSPEC /
 // TCX_NEXT (-1) lets the next program or filter see the packet, as Calico's do.
-// Built by the lab-tc fixture with `clang -O2 -g -target bpf`, loaded and attached by it
+// Built by the lab-tc fixture with `clang -O2 -g -target bpf`, loaded (section "classifier":
+// aya 0.14 reads libbpf's "tc" as no program) and attached by it
 // (tcx or a clsact filter) with aya.
 
 #include <linux/bpf.h>
@@ -63,7 +64,7 @@ static __always_inline int dport(struct __sk_buff *skb)
 	return bpf_ntohs(port);
 }
 
-SEC("tc")
+SEC("classifier")
 int lab_neighbour(struct __sk_buff *skb)
 {
 	__u32 k_port = 0, k_verdict = 1;

@@ -11,6 +11,9 @@
 //!
 //! `lab-tc tcx --dev eth0` prints `{"tcx":["name", ...]}`: the programs of the device's tcx
 //! egress chain in order (`null` on a kernel without tcx).
+//!
+//! `lab-tc connect --to ADDR --within-ms N` tries one TCP connection and prints
+//! `{"result":"connected"|"refused"|"timeout"|"error"}`: whether a neighbour's drop holds.
 
 use std::{io::Write as _, path::Path, process::Command, time::Duration};
 
@@ -70,6 +73,12 @@ enum Cmd {
         #[arg(long)]
         dev: String,
     },
+    Connect {
+        #[arg(long)]
+        to: std::net::SocketAddr,
+        #[arg(long)]
+        within_ms: u64,
+    },
 }
 
 fn main() {
@@ -90,6 +99,17 @@ fn run(cmd: Cmd) -> Result<()> {
                         .collect::<Vec<_>>()
                 });
             println!("{}", serde_json::json!({ "tcx": names }));
+            Ok(())
+        }
+        Cmd::Connect { to, within_ms } => {
+            let within = Duration::from_millis(within_ms);
+            let result = match std::net::TcpStream::connect_timeout(&to, within) {
+                Ok(_) => "connected",
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => "refused",
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => "timeout",
+                Err(_) => "error",
+            };
+            println!("{}", serde_json::json!({ "result": result }));
             Ok(())
         }
         Cmd::Neighbour {

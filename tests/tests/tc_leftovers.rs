@@ -1,0 +1,228 @@
+//! Issue 33 (d): nothing of lifeline's is left on a device's tc chain.
+//! (1) The agent SIGKILLed with a fast phase open: before Linux 6.6 its clsact filter
+//!     outlives it (exactly one), the octets it adds stop at the phase's 10 s bound while
+//!     the kernel's own probes go on, and the next agent removes it before attaching its own:
+//!     exactly one again. With tcx the link goes with the process: none, then one.
+//! (2) `lifeline check` interrupted by SIGINT or SIGTERM while its tc program is attached
+//!     ends by that signal and leaves no filter, link or clsact qdisc.
+//! Before 5.15 there are no fast probes: no filter ever, and status and check say why.
+
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use lifeline_tests::kernel::{self, features};
+use lifeline_tests::proc::Proc;
+use lifeline_tests::scenario::Setup;
+use lifeline_tests::tc_chain::{has_clsact, lifeline_on_dev};
+use lifeline_tests::tc_lab::{agent, idle_client, placed, wait_fast};
+use lifeline_tests::{mono_ms, require_root, wait_until};
+
+/// `lifeline_common::poke::BOUND_NS`: a fast phase's bound.
+const BOUND: Duration = Duration::from_secs(10);
+
+#[test]
+fn a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop() -> Result<()> {
+    require_root();
+    let s = Setup::new()?;
+    let ns = &s.lab.client;
+    let (tcx, fast_probes) = (
+        kernel::has(&features::TCX),
+        kernel::has(&features::FAST_PROBES),
+    );
+    let mut first = agent(&s)?;
+    let client = idle_client(&s, &first)?;
+    let port = client.local_port().context("no local port")?;
+    if !fast_probes {
+        let (unavailable, _) = wait_fast(&first, "unavailable", "")?;
+        first.proc.kill();
+        let second = agent(&s)?;
+        wait_fast(&second, "unavailable", "")?;
+        ensure!(
+            lifeline_on_dev(ns)?.1.is_empty() && !has_clsact(ns)?,
+            "no fast probes, no filter"
+        );
+        kernel::report(
+            &features::FAST_PROBES,
+            &format!("no tc filter before or after a SIGKILL; status `{unavailable}`"),
+        );
+        return Ok(());
+    }
+    placed(&s)?;
+    wait_fast(&first, "on", "out")?;
+    let sizes = s.lab.count_probe_sizes(port)?;
+    let _fault = s.lab.blackhole_flow(port)?;
+    // The phase is open once a probe carried its octet.
+    wait_until(
+        "an octet probe",
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        || Ok((s.lab.rule_counts(&sizes)?[1].first().copied().unwrap_or(0) > 0).then_some(())),
+    )?;
+    let phase_ms = mono_ms();
+    first.proc.kill();
+    let (links, filters) = lifeline_on_dev(ns)?;
+    let left = if tcx {
+        ensure!(
+            links == 0 && filters.is_empty(),
+            "a tcx link goes with its process: {links}, {filters:?}"
+        );
+        "no link left".to_owned()
+    } else {
+        ensure!(
+            links == 0 && filters.len() == 1 && has_clsact(ns)?,
+            "the killed agent's one filter stays: {filters:?}"
+        );
+        octets_stop_at_the_bound(&s, &sizes, phase_ms)?
+    };
+    let second = agent(&s)?;
+    let _client = idle_client(&s, &second)?;
+    let f = placed(&s)?;
+    wait_fast(&second, "on", "out")?;
+    if !tcx {
+        let removed = second.log().iter().any(|(_, v)| {
+            v.pointer("/fields/message").and_then(|m| m.as_str())
+                == Some(
+                    "removed the tc filters a killed lifeline left (with their programs and maps)",
+                )
+        });
+        ensure!(
+            removed,
+            "the new agent says it removed the stale filter:\n{}",
+            second.proc.stderr_text()
+        );
+    }
+    kernel::report(
+        &features::TCX,
+        &format!(
+            "SIGKILLed with a fast phase open: {left}; the next agent: exactly one ({})",
+            f.map_or_else(
+                || "tcx, first".to_owned(),
+                |f| format!("clsact priority {} handle {:#x}", f.priority, f.handle)
+            )
+        ),
+    );
+    Ok(())
+}
+
+/// The killed agent's filter still runs with its maps: the socket's phase, still in `POKE`,
+/// gets no octet once past its bound, while the kernel's own probes go on at 1 s.
+fn octets_stop_at_the_bound(
+    s: &Setup,
+    sizes: &lifeline_tests::nft::Fault,
+    phase_ms: u64,
+) -> Result<String> {
+    let counts = || -> Result<(u64, u64)> {
+        let c = s.lab.rule_counts(sizes)?;
+        let n = |i: usize| c.get(i).and_then(|r| r.first().copied()).unwrap_or(0);
+        Ok((n(0), n(1)))
+    };
+    let start = phase_ms + u64::try_from(BOUND.as_millis())? + 1_000;
+    std::thread::sleep(Duration::from_millis(start.saturating_sub(mono_ms())));
+    let (bare0, octet0) = counts()?;
+    // The socket aborts itself after 20 unanswered probes (about 19 s after the phase
+    // opened): the window ends before that.
+    std::thread::sleep(Duration::from_secs(4));
+    let (bare1, octet1) = counts()?;
+    ensure!(
+        bare1 - bare0 >= 2 && octet1 == octet0,
+        "after the bound: {} bare probes, {} with an octet (want the kernel's, none with an octet)",
+        bare1 - bare0,
+        octet1 - octet0
+    );
+    Ok(format!(
+        "its one filter stayed; {octet0} octet probes before the phase's bound, none after it among {} probes",
+        bare1 - bare0
+    ))
+}
+
+#[test]
+fn an_interrupted_check_leaves_nothing_on_the_device() -> Result<()> {
+    require_root();
+    let s = Setup::new()?;
+    let ns = &s.lab.client;
+    let fast_probes = kernel::has(&features::FAST_PROBES);
+    let cgroup = s.cgroup.path().to_string_lossy().into_owned();
+    let check = || -> Result<Proc> {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net={}", ns.path()))
+            .arg("--")
+            .arg(lifeline_tests::paths::lifeline()?)
+            .args(["check", "--cgroup", &cgroup]);
+        Proc::spawn("lifeline check", cmd)
+    };
+    let mut shown = Vec::new();
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let mut p = check()?;
+        if fast_probes {
+            // Interrupted while its program is on the device.
+            wait_until(
+                "check's tc program on eth0",
+                Duration::from_secs(60),
+                Duration::from_millis(20),
+                || {
+                    ensure!(
+                        p.try_status().is_none(),
+                        "check ended first: {}",
+                        p.stderr_text()
+                    );
+                    let (links, filters) = lifeline_on_dev(ns)?;
+                    Ok((links + filters.len() > 0).then_some(()))
+                },
+            )?;
+        } else {
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        p.signal(sig);
+        let status = p
+            .wait_timeout(Duration::from_secs(15))
+            .context("check did not end")?;
+        let (links, filters) = lifeline_on_dev(ns)?;
+        let clsact = has_clsact(ns)?;
+        ensure!(
+            links == 0 && filters.is_empty() && !clsact,
+            "after {name}: {links} links, filters {filters:?}, clsact {clsact}"
+        );
+        use std::os::unix::process::ExitStatusExt as _;
+        ensure!(
+            status.signal() == Some(sig),
+            "check ended by {status:?}, not {name}"
+        );
+        shown.push(format!("{name}: {status}"));
+    }
+    if !fast_probes {
+        let mut p = check()?;
+        let status = p
+            .wait_timeout(Duration::from_secs(120))
+            .context("check did not end")?;
+        let out: String = p
+            .stdout_lines()
+            .iter()
+            .map(|l| format!("{}\n", l.text))
+            .collect();
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("silence evidence"))
+            .unwrap_or_default();
+        ensure!(
+            row.contains("warn") && row.contains("unavailable"),
+            "{status}: {out}"
+        );
+        ensure!(
+            lifeline_on_dev(ns)?.1.is_empty() && !has_clsact(ns)?,
+            "nothing attached"
+        );
+        shown.push(format!(
+            "check: `{}`",
+            row.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
+    kernel::report(
+        &features::FAST_PROBES,
+        &format!(
+            "check interrupted while its tc program was attached: nothing left on the device ({})",
+            shown.join(", ")
+        ),
+    );
+    Ok(())
+}
