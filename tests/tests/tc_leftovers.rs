@@ -48,7 +48,7 @@ fn a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop() -> Result<()> 
         );
         return Ok(());
     }
-    placed(&s)?;
+    placed(&s).with_context(|| first.proc.stderr_text())?;
     wait_fast(&first, "on", "out")?;
     let sizes = s.lab.count_probe_sizes(port)?;
     let _fault = s.lab.blackhole_flow(port)?;
@@ -75,9 +75,9 @@ fn a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop() -> Result<()> 
         );
         octets_stop_at_the_bound(&s, &sizes, phase_ms)?
     };
-    let second = agent(&s)?;
+    let mut second = agent(&s)?;
     let _client = idle_client(&s, &second)?;
-    let f = placed(&s)?;
+    let f = placed(&s).with_context(|| second.proc.stderr_text())?;
     wait_fast(&second, "on", "out")?;
     if !tcx {
         let removed = second.log().iter().any(|(_, v)| {
@@ -92,10 +92,17 @@ fn a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop() -> Result<()> 
             second.proc.stderr_text()
         );
     }
+    // A clean stop takes its filter or link away, and on clsact the qdisc it added.
+    second.stop();
+    let (links, filters) = lifeline_on_dev(ns)?;
+    ensure!(
+        links == 0 && filters.is_empty() && !has_clsact(ns)?,
+        "after a clean stop: {links} links, {filters:?}"
+    );
     kernel::report(
         &features::TCX,
         &format!(
-            "SIGKILLed with a fast phase open: {left}; the next agent: exactly one ({})",
+            "SIGKILLed with a fast phase open: {left}; the next agent: exactly one ({}), none after its clean stop",
             f.map_or_else(
                 || "tcx, first".to_owned(),
                 |f| format!("clsact priority {} handle {:#x}", f.priority, f.handle)

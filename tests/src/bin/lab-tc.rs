@@ -149,6 +149,9 @@ fn run(cmd: Cmd) -> Result<()> {
                 Chain::Clsact => {
                     match tc::qdisc_add_clsact(&dev) {
                         Ok(()) | Err(tc::TcError::AlreadyAttached) => {}
+                        // aya 0.14 reports an existing qdisc as EEXIST.
+                        Err(tc::TcError::NetlinkError(e))
+                            if e.raw_os_error() == Some(libc::EEXIST) => {}
                         Err(e) => bail!("adding clsact to {dev}: {e}"),
                     }
                     TcAttachOptions::Netlink(NlOptions {

@@ -94,7 +94,10 @@ pub fn attach(
     } else {
         a.own_qdisc = match tc::qdisc_add_clsact(device) {
             Ok(()) => true,
+            // aya 0.14 reports an existing qdisc as the kernel's EEXIST ("Exclusivity flag
+            // on"), not as `AlreadyAttached`: a CNI's clsact is there already.
             Err(tc::TcError::AlreadyAttached) => adopt,
+            Err(tc::TcError::NetlinkError(e)) if e.raw_os_error() == Some(libc::EEXIST) => adopt,
             Err(e) => return Err(format!("adding the clsact qdisc: {e}")),
         };
         // From here a failure drops `a`, which removes a qdisc lifeline just added.
