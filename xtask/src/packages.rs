@@ -37,7 +37,13 @@ const NEEDED: &[(&str, &str)] = &[
     // nginx with its stream module (a dynamic module, a package of its own), and haproxy.
     ("nginx", "nginx-light"),
     ("haproxy", "haproxy"),
+    // The lab's neighbour in a device's tc chain (tests/bpf/neighbour.c, built by the
+    // lab-tc fixture with `clang -target bpf`; its headers are libbpf-dev's, below).
+    ("clang", "clang"),
 ];
+
+/// libbpf-dev has no command: checked by the header the neighbour includes.
+const LIBBPF_HEADER: &str = "/usr/include/bpf/bpf_helpers.h";
 
 /// What the kernel matrix needs on the host (`cargo xtask test --kernel`): qemu (with
 /// virtiofsd), the initramfs' static busybox, and the tools that unpack a kernel package.
@@ -74,6 +80,9 @@ pub fn ensure() -> Result<()> {
     // A dynamic module, no command of its own: checked by the file the lab loads.
     if !std::path::Path::new(NGINX_STREAM_MODULE).exists() {
         pkgs.push("libnginx-mod-stream");
+    }
+    if !std::path::Path::new(LIBBPF_HEADER).exists() {
+        pkgs.push("libbpf-dev");
     }
     if pkgs.is_empty() {
         return Ok(());
