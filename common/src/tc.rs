@@ -12,7 +12,7 @@
 //! Whether it runs at all is measured: it counts every packet it sees per device in
 //! `maps::TC_SEEN`, which the agent compares with the device's own transmit counter.
 
-/// `TC_ACT_UNSPEC` in cls_bpf, `TCX_NEXT` in tcx
+/// `TC_ACT_UNSPEC` in `cls_bpf`, `TCX_NEXT` in tcx
 /// (<https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/pkt_cls.h>,
 /// <https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/bpf.h>).
 pub const PASS_ON: i32 = -1;

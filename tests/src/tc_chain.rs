@@ -100,31 +100,47 @@ pub fn tx_packets(ns: &NetNs) -> Result<u64> {
         .with_context(|| format!("no {DEV} in /proc/net/dev:\n{text}"))
 }
 
-/// The agent's `fast_probes` status: (state, summary, each device's (name, reach, chain)).
+/// The agent's `fast_probes` status, as its JSON says it.
+pub struct Fast {
+    /// "off", "unavailable", "on", "hidden".
+    pub state: String,
+    pub summary: String,
+    pub devices: Vec<FastDevice>,
+}
+
+pub struct FastDevice {
+    pub device: String,
+    /// "unmeasured", "out", "hidden".
+    pub reach: String,
+    pub chain: Value,
+}
+
+/// The agent's `fast_probes` status.
 ///
 /// # Errors
 /// When the status cannot be read or lacks the object.
-pub fn fast(agent: &Agent) -> Result<(String, String, Vec<(String, String, Value)>)> {
+pub fn fast(agent: &Agent) -> Result<Fast> {
     let v = agent.status_json()?;
     let f = v
         .get("fast_probes")
         .with_context(|| format!("no fast_probes in {v}"))?;
-    let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     let devices = (f
         .get("devices")
         .and_then(Value::as_array)
         .into_iter()
         .flatten())
-    .map(|d| {
-        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-        (
-            s("device"),
-            s("reach"),
-            d.get("chain").cloned().unwrap_or(Value::Null),
-        )
+    .map(|d| FastDevice {
+        device: s(d, "device"),
+        reach: s(d, "reach"),
+        chain: d.get("chain").cloned().unwrap_or(Value::Null),
     })
     .collect();
-    Ok((s("state"), s("summary"), devices))
+    Ok(Fast {
+        state: s(f, "state"),
+        summary: s(f, "summary"),
+        devices,
+    })
 }
 
 /// Packets `DEV` sent and each neighbour saw, from a moment on: every packet that left

@@ -1,4 +1,4 @@
-//! The steps the tc-chain tests (tests/tests/tc_neighbour.rs, tc_leftovers.rs) share: an
+//! The steps the tc-chain tests (`tests/tests/tc_neighbour.rs`, `tc_leftovers.rs`) share: an
 //! agent with metrics, a watched idle client, where lifeline's program sits, what status
 //! says about it, and whether a neighbour's drop holds.
 
@@ -64,13 +64,13 @@ pub fn wait_fast(agent: &Agent, state: &str, reach: &str) -> Result<(String, Val
         Duration::from_secs(30),
         Duration::from_millis(200),
         || {
-            let (st, summary, devices) = fast(agent)?;
-            last = format!("{st}: {summary}");
-            let dev = devices.iter().find(|d| d.0 == DEV);
-            Ok(
-                (st == state && (reach.is_empty() || dev.is_some_and(|d| d.1 == reach)))
-                    .then(|| (summary, dev.map_or(Value::Null, |d| d.2.clone()))),
-            )
+            let f = fast(agent)?;
+            last = format!("{}: {}", f.state, f.summary);
+            let dev = f.devices.iter().find(|d| d.device == DEV);
+            let chain = dev.map_or(Value::Null, |d| d.chain.clone());
+            let want =
+                f.state == state && (reach.is_empty() || dev.is_some_and(|d| d.reach == reach));
+            Ok(want.then_some((f.summary, chain)))
         },
     )
     .with_context(|| format!("last: {last}"))

@@ -1,5 +1,5 @@
 //! Issue 33 (d): nothing of lifeline's is left on a device's tc chain.
-//! (1) The agent SIGKILLed with a fast phase open: before Linux 6.6 its clsact filter
+//! (1) The agent killed (SIGKILL) with a fast phase open: before Linux 6.6 its clsact filter
 //!     outlives it (exactly one), the octets it adds stop at the phase's 10 s bound while
 //!     the kernel's own probes go on, and the next agent removes it before attaching its own:
 //!     exactly one again. With tcx the link goes with the process: none, then one.
@@ -7,6 +7,7 @@
 //!     ends by that signal and leaves no filter, link or clsact qdisc.
 //! Before 5.15 there are no fast probes: no filter ever, and status and check say why.
 
+use std::os::unix::process::ExitStatusExt as _;
 use std::process::Command;
 use std::time::Duration;
 
@@ -165,7 +166,7 @@ fn an_interrupted_check_leaves_nothing_on_the_device() -> Result<()> {
             // Interrupted while its program is on the device.
             wait_until(
                 "check's tc program on eth0",
-                Duration::from_secs(60),
+                Duration::from_mins(1),
                 Duration::from_millis(20),
                 || {
                     ensure!(
@@ -190,7 +191,6 @@ fn an_interrupted_check_leaves_nothing_on_the_device() -> Result<()> {
             links == 0 && filters.is_empty() && !clsact,
             "after {name}: {links} links, filters {filters:?}, clsact {clsact}"
         );
-        use std::os::unix::process::ExitStatusExt as _;
         ensure!(
             status.signal() == Some(sig),
             "check ended by {status:?}, not {name}"
@@ -200,13 +200,12 @@ fn an_interrupted_check_leaves_nothing_on_the_device() -> Result<()> {
     if !fast_probes {
         let mut p = check()?;
         let status = p
-            .wait_timeout(Duration::from_secs(120))
+            .wait_timeout(Duration::from_mins(2))
             .context("check did not end")?;
-        let out: String = p
-            .stdout_lines()
-            .iter()
-            .map(|l| format!("{}\n", l.text))
-            .collect();
+        let out = (p.stdout_lines().iter())
+            .map(|l| l.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         let row = out
             .lines()
             .find(|l| l.starts_with("silence evidence"))

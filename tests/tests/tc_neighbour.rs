@@ -175,11 +175,13 @@ fn a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_
             "a neighbour ahead passing packets on: killed {after} ms after the fault with octets; one ahead ending the chain: status `{hidden}`; restarted: `{on}`, killed {again} ms after the fault"
         )
     } else {
-        let (_, summary, devices) = fast(&agent)?;
+        let f = fast(&agent)?;
         ensure!(
-            devices.is_empty() && lifeline_on_dev(ns)?.1.is_empty(),
-            "{devices:?}"
+            f.devices.is_empty() && lifeline_on_dev(ns)?.1.is_empty(),
+            "no device: {}",
+            f.summary
         );
+        let summary = f.summary;
         let _ = client;
         format!("nothing of lifeline's on the chain; status `{summary}`")
     };
@@ -221,7 +223,7 @@ fn hidden_is_said_and_the_kill_still_comes(
         "{summary}"
     );
     ensure!(
-        metric(s, "lifeline_fast_probes_hidden{device=\"eth0\"}")? == 1.0,
+        metric(s, "lifeline_fast_probes_hidden{device=\"eth0\"}")? > 0.5,
         "the metric"
     );
     // The phase really opened: it ended for want of an octet.

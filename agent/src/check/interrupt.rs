@@ -17,6 +17,12 @@ extern "C" fn note(sig: libc::c_int) {
     PENDING.store(sig, Ordering::SeqCst);
 }
 
+/// Whether one of the signals came while deferred (the caller may cut its wait short).
+#[must_use]
+pub fn pending() -> bool {
+    PENDING.load(Ordering::SeqCst) != 0
+}
+
 /// While alive, the signals above are noted instead of handled.
 pub struct Deferred {
     old: Vec<(libc::c_int, libc::sigaction)>,

@@ -14,7 +14,10 @@ use std::{
 use lifeline_common::features::FAST_PROBES;
 
 use crate::{
-    check::{interrupt::Deferred, row::Row},
+    check::{
+        interrupt::{self, Deferred},
+        row::Row,
+    },
     kernel::probe::{FastState, FastStatus, Probe, Reach},
 };
 
@@ -62,10 +65,8 @@ pub fn row(p: &mut Probe) -> Row {
         p.fast_devices(std::iter::once(OUTSIDE));
         let start = Instant::now();
         while start.elapsed() < WATCH
-            && p.fast_status()
-                .devices
-                .iter()
-                .any(|d| d.reach == Reach::Unmeasured)
+            && !interrupt::pending()
+            && (p.fast_status().devices.iter()).any(|d| d.reach == Reach::Unmeasured)
         {
             std::thread::sleep(POLL);
             p.fast_measure();

@@ -72,9 +72,7 @@ pub fn run(args: &Run) -> Result<()> {
             linear_timeouts: args.judge.stall_unanswered > 0,
             fast_probes: args.watch.fast_probes,
         };
-        let mut probe = Probe::load(&cfg)?;
-        // Before the tc program attaches anywhere: what a killed agent left (before 6.6).
-        probe.remove_stale_tc();
+        let mut probe = Probe::load(&cfg).map(Probe::without_stale_tc)?;
         // The one set of metrics: each part that counts gets its handle.
         let metrics = Metrics::new();
         readers::spawn_probe_logger(&mut probe)?;

@@ -85,7 +85,10 @@ pub const TESTS: [(&str, &str); 16] = [
         "tc_neighbour",
         "a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_says_so",
     ),
-    ("tc_leftovers", "a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop"),
+    (
+        "tc_leftovers",
+        "a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop",
+    ),
     ("idle", "idle_long_poll_blackholed_is_killed_as_silent"),
     (
         "keepalive_news",
@@ -117,7 +120,10 @@ pub const TESTS: [(&str, &str); 16] = [
         "tc_neighbour",
         "neighbours_attached_before_keep_their_verdicts_and_lifeline_s_octets_go_out",
     ),
-    ("tc_leftovers", "an_interrupted_check_leaves_nothing_on_the_device"),
+    (
+        "tc_leftovers",
+        "an_interrupted_check_leaves_nothing_on_the_device",
+    ),
 ];
 
 /// `--kernel` values: one series, a comma-separated list, or `all`.

@@ -97,13 +97,15 @@ fn gauges_and_probe_counters_follow_the_snapshots() {
 #[test]
 fn a_hidden_device_is_1_an_unhidden_one_0_and_a_device_left_drops_out() {
     let m = Metrics::new();
-    let mut s = Snapshot::default();
-    s.fast_probes = serde_json::from_str(
-        r#"{"state":"hidden","devices":[
+    let mut s = Snapshot {
+        fast_probes: serde_json::from_str(
+            r#"{"state":"hidden","devices":[
             {"device":"eth0","chain":{"kind":"tcx"},"reach":"hidden","seen":0,"sent":9},
             {"device":"eth1","chain":{"kind":"tcx"},"reach":"out","seen":5,"sent":5}]}"#,
-    )
-    .unwrap();
+        )
+        .unwrap(),
+        ..Snapshot::default()
+    };
     m.observe(&s, &mut HashSet::new());
     let text = m.encode();
     assert!(

@@ -57,7 +57,7 @@ pub fn remove_unused_clsact(device: &str, index: u32) {
         Ok(true) => match nl::remove_clsact(index) {
             Ok(()) => tracing::info!(device, "removed the clsact qdisc lifeline added"),
             Err(e) => {
-                tracing::warn!(device, error = %e, "cannot remove the clsact qdisc lifeline added")
+                tracing::warn!(device, error = %e, "cannot remove the clsact qdisc lifeline added");
             }
         },
         Ok(false) => tracing::info!(
@@ -65,7 +65,7 @@ pub fn remove_unused_clsact(device: &str, index: u32) {
             "the clsact qdisc lifeline added holds other filters now: left in place"
         ),
         Err(e) => {
-            tracing::warn!(device, error = %e, "cannot list the clsact qdisc's filters: left in place")
+            tracing::warn!(device, error = %e, "cannot list the clsact qdisc's filters: left in place");
         }
     }
 }

@@ -11,9 +11,9 @@ use super::{
     FastProbes,
     devices::tx_packets,
     reach::{Reach, Sample},
-    status::{FastDevice, FastState, FastStatus, Refused},
+    status::{Chain, FastDevice, FastState, FastStatus, Refused},
 };
-use crate::kernel::probe::Probe;
+use crate::kernel::{probe::Probe, tc as nl};
 
 impl Probe {
     /// Take one sample of every device's counts and update what they say; a change is
@@ -43,6 +43,7 @@ impl Probe {
         for a in fast.attached.values() {
             *slots.entry(tc::slot(a.index)).or_default() += 1;
         }
+        let mut gone = Vec::new();
         for a in fast.attached.values_mut() {
             let slot = tc::slot(a.index);
             let (Some(sent), true) = (sent.get(&a.device), slots.get(&slot) == Some(&1)) else {
@@ -58,6 +59,7 @@ impl Probe {
                 no_octet,
             };
             match a.meter.update(sample) {
+                Some(Reach::Hidden) if !filter_there(a) => gone.push(a.device.clone()),
                 Some(Reach::Hidden) => tracing::warn!(
                     device = %a.device, chain = %a.chain, sent = a.meter.window.1,
                     "fast probes hidden by another program on {}: its tc program saw none of the packets the device sent (a program ahead of it ends the chain); idle sockets through it are probed at the kernel's 1 s cadence",
@@ -70,7 +72,28 @@ impl Probe {
                 Some(Reach::Unmeasured) | None => {}
             }
         }
+        // Someone removed lifeline's filter (or the clsact qdisc with it): not hidden, gone.
+        // It is attached again at the next look at the routes.
+        for dev in gone {
+            tracing::warn!(device = %dev, "lifeline's tc filter on this device was removed by someone else: attaching it again");
+            fast.attached.remove(&dev);
+            fast.last_scan = None;
+        }
     }
+}
+
+/// Whether lifeline's clsact filter is still on the device (a tcx link cannot be taken away
+/// from under the agent); when the filters cannot be listed, it is taken to be.
+fn filter_there(a: &super::attach::Attachment) -> bool {
+    let Chain::Clsact { priority, handle } = a.chain else {
+        return true;
+    };
+    let name = lifeline_common::hooks::Hook::ProbeByte.program();
+    nl::filters(a.index, nl::EGRESS).map_or(true, |fs| {
+        fs.iter().any(|f| {
+            f.priority == priority && f.handle == handle && f.name.as_deref() == Some(name)
+        })
+    })
 }
 
 impl FastProbes {

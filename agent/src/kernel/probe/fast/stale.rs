@@ -71,6 +71,14 @@ impl crate::kernel::probe::Probe {
     /// At start, before any attach: remove what killed agents left (`remove`), say so, and
     /// take an emptied clsact qdisc as lifeline's own (removed now when fast probes are
     /// off or unavailable here, else when lifeline's filter on that device goes).
+    /// `remove_stale_tc`, for `lifeline run` right after loading (before the tc program
+    /// attaches anywhere; never for `check`, beside a running agent's filter).
+    #[must_use]
+    pub fn without_stale_tc(mut self) -> Self {
+        self.remove_stale_tc();
+        self
+    }
+
     pub fn remove_stale_tc(&mut self) {
         if super::attach::tcx() {
             return;
