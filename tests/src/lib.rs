@@ -62,6 +62,7 @@ pub mod systemd;
 pub mod tc_chain;
 pub mod tc_lab;
 pub mod tc_neighbour;
+pub mod tc_steps;
 mod teardown;
 pub mod timeline;
 pub mod tracefs;

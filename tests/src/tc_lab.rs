@@ -28,7 +28,17 @@ pub const CONTROL_PORT: u16 = 7779;
 /// # Errors
 /// As `agent_with`.
 pub fn agent(s: &Setup) -> Result<Agent> {
-    agent_with(s, &["--metrics-addr", METRICS])
+    agent_args(s, &[])
+}
+
+/// `agent` with more flags.
+///
+/// # Errors
+/// As `agent_with`.
+pub fn agent_args(s: &Setup, extra: &[&str]) -> Result<Agent> {
+    let mut args = vec!["--metrics-addr", METRICS];
+    args.extend_from_slice(extra);
+    agent_with(s, &args)
 }
 
 /// An idle client (a watch stream) in the watched cgroup, once the agent has armed its
@@ -37,6 +47,14 @@ pub fn agent(s: &Setup) -> Result<Agent> {
 /// # Errors
 /// When it does not connect or is not armed.
 pub fn idle_client(s: &Setup, agent: &Agent) -> Result<Client> {
+    idle_client_armed(s, agent, "1s,1s,20")
+}
+
+/// `idle_client`, armed with keepalive `want` (where the kernel arms it at all).
+///
+/// # Errors
+/// As `idle_client`.
+pub fn idle_client_armed(s: &Setup, agent: &Agent, want: &str) -> Result<Client> {
     let args = ["--peer", SERVER, "watch", "--every", "60", "--redial"];
     let client = Client::start(&s.lab, Some(&s.cgroup), &args)?;
     client.wait_event("the first event", Duration::from_secs(10), |e| {
@@ -44,7 +62,7 @@ pub fn idle_client(s: &Setup, agent: &Agent) -> Result<Client> {
     })?;
     let port = client.local_port().context("no local port")?;
     let want = if kernel::has(&features::KEEPALIVE_SET) {
-        "1s,1s,20"
+        want
     } else {
         "not armed"
     };

@@ -10,20 +10,15 @@
 //! puts lifeline ahead again. tcx where the kernel has it (6.6), clsact before; before 5.15
 //! (no fast probes) nothing of lifeline's is on the chain and status says why.
 
-use std::time::Duration;
-
 use anyhow::{Context, Result, ensure};
 use lifeline_tests::idle_lab::silent_kill_after_flow_blackhole;
 use lifeline_tests::kernel::{self, features};
+use lifeline_tests::require_root;
 use lifeline_tests::scenario::Setup;
 use lifeline_tests::tc_chain::{Tally, fast, lifeline_on_dev};
-use lifeline_tests::tc_lab::{agent, drop_holds, idle_client, metric, placed, wait_fast};
+use lifeline_tests::tc_lab::{agent, drop_holds, idle_client, placed, wait_fast};
 use lifeline_tests::tc_neighbour::{Neighbour, Place, Verdict};
-use lifeline_tests::{mono_ms, require_root, wait_until};
-
-/// Where lifeline's clsact filter must go (kernel/probe/fast/place.rs): one below the lowest
-/// priority in use, or beside Cilium's priority-1 filter, with lifeline's handle ("LL").
-const HANDLE: u32 = 0x4c4c;
+use lifeline_tests::tc_steps::{HANDLE, check_place, hidden_is_said_and_the_kill_still_comes};
 
 #[test]
 fn neighbours_attached_before_keep_their_verdicts_and_lifeline_s_octets_go_out() -> Result<()> {
@@ -185,75 +180,9 @@ fn a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_
         let _ = client;
         format!("nothing of lifeline's on the chain; status `{summary}`")
     };
-    tally.every_packet_passed(ns, &all, 5)?;
+    // Its drop checked first: those connections are traffic through it too.
     drop_holds(&s, &hider)?;
+    tally.every_packet_passed(ns, &all, 3)?;
     kernel::report(&features::TCX, &shows);
     Ok(())
-}
-
-/// lifeline's program where it goes: tcx first, or the newest clsact filter at Cilium's
-/// priority 1 with its own handle.
-fn check_place(s: &Setup) -> Result<()> {
-    if let Some(f) = placed(s)? {
-        ensure!(
-            (f.priority, f.handle) == (1, HANDLE),
-            "lifeline's filter: {f:?}"
-        );
-    }
-    Ok(())
-}
-
-/// An idle socket's flow black-holed while a program ahead of lifeline ends the chain: the
-/// fast phase opens but its probe leaves without the octet, status and the metric say the
-/// program is hidden on eth0, and the silent kill still comes, at the kernel's 1 s cadence.
-/// Returns status's summary.
-fn hidden_is_said_and_the_kill_still_comes(
-    s: &Setup,
-    agent: &lifeline_tests::Agent,
-) -> Result<String> {
-    let client = idle_client(s, agent)?;
-    let port = client.local_port().context("no local port")?;
-    let no_octet = "lifeline_probe_fast_no_octet_total";
-    let before = metric(s, no_octet)?;
-    let _fault = s.lab.blackhole_flow(port)?;
-    let fault_ms = mono_ms();
-    let (summary, _) = wait_fast(agent, "hidden", "hidden")?;
-    ensure!(
-        summary.starts_with("fast probes hidden by another program on eth0"),
-        "{summary}"
-    );
-    ensure!(
-        metric(s, "lifeline_fast_probes_hidden{device=\"eth0\"}")? > 0.5,
-        "the metric"
-    );
-    // The phase really opened: it ended for want of an octet.
-    wait_until(
-        "a fast phase without its octet",
-        Duration::from_secs(10),
-        Duration::from_millis(200),
-        || Ok((metric(s, no_octet)? > before).then_some(())),
-    )?;
-    let table = agent.status_table()?;
-    ensure!(
-        table.contains("fast probes hidden by another program on eth0"),
-        "{table}"
-    );
-    let d = wait_until(
-        "the kill",
-        Duration::from_secs(30),
-        Duration::from_millis(200),
-        || {
-            Ok(agent
-                .decisions()
-                .into_iter()
-                .find(|d| d.is_for_port(port) && d.action == "kill"))
-        },
-    )?;
-    let after = d.at_ms - fault_ms;
-    ensure!(
-        d.verdict == "silent" && d.probe_bytes.unwrap_or(0) == 0 && after >= 8_000,
-        "a hidden program adds no octet, the probes come at the kernel's cadence: {after} ms, {}",
-        d.raw
-    );
-    Ok(summary)
 }

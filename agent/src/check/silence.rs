@@ -1,7 +1,7 @@
 //! `silence evidence`: whether fast keepalive probes work here (`lifeline_common::poke`,
 //! `features::FAST_PROBES`), i.e. how fast an idle socket's unanswered probes are collected.
 //! The tc program is attached to the device of the default route, the one an API address
-//! outside the node is usually routed through, and watched for a moment: the packets the
+//! outside the node is usually routed through, and watched for 1 to 3.5 s: the packets the
 //! device sends meanwhile must pass through it (`kernel/probe/fast/reach.rs`), else another
 //! program ahead of it in the chain hides it. Then it is detached, and a clsact qdisc the
 //! check added removed, before a SIGINT or SIGTERM that came meanwhile takes effect.
@@ -26,8 +26,10 @@ const NAME: &str = "silence evidence";
 /// An address only the default route covers (TEST-NET-2, RFC 5737).
 const OUTSIDE: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 51, 100, 1));
 
-/// How long the check watches at most: until the program saw a packet, or long enough for
-/// the rule to call it hidden (`reach::MIN_SPAN`) with some margin.
+/// How long the check watches: at least a second (a count worth reading), at most until the
+/// program saw a packet, or long enough for the rule to call it hidden (`reach::MIN_SPAN`)
+/// with some margin.
+const MIN_WATCH: Duration = Duration::from_secs(1);
 const WATCH: Duration = Duration::from_millis(3_500);
 const POLL: Duration = Duration::from_millis(100);
 
@@ -66,7 +68,8 @@ pub fn row(p: &mut Probe) -> Row {
         let start = Instant::now();
         while start.elapsed() < WATCH
             && !interrupt::pending()
-            && (p.fast_status().devices.iter()).any(|d| d.reach == Reach::Unmeasured)
+            && (start.elapsed() < MIN_WATCH
+                || (p.fast_status().devices.iter()).any(|d| d.reach == Reach::Unmeasured))
         {
             std::thread::sleep(POLL);
             p.fast_measure();
