@@ -32,12 +32,16 @@
 use core::ffi::c_void;
 
 use lifeline_common::{
+    SockState,
     keepalive::{SOL_TCP, TCP_BPF_SNDCWND_CLAMP, TCP_THIN_LINEAR_TIMEOUTS},
-    sock::{LTO_ARMED, LTO_OFF},
-    watch::ARM_LINEAR_TIMEOUTS,
+    sock::{LTO_ARMED, LTO_OFF, LTO_PAUSED},
+    watch::{ARM_LINEAR_TIMEOUTS, PeerKey},
 };
 
-use crate::{keepalive::set, maps::config_flag};
+use crate::{
+    keepalive::set,
+    maps::{PATH_ALIVE, config_flag},
+};
 
 /// Turns linear timeouts on for `sk` when the agent asked for them: `LTO_ARMED`, `LTO_OFF`
 /// or the negative errno.
@@ -51,15 +55,52 @@ pub fn arm(sk: *mut c_void) -> i32 {
     }
 }
 
-/// At an RTO of a socket whose record says `LTO_ARMED`: end the initial slow start mark if
-/// the congestion control left `snd_ssthresh` infinite, so this RTO and the next are linear.
-pub fn at_rto(sk: *mut c_void, lto: i32, snd_ssthresh: u32) {
+/// At an RTO of a socket with linear timeouts: keep them for this trouble episode only while
+/// the path to its peer is known to work (`path_known_to_work`), turning the option off or
+/// on again to match (`LTO_PAUSED`, `LTO_ARMED`); then, while they run, end the initial slow
+/// start mark if the congestion control left `snd_ssthresh` infinite, so this RTO and the
+/// next are linear.
+pub fn at_rto(sk: *mut c_void, s: &mut SockState, snd_ssthresh: u32) {
     /// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
     const INFINITE: u32 = 0x7fff_ffff;
-    if lto == LTO_ARMED && snd_ssthresh >= INFINITE {
+    if s.lto != LTO_ARMED && s.lto != LTO_PAUSED {
+        return;
+    }
+    let (want, on) = if path_known_to_work(s) {
+        (LTO_ARMED, 1)
+    } else {
+        (LTO_PAUSED, 0)
+    };
+    if want != s.lto && set(sk, SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS, on).is_ok() {
+        s.lto = want;
+    }
+    if s.lto == LTO_ARMED && snd_ssthresh >= INFINITE {
         // A refusal leaves the socket as the kernel would have it: exponential backoff, and
         // the time rule finds the stall.
         #[allow(clippy::cast_possible_wrap, reason = "0x7fff_fffe fits in an i32")]
         let _ = set(sk, SOL_TCP, TCP_BPF_SNDCWND_CLAMP, (INFINITE - 1) as i32);
+    }
+}
+
+/// Whether linear timeouts serve this trouble episode. Their point is fast evidence that a
+/// flow is dead; their cost is that a socket spends its first seven retransmissions in about
+/// 1.4 s, so from then on its exponential backoff runs about 1.2 s behind the kernel's
+/// default schedule: a path that comes back by itself after a few seconds (a whole-path
+/// blip) serves such a socket up to that much later than without lifeline. So for a socket
+/// to one of the endpoint's addresses (`PATH_ALIVE`) they run only once the agent has found
+/// the path to that peer working since the episode began (its peer probe, asked for at the
+/// episode's first retransmission, answers within a round trip when only the flow is dead).
+/// Any other socket keeps them: nothing can tell its blips from its deaths.
+fn path_known_to_work(s: &SockState) -> bool {
+    let key = PeerKey {
+        addr: s.peer_addr,
+        port: s.peer_port,
+        family: s.family,
+        pad: 0,
+    };
+    // SAFETY: a map lookup; the value is a plain u64 copied out at once.
+    match unsafe { PATH_ALIVE.get(key) } {
+        None => true,
+        Some(alive_ns) => *alive_ns >= s.trouble_ns,
     }
 }

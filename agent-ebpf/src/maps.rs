@@ -89,6 +89,13 @@ pub static PATH_SCRATCH: PerCpuArray<[u8; CGROUP_PATH_LEN]> = PerCpuArray::with_
 #[map]
 pub static ENDPOINT_PEERS: HashMap<PeerKey, u8> = HashMap::with_max_entries(256, 0);
 
+/// The endpoint's addresses, each with the `bpf_ktime_get_ns` moment the agent last found
+/// the path to it working (a fresh connection accepted, a socket hearing from it); 0: not
+/// since the agent started. `crate::linear` keeps a socket's linear timeouts for a trouble
+/// episode only once the path to its peer was found working after the episode began.
+#[map]
+pub static PATH_ALIVE: HashMap<PeerKey, u64> = HashMap::with_max_entries(256, 0);
+
 #[map]
 pub static CONFIG: Array<WatchConfig> = Array::with_max_entries(1, 0);
 

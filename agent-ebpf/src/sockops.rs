@@ -292,7 +292,7 @@ fn on_trouble(ctx: &SockOpsContext, rto: bool) {
     if rto {
         s.rto_count += 1;
         // SAFETY: context pointer.
-        linear::at_rto(ctx.ops.cast(), s.lto, unsafe { (*ctx.ops).snd_ssthresh });
+        linear::at_rto(ctx.ops.cast(), s, unsafe { (*ctx.ops).snd_ssthresh });
     } else {
         s.retrans_count += 1;
     }

@@ -1,10 +1,12 @@
-//! What the benchmark compares: the fault scenarios (rows) and the contenders (columns).
+//! What the benchmark compares: the fault scenarios (rows). The contenders (columns) are
+//! `crate::contender`; which contenders run a row, and how many trials share a lab, is
+//! `crate::lineup`.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
+use lifeline_tests::api;
 use lifeline_tests::proxy::ProxyKind;
-use lifeline_tests::{AgentArgs, ApiLab, api};
 
 /// The rows. The doc comments are `--scenario`'s help; its values are the kebab-case names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -36,10 +38,36 @@ pub enum Scenario {
     ProxyNginx,
     /// The same through a node-local haproxy
     ProxyHaproxy,
+    /// A whole-path blip: every packet to and from the only API address dropped for 1 s,
+    /// then healed, DNS unchanged; 1 s heartbeats
+    #[value(name = "blip-1s")]
+    Blip1s,
+    /// The same for 3 s
+    #[value(name = "blip-3s")]
+    Blip3s,
+    /// The same for 6 s
+    #[value(name = "blip-6s")]
+    Blip6s,
+    /// The same for 15 s
+    #[value(name = "blip-15s")]
+    Blip15s,
+    /// api1 of two addresses in DNS black-holed both ways for 3 s, then back, DNS unchanged;
+    /// the clients start on api1; 1 s heartbeats
+    #[value(name = "blip-one-of-two-3s")]
+    BlipOneOfTwo3s,
+}
+
+/// A blip row's fault: the API address api1 black-holed both ways for `len`, then healed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlipSpec {
+    pub len: Duration,
+    /// api2 is in DNS beside api1 (and stays reachable): a client moved there early is
+    /// served while api1 is still away.
+    pub one_of_two: bool,
 }
 
 impl Scenario {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 15] = [
         Self::PeerGone1s,
         Self::PeerGone10s,
         Self::FlowOnly,
@@ -50,6 +78,11 @@ impl Scenario {
         Self::ElbRotation,
         Self::ProxyNginx,
         Self::ProxyHaproxy,
+        Self::Blip1s,
+        Self::Blip3s,
+        Self::Blip6s,
+        Self::Blip15s,
+        Self::BlipOneOfTwo3s,
     ];
 
     pub fn name(self) -> &'static str {
@@ -70,6 +103,13 @@ impl Scenario {
             Self::ProxyHaproxy => {
                 "through a node-local haproxy (flow black hole on the upstream, 10 s heartbeats)"
             }
+            Self::Blip1s => "whole-path blip of 1 s (the only API address), 1 s heartbeats",
+            Self::Blip3s => "whole-path blip of 3 s (the only API address), 1 s heartbeats",
+            Self::Blip6s => "whole-path blip of 6 s (the only API address), 1 s heartbeats",
+            Self::Blip15s => "whole-path blip of 15 s (the only API address), 1 s heartbeats",
+            Self::BlipOneOfTwo3s => {
+                "one address of two black-holed for 3 s, then back, 1 s heartbeats"
+            }
         }
     }
 
@@ -85,15 +125,25 @@ impl Scenario {
             Self::ElbRotation => "ELB rotation",
             Self::ProxyNginx => "via nginx",
             Self::ProxyHaproxy => "via haproxy",
+            Self::Blip1s => "blip 1s",
+            Self::Blip3s => "blip 3s",
+            Self::Blip6s => "blip 6s",
+            Self::Blip15s => "blip 15s",
+            Self::BlipOneOfTwo3s => "blip one of two 3s",
         }
     }
 
     /// The heartbeat interval; None: an idle watch stream.
     pub fn heartbeat(self) -> Option<Duration> {
         match self {
-            Self::PeerGone1s | Self::FlowOnly | Self::RestartedFlowOnly => {
-                Some(Duration::from_secs(1))
-            }
+            Self::PeerGone1s
+            | Self::FlowOnly
+            | Self::RestartedFlowOnly
+            | Self::Blip1s
+            | Self::Blip3s
+            | Self::Blip6s
+            | Self::Blip15s
+            | Self::BlipOneOfTwo3s => Some(Duration::from_secs(1)),
             Self::PeerGone10s | Self::ProxyNginx | Self::ProxyHaproxy => {
                 Some(Duration::from_secs(10))
             }
@@ -108,7 +158,9 @@ impl Scenario {
     /// api1; with the peer gone they find api2 on their re-dial, as on a multi-master cluster.
     pub fn initial_dns(self) -> Vec<IpAddr> {
         match self {
-            Self::PeerGone1s | Self::PeerGone10s => vec![api(1, false), api(2, false)],
+            Self::PeerGone1s | Self::PeerGone10s | Self::BlipOneOfTwo3s => {
+                vec![api(1, false), api(2, false)]
+            }
             _ => vec![api(1, false)],
         }
     }
@@ -128,135 +180,20 @@ impl Scenario {
         self == Self::RestartedFlowOnly
     }
 
-    /// The contenders of this row. What the restart changes is which cgroup kubelet's
-    /// sockets are born in, which only an agent that selects sockets by cgroup can get
-    /// wrong: so that row compares the agent at its defaults with the kernel alone. (Client
-    /// options act per socket whatever the cgroup; the dig script restarts the client
-    /// itself, which for a unit would be a `systemctl restart`.)
-    ///
-    /// Behind a proxy the question is lifeline against no agent and against the client's
-    /// own HTTP/2 ping (client-side defences act on the loopback hop, which never stalls).
-    ///
-    /// The two client-keepalive variants of the idle row only ask what lifeline does with a
-    /// different client, so they compare it with the kernel alone too.
-    pub fn contenders(self) -> &'static [Contender] {
-        if self.proxy().is_some() {
-            return &[Contender::NoAgent, Contender::H2Ping, Contender::Lifeline];
-        }
-        if self.restarts_unit() || matches!(self, Self::IdleWatchGo15 | Self::IdleWatchNoKeepalive)
-        {
-            &[Contender::NoAgent, Contender::Lifeline]
-        } else {
-            &Contender::ALL
-        }
-    }
-
-    /// Trials per cell unless `--trials` says otherwise. The restarted row runs one trial
-    /// per lab (a manager and a unit each), its kernel-defaults labs sitting out the cap:
-    /// half the trials keep the full bench within its time and still give a p90.
-    pub fn default_trials(self, quick: bool) -> usize {
-        match (quick, self.restarts_unit()) {
-            (true, _) => 3,
-            (false, true) => 10,
-            (false, false) => 20,
-        }
-    }
-
-    /// kube-client's traffic: heartbeats only, or a watch that never sends (one event at
-    /// the start, the next after an hour).
-    pub fn client_args(self) -> Vec<String> {
-        if let Some(hb) = self.heartbeat() {
-            return vec![
-                "--heartbeat".into(),
-                format!("{}s", hb.as_secs()),
-                "--watch-every".into(),
-                "0".into(),
-            ];
-        }
-        let ka = match self {
-            Self::IdleWatchGo15 => "15",
-            Self::IdleWatchNoKeepalive => "0",
-            _ => "30",
+    /// A blip row's fault (None: a row whose fault stays, measured by detection and outage).
+    pub fn blip(self) -> Option<BlipSpec> {
+        let (secs, one_of_two) = match self {
+            Self::Blip1s => (1, false),
+            Self::Blip3s => (3, false),
+            Self::Blip6s => (6, false),
+            Self::Blip15s => (15, false),
+            Self::BlipOneOfTwo3s => (3, true),
+            _ => return None,
         };
-        [
-            "--watch-only",
-            "--watch-every",
-            "3600",
-            "--go-keepalive",
-            ka,
-        ]
-        .map(String::from)
-        .to_vec()
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Contender {
-    NoAgent,
-    UserTimeout,
-    H2Ping,
-    DigScript,
-    Lifeline,
-    LifelineTight,
-}
-
-impl Contender {
-    pub const ALL: [Self; 6] = [
-        Self::NoAgent,
-        Self::UserTimeout,
-        Self::H2Ping,
-        Self::DigScript,
-        Self::Lifeline,
-        Self::LifelineTight,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::NoAgent => "kernel defaults",
-            Self::UserTimeout => "TCP_USER_TIMEOUT 10s",
-            Self::H2Ping => "HTTP/2 PING 30s/15s",
-            Self::DigScript => "dig script",
-            Self::Lifeline => "lifeline",
-            Self::LifelineTight => "lifeline 3s",
-        }
-    }
-
-    /// What the contender adds to the client's command line.
-    pub fn client_args(self) -> Vec<String> {
-        let args: &[&str] = match self {
-            Self::UserTimeout => &["--user-timeout", "10s"],
-            Self::H2Ping => &["--h2-ping", "30s,15s"],
-            _ => &[],
-        };
-        args.iter().map(|a| (*a).to_owned()).collect()
-    }
-
-    /// The agent to run, if any: the endpoint and the lab's DNS, nothing else tuned except
-    /// the tight contender's stall timeout.
-    pub fn agent(self) -> Option<AgentArgs> {
-        match self {
-            Self::Lifeline => Some(ApiLab::agent_args(None, &[])),
-            Self::LifelineTight => Some(ApiLab::agent_args(Some("3s"), &[])),
-            _ => None,
-        }
-    }
-
-    /// Trials run side by side in one lab. Kernel and client defences act per socket, so ten
-    /// share a lab; an agent may kill at most 6 sockets a minute by default, so its labs hold
-    /// five, never more than one node's worth of kills. When the whole peer is gone the agent
-    /// kills every socket to it once any one of them shows trouble: trials sharing its lab
-    /// would not be independent (the first client to send would detect for all), so each
-    /// runs alone.
-    /// A restarted unit's lab holds one client: its unit.
-    pub fn clients_per_lab(self, scenario: Scenario, quick: bool) -> usize {
-        let peer_gone = matches!(scenario, Scenario::PeerGone1s | Scenario::PeerGone10s);
-        match (quick, self.agent().is_some()) {
-            _ if scenario.restarts_unit() => 1,
-            (_, true) if peer_gone => 1,
-            (true, _) => 3,
-            (false, true) => 5,
-            (false, false) => 10,
-        }
+        Some(BlipSpec {
+            len: Duration::from_secs(secs),
+            one_of_two,
+        })
     }
 }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
-use crate::cells::{Contender, Scenario};
+use crate::cells::Scenario;
+use crate::contender::Contender;
 use crate::matrix::Cell;
 use crate::stats::summarize;
 
@@ -29,7 +30,12 @@ pub fn draw(path: &Path, cells: &[Cell], cap: Duration) -> Result<()> {
     let cap_s = cap.as_secs_f64();
     let root = SVGBackend::new(path, (1200, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
-    let n = Scenario::ALL.len() as f64;
+    // The blip rows measure something else (served again, not outage): their own tables.
+    let rows: Vec<Scenario> = Scenario::ALL
+        .into_iter()
+        .filter(|s| s.blip().is_none())
+        .collect();
+    let n = rows.len() as f64;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             "Outage after the fault (p50 bar, p90 whisker; at the cap: not back)",
@@ -43,11 +49,10 @@ pub fn draw(path: &Path, cells: &[Cell], cap: Duration) -> Result<()> {
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(Scenario::ALL.len() * 2 + 1)
+        .x_labels(rows.len() * 2 + 1)
         .x_label_formatter(&|x| {
             // Only the middle of each group carries its name.
-            Scenario::ALL
-                .iter()
+            rows.iter()
                 .enumerate()
                 .find(|(i, _)| (x - *i as f64 - 0.5).abs() < 0.01)
                 .map_or(String::new(), |(_, s)| s.short().to_owned())
@@ -60,7 +65,7 @@ pub fn draw(path: &Path, cells: &[Cell], cap: Duration) -> Result<()> {
         let color = COLORS[ci];
         let mut bars = Vec::new();
         let mut whiskers = Vec::new();
-        for (si, scenario) in Scenario::ALL.into_iter().enumerate() {
+        for (si, &scenario) in rows.iter().enumerate() {
             let Some(cell) = cells
                 .iter()
                 .find(|c| c.scenario == scenario && c.contender == contender)

@@ -7,14 +7,19 @@
 //! The `hold`, `sink` and `churn` subcommands are the bench's own socket helpers, started
 //! by the bench inside its namespaces.
 
+mod blip;
+mod blip_stats;
+mod blip_targets;
 mod bpfstats;
 mod cells;
 mod chart;
+mod contender;
 mod cost;
 mod costbpf;
 mod costcmp;
 mod fleet;
 mod hold;
+mod lineup;
 mod machine;
 mod matrix;
 mod measure;
@@ -23,6 +28,7 @@ mod pool;
 mod procstat;
 mod proxy_rows;
 mod report;
+mod report_blip;
 mod report_bpf;
 mod report_cost;
 mod report_more;
@@ -37,6 +43,7 @@ mod socklab;
 mod stats;
 mod targets;
 mod trial;
+mod unit_rows;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,7 +61,8 @@ pub struct Args {
     /// 3 trials per cell, a 60 s cap and shorter cost runs (a smoke run, under 10 minutes).
     #[arg(long)]
     pub quick: bool,
-    /// Trials per cell (default 20, 10 for restarted-flow-only; 3 with --quick).
+    /// Trials per cell (default 20; 10 for restarted-flow-only and blip-one-of-two-3s; 3
+    /// with --quick).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=200))]
     pub trials: Option<u16>,
     /// Labs run side by side.

@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cells::{Contender, Scenario};
+use crate::cells::Scenario;
+use crate::contender::Contender;
 use crate::measure::TrialResult;
 use crate::stats::{secs, summarize};
 use crate::trial::{LabJob, run};
@@ -65,7 +66,7 @@ fn jobs(plan: &Plan) -> Vec<LabJob> {
     let mut jobs = Vec::new();
     for &scenario in &plan.scenarios {
         for &contender in scenario.contenders() {
-            let k = contender.clients_per_lab(scenario, plan.quick);
+            let k = scenario.clients_per_lab(contender, plan.quick);
             let mut left = plan.trials(scenario);
             while left > 0 {
                 let clients = left.min(k);
@@ -101,6 +102,8 @@ pub fn run_matrix(plan: &Plan) -> (Vec<Cell>, f64) {
         finished += 1;
         let t = start.elapsed().as_secs();
         let what = match r {
+            Ok(o) if job.scenario.blip().is_some() => crate::blip_stats::summarize_blips(&o.trials)
+                .map_or_else(|| "no trials".into(), |b| b.progress(job.cap)),
             Ok(o) => {
                 let d: Vec<_> = o.trials.iter().map(|t| t.detection_ms).collect();
                 let out: Vec<_> = o.trials.iter().map(|t| t.outage_ms).collect();

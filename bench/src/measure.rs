@@ -41,6 +41,25 @@ pub enum Source {
 pub struct TrialResult {
     pub detection_ms: Option<u64>,
     pub outage_ms: Option<u64>,
+    /// A blip row's numbers (`crate::blip`); None for the rows whose fault stays.
+    pub blip: Option<BlipTrial>,
+}
+
+/// What one client lived through in a blip row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlipTrial {
+    /// The blip's start to the client's first success after it; None: not within the cap.
+    pub served_again_ms: Option<u64>,
+    /// Connections the client made after the blip began: each replaced one that would have
+    /// recovered by itself (a fleet's reconnects per node per blip).
+    pub redials: u32,
+    /// lifeline's kills of the client's sockets.
+    pub kills: u32,
+    /// Sessions the client's own defence ended (`TCP_USER_TIMEOUT`'s `ETIMEDOUT`, the HTTP/2
+    /// PING's timeout): every failure but lifeline's `ECONNABORTED`.
+    pub own_closes: u32,
+    /// The dig script's restarts of the client.
+    pub restarts: u32,
 }
 
 /// The event that proves the client works: a heartbeat answered, or a watch event.
@@ -66,7 +85,7 @@ impl Slot {
     }
 
     /// Every generation's events, in time order.
-    fn events(&self) -> Vec<ClientEvent> {
+    pub fn events(&self) -> Vec<ClientEvent> {
         match &self.source {
             Source::Procs(gens) => {
                 let mut all: Vec<ClientEvent> = gens.iter().flat_map(Client::events).collect();
@@ -74,6 +93,14 @@ impl Slot {
                 all
             }
             Source::Unit { .. } => self.first_events(),
+        }
+    }
+
+    /// How many times the dig script restarted the client (its generations after the first).
+    pub fn restarts(&self) -> usize {
+        match &self.source {
+            Source::Procs(gens) => gens.len().saturating_sub(1),
+            Source::Unit { .. } => 0,
         }
     }
 
@@ -148,6 +175,7 @@ impl Slot {
         TrialResult {
             detection_ms: gone.and_then(|g| within(g.saturating_sub(self.fault_ms))),
             outage_ms: outage_ms.and_then(within),
+            blip: None,
         }
     }
 }
@@ -164,5 +192,19 @@ pub fn agent_notes(agent: &Agent) -> Vec<String> {
     counts
         .into_iter()
         .map(|(k, n)| format!("{k} x{n}"))
+        .collect()
+}
+
+/// The agent's decision counts over all labs of a cell: `verdict/action/outcome xN` summed.
+pub fn merged(notes: &[String]) -> Vec<String> {
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for n in notes {
+        if let Some((what, k)) = n.rsplit_once(" x") {
+            *counts.entry(what).or_default() += k.parse::<usize>().unwrap_or(0);
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(w, k)| format!("agent: {w} x{k}"))
         .collect()
 }

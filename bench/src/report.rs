@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cells::{Contender, Scenario};
+use crate::cells::Scenario;
+use crate::contender::Contender;
 use crate::cost::Cost;
 use crate::matrix::{Cell, Plan};
 use crate::scale::Scale;
@@ -138,7 +139,7 @@ fn header(s: &mut String, d: &Doc) -> Result<()> {
             Scenario::RestartedFlowOnly.name()
         )?;
     }
-    Ok(())
+    crate::report_blip::intro(s, d.plan)
 }
 
 /// The detection and outage tables (also printed by a run of a few rows).
@@ -149,12 +150,20 @@ pub fn matrix_text(d: &Doc) -> Result<String> {
 }
 
 fn matrix(s: &mut String, d: &Doc) -> Result<()> {
+    // The blip rows have a section of their own (`report_blip`): nothing there is detected.
+    if d.cells.iter().any(|c| c.scenario.blip().is_none()) {
+        detection(s, d)?;
+    }
+    crate::report_blip::section(s, d.cells, d.plan.cap)
+}
+
+fn detection(s: &mut String, d: &Doc) -> Result<()> {
     writeln!(s, "## Detection and outage (seconds: p50 / p90 / max)\n")?;
     writeln!(
         s,
         "![outage per contender and scenario](bench-outage.svg)\n"
     )?;
-    for scenario in Scenario::ALL {
+    for scenario in Scenario::ALL.into_iter().filter(|s| s.blip().is_none()) {
         let cells: Vec<&Cell> = d.cells.iter().filter(|c| c.scenario == scenario).collect();
         if cells.is_empty() {
             continue;
@@ -172,7 +181,7 @@ fn matrix(s: &mut String, d: &Doc) -> Result<()> {
             let cap = d.plan.cap;
             let det = summarize(&c.trials.iter().map(|t| t.detection_ms).collect::<Vec<_>>());
             let out = summarize(&c.trials.iter().map(|t| t.outage_ms).collect::<Vec<_>>());
-            let mut notes = merged(&c.agent_notes);
+            let mut notes = crate::measure::merged(&c.agent_notes);
             notes.extend(
                 c.errors
                     .iter()
@@ -195,20 +204,6 @@ fn matrix(s: &mut String, d: &Doc) -> Result<()> {
         writeln!(s)?;
     }
     Ok(())
-}
-
-/// The agent's decision counts over all labs of a cell: `verdict/action/outcome xN` summed.
-fn merged(notes: &[String]) -> Vec<String> {
-    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for n in notes {
-        if let Some((what, k)) = n.rsplit_once(" x") {
-            *counts.entry(what).or_default() += k.parse::<usize>().unwrap_or(0);
-        }
-    }
-    counts
-        .into_iter()
-        .map(|(w, k)| format!("agent: {w} x{k}"))
-        .collect()
 }
 
 /// The cost section: throughput and CPU rounds, then each hook's runs, then their targets.

@@ -1,6 +1,7 @@
 //! The targets, checked against what this run measured (never the other way round).
 
-use crate::cells::{Contender, Scenario};
+use crate::cells::Scenario;
+use crate::contender::Contender;
 use crate::cost::Cost;
 use crate::costcmp::compare;
 use crate::matrix::Cell;
@@ -104,6 +105,14 @@ pub fn check(cells: &[Cell], cost: Option<&Cost>) -> Vec<Target> {
         ));
     }
     out.extend(ahead(cells));
+    out.extend(crate::blip_targets::rows(cells, CAP_S).into_iter().map(
+        |(what, measured, limit, unit)| Target {
+            what,
+            measured,
+            limit,
+            unit,
+        },
+    ));
     if let Some(c) = cost {
         for watched in [true, false] {
             let flow = if watched { "watched" } else { "unwatched" };
@@ -139,10 +148,12 @@ pub fn check(cells: &[Cell], cost: Option<&Cost>) -> Vec<Target> {
 }
 
 /// Per row: lifeline's detection p90 (defaults) must be below every other contender's. The
-/// limit is the best other p90 less 1 ms (`Target::met` is "at most").
+/// limit is the best other p90 less 1 ms (`Target::met` is "at most"). A blip row detects
+/// nothing: it has targets of its own (`blip_targets`).
 fn ahead(cells: &[Cell]) -> Vec<Target> {
     Scenario::ALL
         .iter()
+        .filter(|s| s.blip().is_none())
         .filter_map(|&s| {
             let mine = p90(cells, s, Contender::Lifeline, true)?;
             let best = cells

@@ -1,6 +1,7 @@
 //! One lab of one cell: an endpoint lab (api1..3, dnsmasq), the contender (an agent, client
 //! options or the dig script), `k` kube-clients side by side, the scenario's fault, then a
-//! bounded wait until every client is back or the cap is reached. For the restarted row the
+//! bounded wait until every client is back or the cap is reached (a blip row: the blip, its
+//! heal and the watch after it, `crate::blip`). For the restarted row the
 //! one kube-client is `kubelet.service` of a systemd manager, started before the agent and
 //! restarted once it is ready, and the agent targets exactly that unit's cgroup.
 
@@ -9,11 +10,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use lifeline_tests::kube::Connection;
 use lifeline_tests::kubelet_unit;
-use lifeline_tests::systemd::UserManager;
-use lifeline_tests::watched::{assert_watched_from_start, wait_watched};
-use lifeline_tests::{Agent, ApiLab, api, mono_ms, wait_until};
+use lifeline_tests::{Agent, ApiLab, api, mono_ms};
 
-use crate::cells::{Contender, Scenario};
+use crate::cells::Scenario;
+use crate::contender::Contender;
 use crate::measure::{Slot, Source, TrialResult};
 use crate::proxy_rows::Proxy;
 use crate::script::DigScript;
@@ -44,7 +44,7 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
     }
     // kubelet.service runs before the agent starts, as on a node.
     let manager = if job.scenario.restarts_unit() {
-        Some(start_unit(&lab, &args)?)
+        Some(crate::unit_rows::start_unit(&lab, &args)?)
     } else {
         None
     };
@@ -66,7 +66,7 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
         None => None,
     };
     let mut slots = match manager {
-        Some(m) => vec![restart_unit(m)?],
+        Some(m) => vec![crate::unit_rows::restart_unit(m)?],
         None => start_clients(&lab, job, &args)?,
     };
     check_started(job, &slots, proxy.is_some())?;
@@ -74,34 +74,29 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
     if let (Some(a), Some(Source::Unit { manager, .. })) =
         (&agent, slots.first().map(|s| &s.source))
     {
-        agent_notes.push(restarted_watched(a, manager, &slots[0]));
+        agent_notes.push(crate::unit_rows::restarted_watched(a, manager, &slots[0]));
     }
     let mut script = (job.contender == Contender::DigScript).then(|| DigScript::new(&lab));
     // Strike at a random moment of the heartbeat cycle, as a real fault would: with a single
     // client the start-up stagger alone would always hit the same phase.
     let cycle = job.scenario.heartbeat().unwrap_or(Duration::from_secs(1));
     std::thread::sleep(Duration::from_millis(200) + cycle.mul_f64(random_unit()));
-    match &proxy {
-        Some(p) => p.inject(&lab, &mut slots)?,
-        None => inject(&lab, job.scenario, &mut slots)?,
-    }
-    let last_fault = slots
-        .iter()
-        .map(|s| s.fault_ms)
-        .max()
-        .unwrap_or_else(mono_ms);
-    let deadline = last_fault + u64::try_from(job.cap.as_millis())?;
-    while mono_ms() < deadline && !slots.iter().all(|s| s.done(job.scenario)) {
-        crate::pool::check_interrupted()?;
-        if let Some(s) = script.as_mut() {
-            s.tick(&lab, &args, &mut slots);
+    let trials = if let Some(spec) = job.scenario.blip() {
+        let watch = crate::blip::Watch {
+            lab: &lab,
+            args: &args,
+            script: script.as_mut(),
+            agent: agent.as_ref(),
+            cap: job.cap,
+        };
+        crate::blip::strike(watch, spec, &mut slots)?
+    } else {
+        match &proxy {
+            Some(p) => p.inject(&lab, &mut slots)?,
+            None => inject(&lab, job.scenario, &mut slots)?,
         }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let trials = slots
-        .iter()
-        .map(|s| s.result(job.scenario, job.cap))
-        .collect();
+        until_back(&lab, job, &args, script.as_mut(), &mut slots)?
+    };
     if let Some(a) = &agent {
         agent_notes.extend(crate::measure::agent_notes(a));
     }
@@ -114,51 +109,32 @@ pub fn run(job: &LabJob) -> Result<LabOutcome> {
     })
 }
 
-/// A systemd manager running `kubelet.service` as the scenario's kube-client, connected.
-fn start_unit(lab: &ApiLab, args: &[String]) -> Result<UserManager> {
-    let m = UserManager::start()?;
-    let command: Vec<&str> = args.iter().map(String::as_str).collect();
-    kubelet_unit::install_kube_client(&m, lab, &command)?;
-    kubelet_unit::start_installed(&m)?;
-    wait_until(
-        "kubelet.service's client to connect",
-        Duration::from_secs(15),
-        Duration::from_millis(100),
-        || {
-            let events = kubelet_unit::events(&m);
-            Ok(events.iter().any(|e| e.event == "connected").then_some(()))
-        },
-    )?;
-    Ok(m)
-}
-
-/// `systemctl --user restart kubelet.service` (systemd deletes the unit's cgroup and makes a
-/// new one); the trial is the restarted client.
-fn restart_unit(m: UserManager) -> Result<Slot> {
-    let since_ms = mono_ms();
-    m.systemctl(&["restart", kubelet_unit::UNIT])?;
-    Ok(Slot::of(Source::Unit {
-        manager: Box::new(m),
-        since_ms,
-    }))
-}
-
-/// Whether the restarted client's connection is watched from its first SYN by the agent
-/// (as a note: a trial that is not still measures what it measures).
-fn restarted_watched(a: &Agent, m: &UserManager, slot: &Slot) -> String {
-    let checked = slot
-        .connections()
-        .first()
-        .context("no connection")
-        .and_then(|c| wait_watched(a, c.local_port, Duration::from_secs(10)))
-        .and_then(|sock| assert_watched_from_start(&sock, kubelet_unit::main_pid(m)?));
-    match checked {
-        Ok(()) => "restarted kubelet watched from its SYN x1".into(),
-        Err(e) => {
-            eprintln!("lab-bench: the restarted kubelet's connection: {e:#}");
-            "restarted kubelet NOT watched from its SYN x1".into()
+/// Waits (bounded by the cap) until every client is back on a new connection, turning the
+/// dig script meanwhile; each client's detection and outage.
+fn until_back(
+    lab: &ApiLab,
+    job: &LabJob,
+    args: &[String],
+    mut script: Option<&mut DigScript>,
+    slots: &mut [Slot],
+) -> Result<Vec<TrialResult>> {
+    let last_fault = slots
+        .iter()
+        .map(|s| s.fault_ms)
+        .max()
+        .unwrap_or_else(mono_ms);
+    let deadline = last_fault + u64::try_from(job.cap.as_millis())?;
+    while mono_ms() < deadline && !slots.iter().all(|s| s.done(job.scenario)) {
+        crate::pool::check_interrupted()?;
+        if let Some(s) = script.as_deref_mut() {
+            s.tick(lab, args, slots);
         }
+        std::thread::sleep(Duration::from_millis(100));
     }
+    Ok(slots
+        .iter()
+        .map(|s| s.result(job.scenario, job.cap))
+        .collect())
 }
 
 fn client_args(job: &LabJob) -> Vec<String> {
@@ -231,6 +207,13 @@ fn inject(lab: &ApiLab, scenario: Scenario, slots: &mut [Slot]) -> Result<()> {
         }
         Scenario::ProxyNginx | Scenario::ProxyHaproxy => {
             anyhow::bail!("{}: the proxy's own injection", scenario.name());
+        }
+        Scenario::Blip1s
+        | Scenario::Blip3s
+        | Scenario::Blip6s
+        | Scenario::Blip15s
+        | Scenario::BlipOneOfTwo3s => {
+            anyhow::bail!("{}: the blip's own injection", scenario.name());
         }
         Scenario::ElbRotation => {
             // The balancer's old address goes silent as DNS moves to the new one.

@@ -40,6 +40,7 @@ pub mod maps {
     pub const TUPLES: &str = "TUPLES";
     pub const KEEPALIVE_FN: &str = "KEEPALIVE_FN";
     pub const POKE: &str = "POKE";
+    pub const PATH_ALIVE: &str = "PATH_ALIVE";
     pub const TC_SEEN: &str = "TC_SEEN";
 }
 

@@ -66,8 +66,9 @@ pub struct SockState {
     /// two means the agent polls it through `sock_diag`. 0 for a `sock_ops` socket.
     pub adopt: i32,
     /// Linear retransmission timeouts (`TCP_THIN_LINEAR_TIMEOUTS`), which collect the stall
-    /// verdict's unanswered transmissions at a fixed cadence: `LTO_ARMED`, `LTO_OFF` (not
-    /// asked for, or an adopted socket), or the negative errno `bpf_setsockopt` gave.
+    /// verdict's unanswered transmissions at a fixed cadence: `LTO_ARMED`, `LTO_PAUSED` (off
+    /// for this trouble episode: the path is not known to work), `LTO_OFF` (not asked for),
+    /// or the negative errno `bpf_setsockopt` gave.
     pub lto: i32,
     /// Keepalive probes that left with one octet of old data (`crate::poke`): the fast
     /// phase's evidence that each poke's probe could be answered without rate limit.
@@ -90,6 +91,11 @@ impl SockState {
 
 /// `SockState::lto`: linear timeouts are on for this socket (`crate::features::LINEAR_TIMEOUTS`).
 pub const LTO_ARMED: i32 = 1;
+/// `SockState::lto`: armed, but off for the current trouble episode: its peer is one of the
+/// endpoint's addresses and the path to it has not been found working since the episode
+/// began (`PATH_ALIVE`), so this may be a whole-path blip, where linear timeouts only move
+/// the socket's own retransmissions later than the kernel's schedule once the path is back.
+pub const LTO_PAUSED: i32 = 2;
 /// `SockState::lto`: linear timeouts were not asked for (`--stall-unanswered 0`), or the
 /// socket predates the agent.
 pub const LTO_OFF: i32 = 0;

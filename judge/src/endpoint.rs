@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Judge, Membership, Reason, Socket, TcpInfo, Verdict, early};
+use super::{
+    Judge, Membership, ProbeAsk, Reason, Socket, TcpInfo, Verdict, early, evidence::SLACK, life,
+};
 
 /// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
 /// the same instant.
@@ -44,7 +46,7 @@ pub(crate) struct EndpointCall {
     /// How soon this socket wants the next sweep.
     pub wake: Option<Duration>,
     /// Ask the peer probe about this socket's peer, and why.
-    pub probe: Option<&'static str>,
+    pub probe: Option<ProbeAsk>,
     /// `--on-orphan log`: report this orphan once (endpoint, how long absent).
     pub report_orphan: Option<(String, Duration)>,
 }
@@ -82,7 +84,7 @@ impl Judge {
         // First sign of trouble: an RTO or retransmission with no ACK progress since (the
         // probe clears it on progress), or keepalive probes out unanswered.
         let trouble = verdict != Verdict::Healthy && s.rec.trouble_ns != 0
-            || info.is_some_and(|i| i.probes > 0);
+            || info.is_some_and(|i| i.probes > 0 || i.unacked > 0 && i.retransmits > 0);
         // How long the peer has been out of the endpoint's answers, when it is.
         let left = match standing {
             Membership::Leaving { absent_for, .. } | Membership::Orphaned { absent_for } => {
@@ -96,18 +98,29 @@ impl Judge {
             Membership::Leaving { rotates, .. } => !rotates,
             _ => left.is_some(),
         };
+        // Trouble asks what the path does now, after the socket last heard from its peer.
         if trouble {
-            call.probe = Some("trouble on a watched socket");
+            call.probe = Some(ProbeAsk {
+                why: "trouble on a watched socket",
+                after: info.map(|i| life(i, at)),
+            });
         } else if left.is_some() {
-            call.probe = Some("left the endpoint's address set");
+            call.probe = Some(ProbeAsk {
+                why: "left the endpoint's address set",
+                after: None,
+            });
         }
-        if let Some(since) = s.dead_since {
-            let due = since + self.dead_peer_delay(s.cookie);
+        if let Some(dead) = s.dead_peer() {
+            let due = dead.found + self.dead_peer_delay(s.cookie);
+            // The finding covers a socket silent since before the probe began: a re-dial, or
+            // a socket that heard from the peer since, is not dead by it.
+            let covered = |i: &TcpInfo| life(i, at) + SLACK < dead.probe_started;
             if at < due {
                 call.wake = Some(due - at);
-            } else if info.is_some() {
+            } else if info.is_some_and(covered) {
                 call.reason = Some(Reason::DeadPeer {
                     endpoint: Some(endpoint.clone()),
+                    probe_started: dead.probe_started,
                 });
                 return call;
             }

@@ -25,8 +25,13 @@ pub enum Reason {
         absent_for: Duration,
         trouble: Option<super::Trouble>,
     },
-    /// Every fresh connection of a peer probe timed out (`PROBE_TRIES` of them).
-    DeadPeer { endpoint: Option<String> },
+    /// Every fresh connection of a peer probe timed out (`PROBE_TRIES` of them) while
+    /// another address of the endpoint accepted, and the socket has been silent since
+    /// before the probe began.
+    DeadPeer {
+        endpoint: Option<String>,
+        probe_started: Instant,
+    },
 }
 
 impl Reason {
@@ -39,6 +44,15 @@ impl Reason {
             Self::Orphaned { .. } => "orphaned",
             Self::DeadPeer { .. } => "dead-peer",
         }
+    }
+
+    /// Whether the reason is evidence that the socket is dead, so it must still stand when
+    /// the kill is carried out (nothing from the peer since the look): every failure, and an
+    /// orphan migrated early for a failed round trip. A migration at a quiet moment is not
+    /// about the socket's health.
+    #[must_use]
+    pub const fn rests_on_silence(&self) -> bool {
+        !matches!(self, Self::Orphaned { trouble: None, .. })
     }
 
     /// A socket that is broken, as opposed to one moved for hygiene (an orphan migration):
@@ -58,6 +72,12 @@ pub struct Kill {
     pub rec: SockState,
     pub info: TcpInfo,
     pub reason: Reason,
+    /// When the evidence was confirmed, the socket's last sign of life then, and when the
+    /// unanswered run began: never older than life (`Evidence::new`).
+    pub evidence: super::Evidence,
+    /// The path's epoch when it was decided (`Judge::current`): a kill decided before the
+    /// path came back is not carried out.
+    pub path_epoch: u64,
     /// Whose the socket is (its kill budget, whether it is `--restart-unit`'s): found out by
     /// the daemon just before acting (`act::owner`); the default until then.
     pub whose: Whose,

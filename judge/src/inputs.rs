@@ -4,10 +4,7 @@
 //! of the unit's socket is answered with (`ActionMode`, which the agent maps from its flag);
 //! and one socket as the loop hands it in (`Socket`, `Read`).
 
-use std::{
-    net::SocketAddr,
-    time::{Duration, Instant},
-};
+use std::{net::SocketAddr, time::Duration};
 
 use lifeline_common::SockState;
 
@@ -95,8 +92,19 @@ pub struct Socket<'a> {
     /// An endpoint is configured: only its own connections then show a recovery after a
     /// kill (without one, every socket to the port does).
     pub followed: bool,
-    /// Since when a fresh connection to its peer has been timing out (the peer probe).
-    pub dead_since: Option<Instant>,
+    /// The latest peer probe of its peer (running or found), for the endpoint's sockets.
+    pub peer: Option<super::PeerProbe>,
+}
+
+impl Socket<'_> {
+    /// The peer probe's finding that its peer is dead, while another address accepted.
+    #[must_use]
+    pub fn dead_peer(&self) -> Option<super::DeadPeer> {
+        match self.peer {
+            Some(super::PeerProbe::Dead(d)) => Some(d),
+            _ => None,
+        }
+    }
 }
 
 /// What reading a socket's `tcp_info` gave.

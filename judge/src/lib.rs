@@ -14,16 +14,19 @@
 //! `outcome`; and `end_sweep` once (confirming looks, scheduled looks, no recovery after a
 //! kill). Its schedule (`judge/src/due.rs`, the tally of verdicts) is its own.
 
+mod blip;
 mod budget;
 mod due;
 mod early;
 mod endpoint;
 mod escalate;
+mod evidence;
 mod facts;
 mod gate;
 pub mod idle;
 mod inputs;
 mod look;
+mod path;
 mod stall;
 mod stall_rule;
 mod surface;
@@ -42,8 +45,10 @@ pub use budget::{Budget, UnitOwned, Whose};
 pub use early::Trouble;
 pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
+pub use evidence::{DeadPeer, Evidence, PeerProbe, ProbeAsk, SLACK, life};
 pub use gate::{Action, Kill, Outcome, Reason};
 pub use inputs::{ActionMode, Membership, Read, Seen, Socket, TcpInfo, age_ms};
+pub use path::{FRESH_PROBES, FRESH_RTOS};
 pub use stall_rule::Stall;
 pub use surface::{Decision, Look, SweepEnd};
 pub use ticket::Stage;
@@ -96,6 +101,9 @@ pub struct Judge {
     tally: tally::Tally,
     /// The sockets looked at in this sweep, for the escalation's check after it.
     seen: Vec<Seen>,
+    /// Whether the path to the endpoint went down and came back: the evidence a socket
+    /// collected across it must be earned again (`path.rs`).
+    path: path::PathWatch,
 }
 
 impl Judge {
@@ -114,6 +122,7 @@ impl Judge {
             escalation,
             tally: tally::Tally::default(),
             seen: Vec::new(),
+            path: path::PathWatch::default(),
         }
     }
 
@@ -142,6 +151,7 @@ impl Judge {
         self.early.remove(&cookie);
         self.orphans_logged.remove(&cookie);
         self.tally.remove(cookie);
+        self.path.forget(cookie);
         if let Some(e) = self.escalation.as_mut() {
             e.retain(|c| c != cookie);
         }
@@ -184,6 +194,8 @@ impl Judge {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_blip;
 #[cfg(test)]
 mod tests_early;
 #[cfg(test)]

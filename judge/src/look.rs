@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use super::{
-    Judge, Membership, Read, Socket, TcpInfo,
+    Judge, Membership, Read, Socket, TcpInfo, life,
     verdict::{self, Verdict},
 };
 
@@ -48,8 +48,8 @@ impl Judge {
             || n.stall
             || n.idle
             || s.member.is_some()
-                && s.dead_since
-                    .is_some_and(|t| at >= t + self.dead_peer_delay(s.cookie))
+                && s.dead_peer()
+                    .is_some_and(|d| at >= d.found + self.dead_peer_delay(s.cookie))
             || self.migration_due(s, at)
             || self.settings.migrate && left(s)
     }
@@ -61,12 +61,15 @@ impl Judge {
     }
 
     /// The verdict, with the kernel's `tcp_info` when it was read; `None`: the socket is gone.
-    /// Without the kernel's view nothing is ever dead: a record alone only makes a suspect.
+    /// Without the kernel's view nothing is ever dead: a record alone only makes a suspect;
+    /// and a socket silent across the path's return is dead only on evidence gathered after
+    /// it (`path.rs`).
     pub(crate) fn verdict(
         &mut self,
         s: &Socket<'_>,
         read: Option<&Read>,
         now_ns: u64,
+        at: Instant,
     ) -> Option<(Verdict, Option<TcpInfo>)> {
         let n = self.nominate(s, now_ns);
         let info = match read {
@@ -84,6 +87,7 @@ impl Judge {
             return Some((Verdict::Suspect, None));
         };
         let kernel = verdict::from_info(&i, self.settings.stall, self.idle.silent);
+        let kernel = self.path.fresh(s.cookie, &i, life(&i, at), kernel);
         // Whatever the look was for, it says when silence is possible at the earliest.
         self.idle.looked(s.cookie, &i, now_ns);
         if s.rec.trouble_ns != 0 && !s.polled {

@@ -9,8 +9,8 @@ use std::{
 };
 
 use super::{
-    CONFIRM_AFTER, Judge, Kill, Read, Reason, RestartRequest, Seen, Socket, Whose, age_ms,
-    gate::Action,
+    CONFIRM_AFTER, Evidence, Judge, Kill, ProbeAsk, Read, Reason, RestartRequest, Seen, Socket,
+    TcpInfo, Verdict, Whose, age_ms, blip, gate::Action, life,
 };
 
 /// What one look at a socket decided; `Judge::look` answers `None` when the socket is gone.
@@ -19,7 +19,7 @@ pub struct Look {
     /// A confirmed reason to kill it, with its evidence (whose it is still to be found).
     pub kill: Option<Kill>,
     /// Ask the peer probe about its peer, and why.
-    pub probe: Option<&'static str>,
+    pub probe: Option<ProbeAsk>,
     /// `--on-orphan log`: report this orphan once (endpoint, how long absent).
     pub report_orphan: Option<(String, Duration)>,
     /// How soon this socket wants the next sweep.
@@ -62,7 +62,7 @@ impl Judge {
         now_ns: u64,
         at: Instant,
     ) -> Option<Look> {
-        let (verdict, info) = self.verdict(s, read, now_ns)?;
+        let (verdict, info) = self.verdict(s, read, now_ns, at)?;
         let mut look = Look {
             kill: None,
             probe: None,
@@ -72,7 +72,15 @@ impl Judge {
         let mut reason = self
             .confirmed(s.cookie, verdict, info.as_ref())
             .then_some(Reason::Dead(verdict));
-        if reason.is_none() {
+        if let (Some(_), Some(i)) = (&reason, &info) {
+            // An endpoint socket's death needs a live path (`blip.rs`).
+            if let Some(wait) = blip::wait_for_path(s, i, at) {
+                reason = None;
+                look.probe = wait.probe;
+                look.wake = wait.wake;
+            }
+        }
+        if reason.is_none() && look.probe.is_none() {
             let call = self.endpoint_reason(s, verdict, info.as_ref(), at);
             look.probe = call.probe;
             look.report_orphan = call.report_orphan;
@@ -80,12 +88,16 @@ impl Judge {
             reason = call.reason;
         }
         if let (Some(reason), Some(info)) = (reason, info) {
-            look.kill = Some(Kill {
+            // Evidence older than the socket's last sign of life is no evidence: no kill, and
+            // the next look judges it afresh.
+            look.kill = evidence(s, &reason, &info, now_ns, at).map(|evidence| Kill {
                 cookie: s.cookie,
                 now_ns,
                 rec: *s.rec,
                 info,
                 reason,
+                evidence,
+                path_epoch: self.path.epoch,
                 whose: Whose::default(), // the loop finds it out before acting
             });
         }
@@ -122,6 +134,46 @@ impl Judge {
         }
     }
 
+    /// The path to the endpoint was found down at `at` (a held batch, or a peer probe whose
+    /// peer and every other address were silent, from its start).
+    pub fn path_down(&mut self, at: Instant) {
+        self.path.down(at);
+    }
+
+    /// The path was found working at `at` (a connection accepted, or a socket heard from
+    /// its peer). On a return, every pending verdict is earned again: the first of the two
+    /// looks and the early migrations are forgotten, and a socket silent across the return
+    /// needs fresh evidence (`path.rs`). Returns whether this was a return.
+    pub fn path_back(&mut self, at: Instant) -> bool {
+        let back = self.path.back(at);
+        if back {
+            self.seen_dead.clear();
+            self.dead_now.clear();
+            self.early.clear();
+        }
+        back
+    }
+
+    /// Whether `cookie` was silent across the path's last return and its verdict waits for
+    /// evidence gathered after it.
+    #[must_use]
+    pub fn awaits_fresh(&self, cookie: u64) -> bool {
+        self.path.awaits_fresh(cookie)
+    }
+
+    /// Whether `kill` was decided since the path's last return: one decided before it rests
+    /// on evidence gathered while the path was down, and is earned again.
+    #[must_use]
+    pub fn current(&self, kill: &Kill) -> bool {
+        kill.path_epoch == self.path.epoch
+    }
+
+    /// Since when the path has been found down, while it is.
+    #[must_use]
+    pub fn path_down_since(&self) -> Option<Instant> {
+        self.path.down
+    }
+
     /// After the sweep's looks and kills: the dead verdicts become the previous look, and the
     /// escalation checks every kill for a recovery over the sockets looked at.
     pub fn end_sweep(&mut self, now_ns: u64, at: Instant) -> SweepEnd {
@@ -139,4 +191,28 @@ impl Judge {
             recovered,
         }
     }
+}
+
+/// The evidence a kill rests on: the look's moment, the socket's last sign of life, and
+/// when the unanswered run began: the record's trouble episode for a stall, the probe's
+/// start for a dead peer, the last sign of life itself where the run has no recorded start
+/// (silence: the first unanswered probe follows it; a polled socket). A migration at a quiet
+/// moment rests on DNS, not silence: its evidence is the look itself.
+fn evidence(
+    s: &Socket<'_>,
+    reason: &Reason,
+    info: &TcpInfo,
+    now_ns: u64,
+    at: Instant,
+) -> Option<Evidence> {
+    let life = life(info, at);
+    let since = match reason {
+        Reason::DeadPeer { probe_started, .. } => *probe_started,
+        Reason::Dead(Verdict::Stalled) if s.rec.trouble_ns != 0 => at
+            .checked_sub(Duration::from_millis(age_ms(now_ns, s.rec.trouble_ns)))
+            .unwrap_or(at),
+        Reason::Orphaned { trouble: None, .. } => at,
+        _ => life,
+    };
+    Evidence::new(at, life, since)
 }

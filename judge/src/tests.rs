@@ -56,6 +56,7 @@ pub(super) fn stalled_info() -> TcpInfo {
         state: 1,
         unacked: 1,
         last_ack_recv_ms: 12_000,
+        last_data_recv_ms: 12_000,
         retransmits: 5,
         ..TcpInfo::default()
     }
@@ -68,7 +69,7 @@ pub(super) fn sock(rec: &SockState) -> Socket<'_> {
         polled: false,
         member: None,
         followed: false,
-        dead_since: None,
+        peer: None,
     }
 }
 
@@ -82,7 +83,7 @@ fn a_stall_is_killed_only_on_the_second_look_with_both_witnesses() {
         "the record nominates it"
     );
     let info = Read::Info(stalled_info());
-    let (v, i) = j.verdict(&s, Some(&info), 100 * S).unwrap();
+    let (v, i) = j.verdict(&s, Some(&info), 100 * S, Instant::now()).unwrap();
     assert_eq!(v, Verdict::Stalled);
     assert!(
         !j.confirmed(7, v, i.as_ref()),
@@ -92,7 +93,9 @@ fn a_stall_is_killed_only_on_the_second_look_with_both_witnesses() {
         j.turn_looks(),
         "a new dead socket: the next look comes soon"
     );
-    let (v, i) = j.verdict(&s, Some(&info), 100 * S + S / 2).unwrap();
+    let (v, i) = j
+        .verdict(&s, Some(&info), 100 * S + S / 2, Instant::now())
+        .unwrap();
     assert!(
         j.confirmed(7, v, i.as_ref()),
         "second look in a row: confirmed"
@@ -105,12 +108,13 @@ fn without_the_kernels_view_nothing_is_dead() {
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
     for read in [Read::Unreadable, Read::NoInfo] {
-        let (v, i) = j.verdict(&s, Some(&read), 100 * S).unwrap();
+        let (v, i) = j.verdict(&s, Some(&read), 100 * S, Instant::now()).unwrap();
         assert_eq!(v, Verdict::Suspect);
         assert!(!j.confirmed(7, v, i.as_ref()));
     }
     assert!(
-        j.verdict(&s, Some(&Read::Gone), 100 * S).is_none(),
+        j.verdict(&s, Some(&Read::Gone), 100 * S, Instant::now())
+            .is_none(),
         "gone: forgotten"
     );
     // The kernel disagrees (ACKs arrive): suspect, never stalled.
@@ -118,7 +122,9 @@ fn without_the_kernels_view_nothing_is_dead() {
         last_ack_recv_ms: 200,
         ..stalled_info()
     };
-    let (v, _) = j.verdict(&s, Some(&Read::Info(acking)), 100 * S).unwrap();
+    let (v, _) = j
+        .verdict(&s, Some(&Read::Info(acking)), 100 * S, Instant::now())
+        .unwrap();
     assert_eq!(v, Verdict::Suspect);
 }
 
@@ -128,11 +134,11 @@ fn a_confirmation_needs_consecutive_looks() {
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
     let dead = Read::Info(stalled_info());
-    j.verdict(&s, Some(&dead), 100 * S);
+    j.verdict(&s, Some(&dead), 100 * S, Instant::now());
     j.turn_looks();
-    j.verdict(&s, Some(&Read::Unreadable), 101 * S);
+    j.verdict(&s, Some(&Read::Unreadable), 101 * S, Instant::now());
     j.turn_looks();
-    let (v, i) = j.verdict(&s, Some(&dead), 102 * S).unwrap();
+    let (v, i) = j.verdict(&s, Some(&dead), 102 * S, Instant::now()).unwrap();
     assert!(
         !j.confirmed(7, v, i.as_ref()),
         "an unreadable look in between resets it"
@@ -163,8 +169,16 @@ pub(super) fn kill(cookie: u64, reason: Reason) -> Kill {
         rec: stalled_rec(100, 11),
         info: stalled_info(),
         reason,
+        evidence: evidence(),
+        path_epoch: 0,
         whose: unit_socket(),
     }
+}
+
+/// Evidence confirmed now, of a run that began after the socket's last sign of life.
+pub(super) fn evidence() -> Evidence {
+    let at = Instant::now();
+    Evidence::new(at, at, at).expect("a run at its life")
 }
 
 /// Whose a socket of `--restart-unit`'s own cgroup is.

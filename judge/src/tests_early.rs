@@ -200,7 +200,10 @@ fn trouble_with_the_peer_in_the_set_or_under_on_orphan_log_is_no_early_kill() {
         call.reason.is_none(),
         "the evidence verdicts' business: {call:?}"
     );
-    assert_eq!(call.probe, Some("trouble on a watched socket"));
+    assert_eq!(
+        call.probe.map(|p| p.why),
+        Some("trouble on a watched socket")
+    );
     let mut j = Judge::new(
         Settings {
             migrate: false,

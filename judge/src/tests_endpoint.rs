@@ -38,7 +38,10 @@ fn an_orphan_migrates_after_its_jitter_and_only_at_a_quiet_moment() {
     assert!(call.reason.is_none(), "not before its moment in the spread");
     let due = t0 + jitter(7, Duration::from_mins(1));
     assert_eq!(call.wake, Some(due - t0));
-    assert_eq!(call.probe, Some("left the endpoint's address set"));
+    assert_eq!(
+        call.probe.map(|p| p.why),
+        Some("left the endpoint's address set")
+    );
     let busy = TcpInfo {
         state: 1,
         unacked: 3,
@@ -101,14 +104,26 @@ fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
             rotates: false,
         },
     );
+    // The probe began 2 s after the socket last heard from its peer and found it dead 1.5 s
+    // later, while another address of the endpoint accepted.
+    let probe_started = t0.checked_sub(Duration::from_millis(1_500)).unwrap();
     let s = Socket {
-        dead_since: Some(t0),
+        peer: Some(PeerProbe::Dead(DeadPeer {
+            probe_started,
+            found: t0,
+        })),
         member: Some(&member),
         ..sock(&rec)
     };
+    let silent = |at: Instant| TcpInfo {
+        state: 1,
+        last_ack_recv_ms: u32::try_from((at - probe_started).as_millis()).unwrap() + 2_000,
+        last_data_recv_ms: 60_000,
+        ..TcpInfo::default()
+    };
     let due = t0 + jitter(7, DEAD_PEER_JITTER);
     if due > t0 {
-        let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&TcpInfo::default()), t0);
+        let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&silent(t0)), t0);
         assert!(call.reason.is_none());
         assert_eq!(call.wake, Some(due - t0));
     }
@@ -118,7 +133,7 @@ fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
             .is_none(),
         "unread: no kill"
     );
-    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&TcpInfo::default()), due);
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&silent(due)), due);
     assert!(matches!(call.reason, Some(Reason::DeadPeer { .. })));
     assert!(
         j.wants_info(&s, 0, due),

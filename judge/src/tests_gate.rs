@@ -90,7 +90,13 @@ fn action_restart_restarts_failures_with_their_real_verdict_but_migrates_orphans
             .is_none(),
         "once per socket"
     );
-    let dead_peer = kill(2, Reason::DeadPeer { endpoint: None });
+    let dead_peer = kill(
+        2,
+        Reason::DeadPeer {
+            endpoint: None,
+            probe_started: t0,
+        },
+    );
     assert_eq!(j.gate(&dead_peer, true, t0), Action::Restart);
     let migration = kill(
         3,

@@ -51,7 +51,7 @@ fn migrates_at_its_moment(seed: Seed) {
         polled: false,
         member: Some(&member),
         followed: false,
-        dead_since: None,
+        peer: None,
     };
     let t0 = Instant::now();
     let due = t0 + seed.jitter(7, SPREAD);

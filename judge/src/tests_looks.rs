@@ -42,7 +42,7 @@ fn sock(rec: &SockState) -> Socket<'_> {
         polled: false,
         member: None,
         followed: false,
-        dead_since: None,
+        peer: None,
     }
 }
 
@@ -66,12 +66,14 @@ fn a_recovered_flow_is_looked_at_again_only_when_a_stall_becomes_possible() {
         "the stale record nominates it"
     );
     // Busy and ACKed 1 s ago: healthy, and cannot be stalled for 9 s.
-    let (v, _) = j.verdict(&s, Some(&info(4, 1_000)), 100 * S).unwrap();
+    let (v, _) = j
+        .verdict(&s, Some(&info(4, 1_000)), 100 * S, Instant::now())
+        .unwrap();
     assert_eq!(v, Verdict::Healthy);
     j.turn_looks();
     for t in [101, 105, 108] {
         assert!(!j.wants_info(&s, t * S, at), "{t} s: the look still holds");
-        let (v, i) = j.verdict(&s, None, t * S).unwrap();
+        let (v, i) = j.verdict(&s, None, t * S, Instant::now()).unwrap();
         assert_eq!((v, i.is_none()), (Verdict::Healthy, true), "{t} s");
     }
     assert!(
@@ -84,7 +86,7 @@ fn a_recovered_flow_is_looked_at_again_only_when_a_stall_becomes_possible() {
 fn a_new_trouble_episode_is_looked_at_when_its_record_says_stalled() {
     let mut j = judge();
     let rec = old_trouble(50);
-    j.verdict(&sock(&rec), Some(&info(4, 1_000)), 100 * S);
+    j.verdict(&sock(&rec), Some(&info(4, 1_000)), 100 * S, Instant::now());
     // snd_una moved, then a retransmission at 101 s: a new episode, new `trouble_ns`.
     let fresh = SockState {
         trouble_ns: 101 * S,
@@ -92,7 +94,7 @@ fn a_new_trouble_episode_is_looked_at_when_its_record_says_stalled() {
         ..rec
     };
     let s = sock(&fresh);
-    let (v, _) = j.verdict(&s, None, 105 * S).unwrap();
+    let (v, _) = j.verdict(&s, None, 105 * S, Instant::now()).unwrap();
     assert_eq!(v, Verdict::Suspect, "the new episode's record speaks");
     assert!(j.wants_info(&s, 111 * S, Instant::now()));
 }
@@ -102,7 +104,9 @@ fn stale_trouble_with_nothing_outstanding_follows_the_idle_rules() {
     let mut j = judge();
     let rec = old_trouble(50);
     let s = sock(&rec);
-    let (v, _) = j.verdict(&s, Some(&info(0, 30_000)), 100 * S).unwrap();
+    let (v, _) = j
+        .verdict(&s, Some(&info(0, 30_000)), 100 * S, Instant::now())
+        .unwrap();
     assert_eq!(v, Verdict::Idle);
     j.turn_looks();
     // Idle 50 s by the record: due a keepalive look, and silent on two looks in a row.
@@ -114,12 +118,16 @@ fn stale_trouble_with_nothing_outstanding_follows_the_idle_rules() {
         last_ack_recv_ms: 31_000,
         ..TcpInfo::default()
     });
-    let (v, i) = j.verdict(&s, Some(&silent), 101 * S).unwrap();
+    let (v, i) = j
+        .verdict(&s, Some(&silent), 101 * S, Instant::now())
+        .unwrap();
     assert_eq!(v, Verdict::Silent);
     assert!(!j.confirmed(9, v, i.as_ref()), "first look");
     assert!(j.turn_looks());
     assert!(j.wants_info(&s, 101 * S + S / 2, at), "the confirming look");
-    let (v, i) = j.verdict(&s, Some(&silent), 101 * S + S / 2).unwrap();
+    let (v, i) = j
+        .verdict(&s, Some(&silent), 101 * S + S / 2, Instant::now())
+        .unwrap();
     assert!(j.confirmed(9, v, i.as_ref()), "killed as silent");
 }
 
@@ -146,14 +154,16 @@ fn eight_rtos_in_a_row_are_a_stall_long_before_the_stall_timeout() {
             ..TcpInfo::default()
         })
     };
-    let (v, i) = j.verdict(&s, Some(&eight(8)), now).unwrap();
+    let (v, i) = j.verdict(&s, Some(&eight(8)), now, Instant::now()).unwrap();
     assert_eq!(v, Verdict::Stalled);
     assert!(!j.confirmed(9, v, i.as_ref()), "first look");
     assert!(j.turn_looks(), "the confirming look comes soon");
-    let (v, i) = j.verdict(&s, Some(&eight(8)), now + S / 2).unwrap();
+    let (v, i) = j
+        .verdict(&s, Some(&eight(8)), now + S / 2, Instant::now())
+        .unwrap();
     assert!(j.confirmed(9, v, i.as_ref()), "confirmed 0.5 s later");
     // The kernel saw progress since (its count is back to 1): no stall, whatever the record.
     let mut j = judge();
-    let (v, _) = j.verdict(&s, Some(&eight(1)), now).unwrap();
+    let (v, _) = j.verdict(&s, Some(&eight(1)), now, Instant::now()).unwrap();
     assert_eq!(v, Verdict::Suspect);
 }

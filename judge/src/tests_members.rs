@@ -34,7 +34,10 @@ fn a_socket_that_is_not_the_endpoints_gets_no_endpoint_rule() {
         polled: false,
         member: None,
         followed: true,
-        dead_since: Some(t0),
+        peer: Some(PeerProbe::Dead(DeadPeer {
+            probe_started: t0,
+            found: t0,
+        })),
     };
     for later in [0u64, 2, 120] {
         let at = t0 + Duration::from_secs(later);
@@ -55,11 +58,14 @@ fn a_socket_that_is_not_the_endpoints_gets_no_endpoint_rule() {
     let s = Socket {
         member: Some(&member),
         followed: true,
-        dead_since: None,
+        peer: None,
         ..s
     };
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet()), t0);
-    assert_eq!(call.probe, Some("left the endpoint's address set"));
+    assert_eq!(
+        call.probe.map(|p| p.why),
+        Some("left the endpoint's address set")
+    );
     let due = t0 + super::tests::SEED.jitter(3, Duration::from_mins(1));
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet()), due);
     assert!(matches!(call.reason, Some(Reason::Orphaned { .. })));
@@ -82,6 +88,8 @@ fn only_the_endpoints_own_connection_is_a_recovery() {
         rec,
         info: quiet(),
         reason: Reason::Dead(Verdict::Stalled),
+        evidence: super::tests::evidence(),
+        path_epoch: 0,
         whose: super::tests::unit_socket(),
     };
     assert!(j.outcome(&k, &Outcome::Killed, t0).is_none());

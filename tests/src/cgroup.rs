@@ -12,6 +12,8 @@ use crate::util::unique_name;
 /// A child cgroup of the cgroup2 root; its processes are killed and it is removed on drop.
 pub struct Cgroup {
     path: PathBuf,
+    /// The directory made under the root (`path` or an ancestor of it): removed on drop.
+    top: PathBuf,
 }
 
 impl Cgroup {
@@ -21,7 +23,54 @@ impl Cgroup {
         crate::stale::sweep();
         let path = cgroup2_mount()?.join(unique_name(""));
         std::fs::create_dir(&path).with_context(|| format!("mkdir {}", path.display()))?;
-        Ok(Self { path })
+        Ok(Self {
+            top: path.clone(),
+            path,
+        })
+    }
+
+    /// A systemd unit's cgroup as the agent's proxy rule reads it,
+    /// `/ll-PID-N.slice/NAME.service` (a slice of the lab's own, then the unit).
+    ///
+    /// # Errors
+    /// When the directories cannot be made.
+    pub fn unit(name: &str) -> Result<Self> {
+        Self::nested(&[&format!("{name}.service")])
+    }
+
+    /// A static pod's container cgroup as kubelet's systemd driver names it:
+    /// `/ll-PID-N.slice/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<UID>.slice/cri-containerd-<ID>.scope`,
+    /// the UID 32 hex digits as kubelet's MD5 of a static pod's manifest.
+    ///
+    /// # Errors
+    /// When the directories cannot be made.
+    pub fn static_pod() -> Result<Self> {
+        let uid = format!(
+            "{:032x}",
+            u128::from(std::process::id()) << 64 | u128::from(crate::util::mono_ms())
+        );
+        Self::nested(&[
+            "kubepods.slice",
+            "kubepods-burstable.slice",
+            &format!("kubepods-burstable-pod{uid}.slice"),
+            "cri-containerd-0123456789abcdef.scope",
+        ])
+    }
+
+    /// `/ll-PID-N.slice/` then `levels` below it.
+    fn nested(levels: &[&str]) -> Result<Self> {
+        crate::stale::sweep();
+        let top = cgroup2_mount()?.join(unique_name(".slice"));
+        std::fs::create_dir(&top).with_context(|| format!("mkdir {}", top.display()))?;
+        let mut path = top.clone();
+        for l in levels {
+            path.push(l);
+            if let Err(e) = std::fs::create_dir(&path) {
+                teardown::cgroup(&top);
+                return Err(e).with_context(|| format!("mkdir {}", path.display()));
+            }
+        }
+        Ok(Self { path, top })
     }
 
     /// Creates the cgroup at `path` (under the cgroup2 mount, named by `unique_name` so a
@@ -33,6 +82,7 @@ impl Cgroup {
         std::fs::create_dir(path).with_context(|| format!("mkdir {}", path.display()))?;
         Ok(Self {
             path: path.to_owned(),
+            top: path.to_owned(),
         })
     }
 
@@ -81,6 +131,6 @@ impl Cgroup {
 
 impl Drop for Cgroup {
     fn drop(&mut self) {
-        teardown::cgroup(&self.path);
+        teardown::cgroup(&self.top);
     }
 }

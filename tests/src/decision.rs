@@ -77,6 +77,13 @@ impl Decision {
     }
 }
 
+/// An RFC 3339 UTC time (the agent's log, Prometheus' `activeAt`) as `CLOCK_MONOTONIC` ms,
+/// so it compares with the lab's own observations.
+#[must_use]
+pub fn rfc3339_mono_ms(ts: &str) -> Option<u64> {
+    rfc3339_ms(ts).and_then(wall_to_mono)
+}
+
 /// `2026-12-02T20:37:38.768274Z` (UTC, as tracing-subscriber writes it) to Unix ms.
 fn rfc3339_ms(ts: &str) -> Option<u64> {
     let (date, time) = ts.strip_suffix('Z')?.split_once('T')?;

@@ -15,7 +15,10 @@ use crate::proc::Proc;
 use crate::util::{TempDir, wait_until};
 
 /// A copy of bash named `kubelet`. It only waits, with bash's `read -t` on a FIFO nobody
-/// writes: it spawns no child, ends by itself after 120 s, and is killed on drop.
+/// writes: it spawns no child, ends by itself after 120 s, and is killed on drop. When its
+/// kubeconfig's server is a loopback address (a node-local proxy's) it holds a connection
+/// there as kubelet does (bash's `/dev/tcp`), re-dialled within a second when it ends or
+/// cannot be made, for at most 300 s: the agent finds the proxy from that connection.
 pub struct FakeKubelet {
     pub proc: Proc,
     /// The kubeconfig on its command line (absolute).
@@ -44,6 +47,15 @@ impl FakeKubelet {
         uid: Option<u32>,
         kubeconfig: &str,
     ) -> Result<Self> {
+        Self::start_opts(ns, (cgroup, uid), kubeconfig, true)
+    }
+
+    fn start_opts(
+        ns: &NetNs,
+        (cgroup, uid): (Option<&Cgroup>, Option<u32>),
+        kubeconfig: &str,
+        dials: bool,
+    ) -> Result<Self> {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = TempDir::new()?;
         let bin = dir.path().join("kubelet");
@@ -54,7 +66,10 @@ impl FakeKubelet {
         std::fs::write(&file, kubeconfig)?;
         let s = |p: &Path| p.to_str().map(str::to_owned).context("utf-8 path");
         let (bin_s, fifo_s, file_s) = (s(&bin)?, s(&fifo)?, s(&file)?);
-        let script = r#"read -t 120 _ <> "$1""#;
+        let script = r#"if [ -z "$KUBELET_DIALS" ]; then read -t 120 _ <> "$1"; exit; fi
+while [ "$SECONDS" -lt 300 ]; do
+  read -t 120 _ <> "/dev/tcp/$KUBELET_DIALS" 2>/dev/null || read -t 1 _ <> "$1"
+done"#;
         let mut argv: Vec<String> = Vec::new();
         if let Some(uid) = uid {
             // Another user opens the FIFO and runs the copy of bash.
@@ -75,10 +90,13 @@ impl FakeKubelet {
             bin_s.as_str()
         };
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let cmd = match cgroup {
+        let mut cmd = match cgroup {
             Some(cg) => cg.command_in_netns(ns.name(), program, &argv),
             None => ns.command(program, &argv),
         };
+        if let Some(dials) = loopback_server(kubeconfig).filter(|_| dials) {
+            cmd.env("KUBELET_DIALS", dials);
+        }
         let mut proc = Proc::spawn("fake kubelet", cmd)?;
         let comm = format!("/proc/{}/comm", proc.pid());
         wait_until(
@@ -102,6 +120,15 @@ impl FakeKubelet {
         })
     }
 
+    /// Replaced by one with the same kubeconfig that dials nothing (a restart of kubelet):
+    /// a test's own client then plays kubelet's connection alone.
+    ///
+    /// # Errors
+    /// As `start`.
+    pub fn quiet(ns: &NetNs, cgroup: &Cgroup, kubeconfig: &str) -> Result<Self> {
+        Self::start_opts(ns, (Some(cgroup), None), kubeconfig, false)
+    }
+
     /// How the agent names this kubeconfig's source: `kubelet pid N --kubeconfig FILE`.
     #[must_use]
     pub fn source(&self) -> String {
@@ -111,6 +138,16 @@ impl FakeKubelet {
             self.kubeconfig.display()
         )
     }
+}
+
+/// `HOST/PORT` (bash's `/dev/tcp` path) of the kubeconfig's server when it is loopback.
+fn loopback_server(kubeconfig: &str) -> Option<String> {
+    let url = kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: https://"))?;
+    let (host, port) = url.trim_end_matches('/').rsplit_once(':')?;
+    let ip: std::net::IpAddr = host.trim_matches(['[', ']']).parse().ok()?;
+    ip.is_loopback().then(|| format!("{ip}/{port}"))
 }
 
 /// A kubeconfig with one cluster whose server is `server` (a URL).

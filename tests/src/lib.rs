@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod api_addrs;
 pub mod apilab;
+pub mod blip;
 pub mod cgroup;
 pub mod client;
 pub mod cmd;
@@ -31,6 +32,7 @@ pub mod keepalive;
 pub mod kernel;
 pub mod kube;
 pub mod kubelet_unit;
+pub mod kustomize;
 pub mod lab;
 pub mod local_listener;
 pub mod manifest;
@@ -48,6 +50,7 @@ pub mod pod;
 pub mod pod_syscalls;
 pub mod podman;
 pub mod proc;
+pub mod prometheus;
 pub mod proxy;
 mod proxy_conf;
 pub mod proxy_lab;
@@ -87,4 +90,6 @@ pub use nft::Fault;
 pub use proc::Proc;
 pub use ss::{SsSocket, established};
 pub use status::{Status, StatusSocket};
-pub use util::{TempDir, mono_ms, parse_duration, require_root, unique_name, wait_until};
+pub use util::{
+    TempDir, mono_ms, parse_duration, require_root, sleep_to_boundary, unique_name, wait_until,
+};

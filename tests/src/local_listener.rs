@@ -19,10 +19,12 @@ const PYTHON: &str = "/usr/bin/python3";
 
 /// Binds, listens, says `listening`, then sleeps (the arguments after the script are the
 /// process's own, e.g. `agent --data-dir DIR`).
-const SCRIPT: &str = r#"import socket, sys, time
+const SCRIPT: &str = r#"import os, socket, sys, time
 a, p = sys.argv[1].rsplit(":", 1)
 s = socket.socket(socket.AF_INET6 if ":" in a else socket.AF_INET)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+if os.environ.get("REUSEPORT"):
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
 s.bind((a.strip("[]"), int(p)))
 s.listen()
 print("listening", flush=True)
@@ -47,6 +49,31 @@ impl LocalListener {
         (name, listen): (&str, SocketAddr),
         args: &[&str],
     ) -> Result<Self> {
+        Self::start_opts(ns, (cgroup, uid), (name, listen), args, false)
+    }
+
+    /// `start` with `SO_REUSEPORT` on the listener: it binds beside another listener of
+    /// the same uid with that option (haproxy sets it on its own), and the kernel shares
+    /// the new connections between them.
+    ///
+    /// # Errors
+    /// As `start`.
+    pub fn start_reuseport(
+        ns: &NetNs,
+        cgroup: &Cgroup,
+        (name, listen): (&str, SocketAddr),
+        args: &[&str],
+    ) -> Result<Self> {
+        Self::start_opts(ns, (Some(cgroup), None), (name, listen), args, true)
+    }
+
+    fn start_opts(
+        ns: &NetNs,
+        (cgroup, uid): (Option<&Cgroup>, Option<u32>),
+        (name, listen): (&str, SocketAddr),
+        args: &[&str],
+        reuseport: bool,
+    ) -> Result<Self> {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = TempDir::new()?;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
@@ -62,10 +89,13 @@ impl LocalListener {
         line.extend(["-c", SCRIPT, &at]);
         line.extend_from_slice(args);
         let program = if uid.is_some() { "setpriv" } else { &bin };
-        let cmd = match cgroup {
+        let mut cmd = match cgroup {
             Some(cg) => cg.command_in_netns(ns.name(), program, &line),
             None => ns.command(program, &line),
         };
+        if reuseport {
+            cmd.env("REUSEPORT", "1");
+        }
         let mut proc = Proc::spawn(name, cmd)?;
         proc.wait_stdout(
             &format!("{name} to listen on {at}"),

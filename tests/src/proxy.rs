@@ -67,25 +67,67 @@ impl NodeProxy {
         };
         ns.exec(kind.name(), &check)
             .with_context(|| format!("{} refused its configuration", kind.name()))?;
-        let run: Vec<&str> = match kind {
-            ProxyKind::Nginx => vec!["-e", "stderr", "-c", &conf],
-            // -W: master-worker, so SIGUSR2 reloads; -db: stay in the foreground.
-            ProxyKind::Haproxy => vec!["-W", "-db", "-f", &conf],
+        // A node component's cgroup, as the agent requires of the proxy: kubespray's nginx
+        // is a static pod, the kubeadm guide's haproxy here a systemd unit.
+        let cgroup = match kind {
+            ProxyKind::Nginx => Cgroup::static_pod()?,
+            ProxyKind::Haproxy => Cgroup::unit("haproxy")?,
         };
-        // A cgroup of its own, as a static pod's container or a unit has: the agent finds
-        // the proxy by its listener's cgroup.
-        let cgroup = Cgroup::new()?;
+        let proc = Self::spawn(ns, kind, &cgroup, &conf)?;
         let mut p = Self {
             kind,
-            proc: Proc::spawn(
-                kind.name(),
-                cgroup.command_in_netns(ns.name(), kind.name(), &run),
-            )?,
+            proc,
             upstreams: upstreams.to_vec(),
             resolving,
             cgroup,
             dir,
         };
+        p.wait_listening(ns)?;
+        Ok(p)
+    }
+
+    fn spawn(ns: &NetNs, kind: ProxyKind, cgroup: &Cgroup, conf: &str) -> Result<Proc> {
+        let run: Vec<&str> = match kind {
+            ProxyKind::Nginx => vec!["-e", "stderr", "-c", conf],
+            // -W: master-worker, so SIGUSR2 reloads; -db: stay in the foreground.
+            ProxyKind::Haproxy => vec!["-W", "-db", "-f", conf],
+        };
+        Proc::spawn(
+            kind.name(),
+            cgroup.command_in_netns(ns.name(), kind.name(), &run),
+        )
+    }
+
+    /// Stops the proxy (SIGTERM, then SIGKILL after 5 s) and waits until it is gone;
+    /// returns its pid, now free.
+    pub fn stop(&mut self) -> u32 {
+        let pid = self.proc.pid();
+        self.proc.signal(libc::SIGTERM);
+        if self.proc.wait_timeout(Duration::from_secs(5)).is_none() {
+            self.proc.kill();
+        }
+        pid
+    }
+
+    /// Starts the proxy again in its cgroup with its configuration (a unit's or a static
+    /// pod's restart), once `stop`ped; waits until it listens.
+    ///
+    /// # Errors
+    /// As `start`.
+    pub fn start_again(&mut self, ns: &NetNs) -> Result<()> {
+        let conf = crate::proxy_conf::path(&self.dir, self.kind);
+        self.proc = Self::spawn(ns, self.kind, &self.cgroup, &conf)?;
+        self.wait_listening(ns)
+    }
+
+    /// The configuration's path.
+    #[must_use]
+    pub fn conf(&self) -> String {
+        crate::proxy_conf::path(&self.dir, self.kind)
+    }
+
+    fn wait_listening(&mut self, ns: &NetNs) -> Result<()> {
+        let (kind, p) = (self.kind, self);
         wait_until(
             &format!("{} to listen on {PROXY_LISTEN}", kind.name()),
             Duration::from_secs(10),
@@ -100,8 +142,7 @@ impl NodeProxy {
                 let out = ns.exec("ss", &["-Hltn", "sport", "=", ":6443"])?;
                 Ok(out.contains(&PROXY_LISTEN.to_string()).then_some(()))
             },
-        )?;
-        Ok(p)
+        )
     }
 
     /// Rewrites the upstream list and reloads as an operator would: nginx SIGHUP (new

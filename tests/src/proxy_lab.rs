@@ -88,7 +88,7 @@ impl ProxyLab {
         let (kubelet, agent) = node_agent(&self.api, &args)?;
         // It found the proxy and its upstreams by itself, from kubelet's kubeconfig.
         let named = format!(
-            "kubelet -> {PROXY_LISTEN} ({}, pid {})",
+            "kubelet -> {PROXY_LISTEN} ({}, pid {}, ",
             self.proxy.kind.name(),
             self.proxy.proc.pid()
         );
@@ -124,6 +124,16 @@ impl ProxyLab {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let c = self.api.kube_client(&args)?;
         self.client = Some(c);
+        // The client is kubelet's connection from here on: the stand-in restarts without one.
+        if self.kubelet.is_some() {
+            let kc = crate::fake_kubelet::kubeconfig(&format!("https://{PROXY_LISTEN}"));
+            self.kubelet = None;
+            self.kubelet = Some(FakeKubelet::quiet(
+                &self.api.lab.client,
+                &self.api.cgroup,
+                &kc,
+            )?);
+        }
         Ok(())
     }
 

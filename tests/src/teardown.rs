@@ -64,6 +64,14 @@ pub fn cgroup(path: &Path) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Children first (a unit's or a static pod's cgroup nests a few levels), bounded.
+    if let Ok(rd) = std::fs::read_dir(path) {
+        for e in rd.filter_map(Result::ok).take(64) {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                cgroup(&e.path());
+            }
+        }
+    }
     // rmdir fails while a (zombie) member is being torn down; retry briefly.
     for _ in 0..50 {
         if std::fs::remove_dir(path).is_ok() || !path.exists() {

@@ -29,6 +29,15 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Sleeps until `CLOCK_MONOTONIC` next reaches a whole multiple of `period` (ms): fixtures
+/// that send on such boundaries share one phase across processes and namespaces, so a test
+/// can start a fault at a known moment of every client's cycle.
+pub fn sleep_to_boundary(period: Duration) {
+    let p = u64::try_from(period.as_millis()).unwrap_or(u64::MAX).max(1);
+    let now = mono_ms();
+    std::thread::sleep(Duration::from_millis(p - now % p));
+}
+
 /// `CLOCK_MONOTONIC` in milliseconds. The fixtures print the same clock, so the times seen
 /// by the test, the client and the agent's log receipt can be compared directly.
 #[must_use]

@@ -22,6 +22,34 @@ fn upstreams() -> Vec<SocketAddr> {
     lifeline_tests::proxy_lab::upstreams()
 }
 
+/// How the hop names the proxy's cgroup: the lab's nginx is a static pod, its haproxy a unit.
+fn component(p: &NodeProxy) -> String {
+    match p.kind {
+        ProxyKind::Nginx => {
+            let slice = p.cgroup.path().parent().and_then(|d| d.file_name());
+            let uid = slice
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.strip_prefix("kubepods-burstable-pod"))
+                .and_then(|s| s.strip_suffix(".slice"))
+                .unwrap_or_default();
+            format!("static pod {uid}")
+        }
+        ProxyKind::Haproxy => "systemd unit haproxy.service".into(),
+    }
+}
+
+/// Something accepting on the first upstream (the lab's server host), so the proxy keeps
+/// kubelet's connection open as it would with a real API server behind it.
+fn api_server(lab: &Lab) -> Result<LocalListener> {
+    LocalListener::start(
+        &lab.server,
+        None,
+        None,
+        ("apiserver", "0.0.0.0:6443".parse()?),
+        &[],
+    )
+}
+
 fn listed(ups: &[SocketAddr]) -> String {
     let v: Vec<String> = ups.iter().map(ToString::to_string).collect();
     v.join(", ")
@@ -77,7 +105,8 @@ fn assert_followed(
             addrs.sort();
             Ok((addrs == want).then_some(st))
         },
-    )?;
+    )
+    .with_context(|| format!("{:#?}", agent.messages("WARN")))?;
     eprintln!("status: {:?} from {:?}", st.endpoints, st.endpoint_source);
     let source = st.endpoint_source.context("no endpoint source")?;
     assert!(source.contains(hop), "want {hop:?} in {source:?}");
@@ -98,6 +127,7 @@ fn through_real_proxy(kind: ProxyKind) -> Result<()> {
     let lab = Lab::new()?;
     let kubelet_cgroup = Cgroup::new()?;
     let ups = upstreams();
+    let _api = api_server(&lab)?;
     let proxy = NodeProxy::start(&lab.client, kind, &ups)?;
     let _kubelet = FakeKubelet::start(
         &lab.client,
@@ -105,9 +135,10 @@ fn through_real_proxy(kind: ProxyKind) -> Result<()> {
         &kubeconfig("https://127.0.0.1:6443"),
     )?;
     let hop = format!(
-        "kubelet -> 127.0.0.1:6443 ({}, pid {}) -> [{}] from ",
+        "kubelet -> 127.0.0.1:6443 ({}, pid {}, {}) -> [{}] from ",
         kind.name(),
         proxy.proc.pid(),
+        component(&proxy),
         listed(&ups)
     );
     assert_followed(&lab, &kubelet_cgroup, &hop, &ups)
@@ -130,7 +161,7 @@ fn k3s_load_balancer_file_is_the_endpoint() -> Result<()> {
     require_root();
     let lab = Lab::new()?;
     let kubelet_cgroup = Cgroup::new()?;
-    let agent_cgroup = Cgroup::new()?;
+    let agent_cgroup = Cgroup::unit("k3s-agent")?;
     let data = TempDir::new()?;
     let ups = upstreams();
     let file = "k3s-agent-load-balancer.json";
@@ -153,22 +184,22 @@ fn k3s_load_balancer_file_is_the_endpoint() -> Result<()> {
         &kubeconfig("https://127.0.0.1:6444"),
     )?;
     let hop = format!(
-        "kubelet -> 127.0.0.1:6444 (k3s, pid {}) -> [{}] from {dir}/agent/etc/{file}",
+        "kubelet -> 127.0.0.1:6444 (k3s, pid {}, systemd unit k3s-agent.service) -> [{}] from {dir}/agent/etc/{file}",
         lb.proc.pid(),
         listed(&ups)
     );
     assert_followed(&lab, &kubelet_cgroup, &hop, &ups)
 }
 
-/// Anyone may listen on 6443 first; a listener not owned by root names no proxy, and check
-/// says what it found.
+/// Anyone may listen on 6443 first; a process outside a node component's cgroup names no
+/// proxy, even when kubelet's connection reaches it, and check says what it found.
 #[test]
-fn a_listener_not_roots_is_no_proxy() -> Result<()> {
+fn a_listener_of_no_node_component_is_no_proxy() -> Result<()> {
     require_root();
     let lab = Lab::new()?;
     let kubelet_cgroup = Cgroup::new()?;
     let other = Cgroup::new()?;
-    let _squatter = LocalListener::start(
+    let squatter = LocalListener::start(
         &lab.client,
         Some(&other),
         Some(65534),
@@ -180,11 +211,29 @@ fn a_listener_not_roots_is_no_proxy() -> Result<()> {
         &kubelet_cgroup,
         &kubeconfig("https://127.0.0.1:6443"),
     )?;
-    let row = check_row(&lab, &kubelet_cgroup)?;
+    let row = wait_until(
+        "check's refusal of the squatter",
+        Duration::from_secs(10),
+        Duration::from_millis(500),
+        || {
+            let row = check_row(&lab, &kubelet_cgroup)?;
+            Ok(row
+                .contains("refused the server of kubelet's connection")
+                .then_some(row))
+        },
+    )?;
     assert!(row.contains(" warn "), "{row}");
+    let want = format!(
+        "no local proxy identified: refused the server of kubelet's connection to 127.0.0.1:6443 (pid {}, nginx, uid 65534): cgroup {} is neither a systemd unit's",
+        squatter.proc.pid(),
+        other
+            .path()
+            .strip_prefix(lifeline_tests::cgroup2_mount()?)?
+            .display()
+    );
     assert!(
-        row.contains("no local proxy identified: the listener on 127.0.0.1:6443 is owned by uid 65534, not root"),
-        "{row}"
+        row.contains(&want.replace("cgroup ll", "cgroup /ll")),
+        "want {want:?} in {row}"
     );
     Ok(())
 }
@@ -206,14 +255,15 @@ fn a_proxy_that_starts_after_the_agent_is_found() -> Result<()> {
     let warns = agent.messages("WARN");
     assert!(
         warns.iter().any(|m| m.contains(
-            "no proxy is identified there: nothing listens on 127.0.0.1:6443 in this network namespace"
+            "no proxy is identified there: kubelet has no established connection to 127.0.0.1:6443 now"
         )),
         "{warns:#?}"
     );
     let ups = upstreams();
+    let _api = api_server(&lab)?;
     let proxy = NodeProxy::start(&lab.client, ProxyKind::Haproxy, &ups)?;
     let hop = format!(
-        "kubelet -> 127.0.0.1:6443 (haproxy, pid {}) -> [{}] from ",
+        "kubelet -> 127.0.0.1:6443 (haproxy, pid {}, systemd unit haproxy.service) -> [{}] from ",
         proxy.proc.pid(),
         listed(&ups)
     );
@@ -239,9 +289,8 @@ fn a_proxy_that_starts_after_the_agent_is_found() -> Result<()> {
     assert_eq!(names, ["haproxy-upstreams:6443"]);
     let infos = agent.messages("INFO");
     assert!(
-        infos
-            .iter()
-            .any(|m| m.contains(&hop) && m.contains("found after start")),
+        infos.iter().any(|m| m.contains(&hop)
+            && m.contains("the endpoint is now the proxy's upstreams on port 6443")),
         "{infos:#?}"
     );
     Ok(())

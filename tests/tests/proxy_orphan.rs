@@ -141,7 +141,7 @@ fn haproxy_upstream_dropped_from_dns_is_migrated_at_a_quiet_moment() -> Result<(
         left[0].ip()
     );
     ensure!(
-        infos.contains(&now) && !infos.iter().any(|m| m.contains("(was kubelet")),
+        infos.contains(&now) && !infos.iter().any(|m| m.contains("(was kubelet ->")),
         "no '{now}' without a change of the proxy's list: {infos:#?}"
     );
     eprintln!(

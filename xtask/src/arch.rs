@@ -6,12 +6,14 @@
 //! aarch64 links with the toolchain's own `rust-lld` and the musl target's self-contained C
 //! runtime (`.cargo/config.toml`), so no cross C toolchain is needed; the agent has no C code.
 
-/// A target of the image, the .deb and the kernel matrix.
+/// A target of the image, the .deb, the RPM and the kernel matrix.
 pub struct Arch {
     /// The Rust target triple of the static build.
     pub triple: &'static str,
     /// The name in OCI platforms and Debian architectures (the two agree for these).
     pub name: &'static str,
+    /// The name in RPM's architectures (`uname -m`'s).
+    pub rpm: &'static str,
     /// The binutils `strip` that reads this architecture's ELF (the host's reads x86 only),
     /// and the Debian package that has it.
     pub strip: (&'static str, &'static str),
@@ -25,6 +27,7 @@ pub struct Arch {
 pub const AMD64: Arch = Arch {
     triple: "x86_64-unknown-linux-musl",
     name: "amd64",
+    rpm: "x86_64",
     strip: ("strip", "binutils"),
     phase: "musl build amd64",
     emulator: None,
@@ -33,6 +36,7 @@ pub const AMD64: Arch = Arch {
 pub const ARM64: Arch = Arch {
     triple: "aarch64-unknown-linux-musl",
     name: "arm64",
+    rpm: "aarch64",
     strip: ("aarch64-linux-gnu-strip", "binutils-aarch64-linux-gnu"),
     phase: "musl build arm64",
     emulator: Some(("qemu-aarch64", "qemu-user")),

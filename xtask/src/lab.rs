@@ -18,6 +18,7 @@ pub fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
     // First and visibly: on a fresh machine setup installs the toolchain and bpf-linker, which
     // the agent's build script (run by `cargo test`) needs and never installs itself.
     crate::build_ebpf(ws, phases)?;
+    phases.run("packaging checks", || crate::shipcheck::check(ws))?;
     phases.run("unit tests", || cargo(ws, "unit tests", &["test"]))?;
     if ws.join("tests/src/lib.rs").is_file() {
         phases.run("lab unit tests", || {

@@ -16,10 +16,13 @@ mod lab;
 mod lanes;
 mod layout;
 mod lint;
+mod manifests;
 mod meta;
 mod oci;
 mod packages;
 mod purity;
+mod rpm;
+mod shipcheck;
 
 use std::{
     path::{Path, PathBuf},
@@ -38,8 +41,9 @@ commands:
                nightly with rust-src, and bpf-linker built against its LLVM (quick when done;
                every command below that needs the eBPF object runs it first)
   build-ebpf   setup, then build the eBPF object and print its path
-  test         setup, unit tests, then the lab tests (needs root): what CI runs. One lab test
-               file: cargo xtask build-ebpf && cargo build -p lifeline -p lifeline-tests &&
+  test         setup, the packaging checks (see check-packaging), unit tests, then the lab
+               tests (needs root): what CI runs. One lab test file: cargo xtask build-ebpf &&
+               cargo build -p lifeline -p lifeline-tests &&
                LIFELINE_BIN=$PWD/target/debug/lifeline cargo test -p lifeline-tests --test NAME
     --kernel K     instead, the kernel matrix: boot Debian's cloud kernel K (5.10, 6.1,
                    6.12, a comma-separated list, or all) under qemu and run `lifeline check`
@@ -54,15 +58,18 @@ commands:
                the eBPF crate with the pinned nightly (installs its clippy when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
-  bench        lifeline against the alternatives, its cost and scale (needs root; about 35
+  bench        lifeline against the alternatives, its cost and scale (needs root; about 40
                minutes); writes docs/BENCHMARKS.md and docs/bench-outage.svg
     --quick        3 trials per cell, a 60 s cap, short cost runs (under 10 minutes);
                    writes under target/bench/ instead
-    --trials N     trials per cell (default 20, 10 for restarted-flow-only; 3 with --quick)
+    --trials N     trials per cell (default 20; 10 for restarted-flow-only and
+                   blip-one-of-two-3s; 3 with --quick)
     --scenario A,B only these rows, no targets, cost or scale; writes under target/bench/
                    and prints the tables. Rows: peer-gone-1s, peer-gone-10s, flow-only,
                    restarted-flow-only, idle-watch, idle-watch-go15,
-                   idle-watch-no-keepalive, elb-rotation, proxy-nginx, proxy-haproxy
+                   idle-watch-no-keepalive, elb-rotation, proxy-nginx, proxy-haproxy,
+                   and the blips (the path back by itself; served again, re-dials):
+                   blip-1s, blip-3s, blip-6s, blip-15s, blip-one-of-two-3s
     --soak         only the loss soak (30 minutes: 100 idle Go-like connections, 50
                    heartbeats, a bulk flow, at 5 %, 10 %, then 5 % with 30 % bursts);
                    writes its section of docs/BENCHMARKS.md
@@ -79,11 +86,20 @@ commands:
   deb          build the Debian packages for amd64 and arm64 (installs cargo-deb when
                missing), with man pages and shell completions:
                target/debian/lifeline_<version>_<arch>.deb
+  rpm          build the RPMs for x86_64 and aarch64 (rpmbuild from Debian's rpm package,
+               installed when missing) with the same files as the .deb, then rpmlint them:
+               target/rpm/lifeline-<version>-1.<arch>.rpm
+  check-packaging  what `test` checks of packaging/ before the lab (seconds): promtool check
+               and test of the alert rules, the PrometheusRule up to date, every kustomization
+               rendered with `kubectl kustomize` and validated against Kubernetes 1.28 to 1.37
+               (kubernetes-validate, installed in a virtualenv under ~/.cache/lifeline)
+  manifests    regenerate packaging/prometheus/lifeline-prometheusrule.yaml (the Prometheus
+               operator's PrometheusRule) from packaging/prometheus/lifeline-rules.yaml
   image        build the container image for amd64 and arm64 (a static musl binary each,
                nothing else) as one multi-arch OCI archive and print its path:
                target/image/lifeline-<version>.oci.tar
 
-demo, test, bench, deb and image run setup first too. Without the pinned nightly or bpf-linker
+demo, test, bench, deb, rpm and image run setup first too. Without the pinned nightly or bpf-linker
 `cargo build -p lifeline` fails with one line naming `cargo xtask setup`;
 LIFELINE_SKIP_EBPF=1 cargo check/clippy -p lifeline need neither (a binary built so refuses
 to run).
@@ -122,6 +138,16 @@ fn main() -> ExitCode {
             }
         },
         ["deb"] => deb::deb(&workspace(), &mut phases),
+        ["rpm"] => rpm::rpm(&workspace(), &mut phases),
+        ["check-packaging"] => (|| {
+            lab::require_root("check-packaging")?;
+            phases.run("packages", packages::ensure)?;
+            phases.run("packaging checks", || shipcheck::check(&workspace()))
+        })(),
+        ["manifests"] => manifests::generate(&workspace()).map(|changed| {
+            let state = if changed { "rewritten" } else { "up to date" };
+            eprintln!("xtask: {}: {state}", manifests::PROMETHEUS_RULE);
+        }),
         ["image"] => image::image(&workspace(), &mut phases).map(drop),
         _ => {
             eprint!("{USAGE}");
@@ -137,6 +163,9 @@ fn main() -> ExitCode {
                         "test",
                         "demo",
                         "deb",
+                        "rpm",
+                        "manifests",
+                        "check-packaging",
                         "lint",
                         "image",
                     ]

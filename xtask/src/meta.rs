@@ -9,9 +9,9 @@ use xtask::process::capture;
 
 pub struct Meta {
     pub version: String,
-    description: String,
-    license: String,
-    source: String,
+    pub description: String,
+    pub license: String,
+    pub source: String,
     /// The commit, or "unknown" outside a git checkout.
     revision: String,
     /// Seconds since 1970 of the commit: every file's mtime, and the `created` time.

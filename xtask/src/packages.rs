@@ -37,6 +37,10 @@ const NEEDED: &[(&str, &str)] = &[
     // nginx with its stream module (a dynamic module, a package of its own), and haproxy.
     ("nginx", "nginx-light"),
     ("haproxy", "haproxy"),
+    // The alert rules' checks (promtool) and the lab's alert test (a real Prometheus server,
+    // started by the test in a lab namespace; the package's own service is not started).
+    ("promtool", "prometheus"),
+    ("prometheus", "prometheus"),
     // The lab's neighbour in a device's tc chain (tests/bpf/neighbour.c, built by the
     // lab-tc fixture with `clang -target bpf`; its headers are libbpf-dev's, below).
     ("clang", "clang"),
@@ -56,6 +60,9 @@ const MATRIX: &[(&str, &str)] = &[
     ("xz", "xz-utils"),
     ("zstd", "zstd"),
 ];
+
+/// What `cargo xtask rpm` needs: rpmbuild (and `rpm` for the checks in .ci/run) and rpmlint.
+const RPM: &[(&str, &str)] = &[("rpmbuild", "rpm"), ("rpmlint", "rpmlint")];
 
 /// Where Debian's `libnginx-mod-stream` installs the module (`tests/src/proxy_conf.rs` loads it).
 const NGINX_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
@@ -109,6 +116,18 @@ pub fn ensure_cross() -> Result<()> {
     install(&pkgs)
 }
 
+/// `cargo xtask rpm`'s packages, installed when missing.
+///
+/// # Errors
+/// As `ensure`.
+pub fn ensure_rpm() -> Result<()> {
+    let pkgs = missing(RPM);
+    if pkgs.is_empty() {
+        return Ok(());
+    }
+    install(&pkgs)
+}
+
 /// The kernel matrix's packages, installed when missing. busybox-static is checked by
 /// package: a dynamic busybox would be found on PATH as well, and cannot run in an
 /// initramfs.
@@ -131,7 +150,7 @@ pub fn ensure_matrix() -> Result<()> {
     install(&pkgs)
 }
 
-fn install(pkgs: &[&str]) -> Result<()> {
+pub(crate) fn install(pkgs: &[&str]) -> Result<()> {
     if xtask::which("apt-get").is_none() {
         bail!(
             "missing packages {} and no apt-get to install them; install them and retry",

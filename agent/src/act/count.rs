@@ -56,15 +56,38 @@ pub struct Counts {
     pub latency: Histogram,
 }
 
+/// Every hold the gate and the restarter can count (`Class::held_for` of what each can
+/// decide), exposed at 0 from the start.
+const HOLDS: [(Did, Class); 5] = [
+    (Did::Kill, Class::RateLimited),
+    (Did::Hold, Class::Held),
+    (Did::Restart, Class::RateLimited),
+    (Did::Restart, Class::Backoff),
+    (Did::Restart, Class::Held),
+];
+
 impl Default for Counts {
+    /// The hold and restart series exist at 0 before their first event, as the kill counter
+    /// does: Prometheus' `increase()` counts nothing for a series' first sample, so an alert
+    /// on a series born at 1 (packaging/prometheus/lifeline-rules.yaml: a failed restart,
+    /// a hold) would miss the first event.
     fn default() -> Self {
-        Self {
+        let counts = Self {
             decisions: Family::default(),
             kills: Counter::default(),
             restarts: Family::default(),
             holds: Family::default(),
             latency: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+        };
+        for result in [Class::Restarted, Class::Failed] {
+            let _ = counts.restarts.get_or_create(&ResultLabel { result });
         }
+        for (action, class) in HOLDS {
+            if let Some(reason) = class.held_for() {
+                let _ = counts.holds.get_or_create(&HoldLabels { action, reason });
+            }
+        }
+        counts
     }
 }
 

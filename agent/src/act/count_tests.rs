@@ -71,3 +71,25 @@ fn only_a_destroyed_socket_is_a_kill_and_a_hold_names_its_reason() {
     };
     assert_eq!(counts.decisions.get_or_create(&killed).get(), 1);
 }
+
+/// The series alerts are written on exist at 0 before any event (see `Counts::default`).
+#[test]
+fn holds_and_restarts_are_exposed_at_zero_from_the_start() {
+    let counts = Counts::default();
+    let mut text = String::new();
+    let mut r = prometheus_client::registry::Registry::default();
+    r.register("holds", "", counts.holds.clone());
+    r.register("restarts", "", counts.restarts.clone());
+    prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
+    for series in [
+        r#"holds_total{action="kill",reason="rate-limited"} 0"#,
+        r#"holds_total{action="hold",reason="no-healthy-endpoint"} 0"#,
+        r#"holds_total{action="restart",reason="rate-limited"} 0"#,
+        r#"holds_total{action="restart",reason="backoff"} 0"#,
+        r#"holds_total{action="restart",reason="no-healthy-endpoint"} 0"#,
+        r#"restarts_total{result="restarted"} 0"#,
+        r#"restarts_total{result="failed"} 0"#,
+    ] {
+        assert!(text.contains(series), "{series} in\n{text}");
+    }
+}

@@ -34,6 +34,12 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
     let r = &ev.rec;
     let owner_comm = r.comm().unwrap_or("-");
     let trouble_age_ms = clock::age_ms(ev.now_ns, r.trouble_ns);
+    // The evidence and the socket's last sign of life, aged at the look that confirmed it:
+    // the evidence began after that life (`Evidence::new`), so evidence_age_ms never
+    // exceeds life_age_ms, which a reader of the log can check.
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let evidence_age_ms = ms(ev.evidence.age(ev.evidence.at));
+    let life_age_ms = ms(ev.evidence.at.saturating_duration_since(ev.evidence.life));
     let (peer, local, i) = (r.peer(), r.local(), &ev.info);
     let verdict = ev.reason.verdict();
     let (endpoint, orphaned_for_ms, early) = endpoint_fields(&ev.reason);
@@ -91,6 +97,8 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
                 early,
                 budget,
                 last_ack_age_ms = i.last_ack_recv_ms,
+                life_age_ms,
+                evidence_age_ms,
                 trouble_age_ms,
                 unacked_segs = i.unacked,
                 unacked_bytes = r.unacked_bytes(),
@@ -124,7 +132,7 @@ fn endpoint_fields(reason: &Reason) -> (Option<&str>, Option<u64>, Option<&'stat
             Some(u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX)),
             trouble.map(Trouble::label),
         ),
-        Reason::DeadPeer { endpoint } => (endpoint.as_deref(), None, None),
+        Reason::DeadPeer { endpoint, .. } => (endpoint.as_deref(), None, None),
         Reason::Dead(_) => (None, None, None),
     }
 }

@@ -226,10 +226,17 @@ fn endpoint_row(args: &crate::settings::run::Endpoint) -> Row {
             via: Some(via),
             ..
         }) => match via.found {
-            Ok(p) => Row::pass(
+            Ok(p) if via.refused.is_empty() => Row::pass(
                 "endpoint",
                 format!(
                     "{p} (kubeconfig from {source}); watched for it: the proxy's sockets to these upstreams (endpoint rules), kubelet's loopback socket by stall and silence only"
+                ),
+            ),
+            Ok(p) => Row::warn(
+                "endpoint",
+                format!(
+                    "{p} (kubeconfig from {source}); and {}",
+                    via.refused.join("; ")
                 ),
             ),
             Err(why) => Row::warn(

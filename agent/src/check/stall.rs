@@ -5,7 +5,7 @@
 use lifeline_common::{
     SockState,
     features::LINEAR_TIMEOUTS,
-    sock::{LTO_ARMED, LTO_OFF},
+    sock::{LTO_ARMED, LTO_OFF, LTO_PAUSED},
 };
 
 use crate::check::row::Row;
@@ -14,7 +14,8 @@ use crate::check::row::Row;
 pub fn row(rec: &SockState) -> Row {
     const NAME: &str = "stall evidence";
     match rec.lto {
-        LTO_ARMED => Row::pass(
+        // Paused: armed, and off for a trouble episode whose path is not known to work.
+        LTO_ARMED | LTO_PAUSED => Row::pass(
             NAME,
             "linear retransmission timeouts armed: 8 unanswered transmissions in a row take about 2.4 s (--stall-unanswered)".to_owned(),
         ),

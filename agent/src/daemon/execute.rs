@@ -14,37 +14,28 @@ use super::Daemon;
 
 impl Daemon {
     /// Carry out a batch of confirmed kills: ask the guard once for the batch (a connect
-    /// test when its answer is stale), then each kill's action, outcome and log.
+    /// test when its answer is stale), then each kill's action, outcome and log. A batch
+    /// decided before the path to the endpoint came back is not carried out (its evidence was
+    /// gathered while it was down), and each kill's evidence must still stand on a read of
+    /// the socket taken after the guard's test: nothing from the peer since the look.
     pub(super) async fn execute(&mut self, kills: &[Kill]) {
         if kills.is_empty() {
             return;
         }
-        let healthy = match self.follow.as_mut() {
-            None => guard::Verdict::Go,
-            Some(f) => match f.guard.before(!f.endpoints.is_empty(), Instant::now()) {
-                guard::Step::Known(v) => v,
-                guard::Step::Check => {
-                    let ok = f.endpoints.any_accepts().await;
-                    f.guard.after(ok, Instant::now())
-                }
-            },
-        };
+        let healthy = self.guard().await;
         if healthy == guard::Verdict::Wait {
             return;
         }
         let mut scopes: Option<Scopes> = None;
         for kill in kills {
             let at = Instant::now();
-            if self.judge.quiet(kill.cookie, at) {
-                continue; // backing off: nothing to do or say
+            if self.judge.quiet(kill.cookie, at) || !self.judge.current(kill) {
+                continue; // backing off, or earned again after the path's return
             }
+            let Some(Fresh { cgroup_id }) = self.still_dead(kill) else {
+                continue;
+            };
             let scopes = scopes.get_or_insert_with(|| self.scopes());
-            let cgroup_id = self
-                .diag
-                .get(kill.rec.local(), kill.rec.peer(), kill.cookie)
-                .ok()
-                .flatten()
-                .and_then(|d| d.cgroup_id);
             let kill = Kill {
                 whose: scopes.whose(cgroup_id, &kill.rec),
                 ..kill.clone()
@@ -65,6 +56,54 @@ impl Daemon {
             let req = self.judge.outcome(&kill, &outcome, at);
             self.request_restart(req);
         }
+    }
+
+    /// The guard's answer for a batch, and what it says of the path: a held batch means the
+    /// path is down; a connection accepted after that, that it is back.
+    async fn guard(&mut self) -> guard::Verdict {
+        let Some(f) = self.follow.as_mut() else {
+            return guard::Verdict::Go;
+        };
+        let started = match f.guard.before(!f.endpoints.is_empty(), Instant::now()) {
+            guard::Step::Known(v) => return v,
+            guard::Step::Check => Instant::now(),
+        };
+        let accepted = f.endpoints.any_accepts().await;
+        let verdict = f.guard.after(accepted.is_some(), Instant::now());
+        match accepted {
+            Some(via) => {
+                self.heard(via, started);
+                self.path_back(started, via);
+            }
+            None => self.path_down(started, "no endpoint address accepted a connection"),
+        }
+        verdict
+    }
+
+    /// A fresh read of the socket, when the kill's evidence still stands on it; `None`: it
+    /// heard from its peer since the look (judged afresh next sweep).
+    fn still_dead(&mut self, kill: &Kill) -> Option<Fresh> {
+        let read = self
+            .diag
+            .get(kill.rec.local(), kill.rec.peer(), kill.cookie)
+            .ok()
+            .flatten();
+        if let (Some(i), true) = (
+            read.as_ref().and_then(|d| d.info),
+            kill.reason.rests_on_silence(),
+        ) {
+            let now = Instant::now();
+            let life = crate::judge::life(&i, now);
+            if !kill.evidence.holds(life) {
+                tracing::info!(peer = %kill.rec.peer(), local = %kill.rec.local(), verdict = kill.reason.verdict(),
+                    life_age_ms = u64::try_from(now.saturating_duration_since(life).as_millis()).unwrap_or(u64::MAX),
+                    "heard from its peer after the evidence against it: not killed, judged afresh");
+                return None;
+            }
+        }
+        Some(Fresh {
+            cgroup_id: read.and_then(|d| d.cgroup_id),
+        })
     }
 
     /// The target cgroups' and the unit's subtrees as they are now.
@@ -119,4 +158,10 @@ impl Daemon {
             let _ = r.tx.send(req);
         }
     }
+}
+
+/// What a read right before a kill gives the rest of it.
+struct Fresh {
+    /// The socket's cgroup as `sock_diag` reports it (whose budget it spends).
+    cgroup_id: Option<u64>,
 }

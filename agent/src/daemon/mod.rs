@@ -20,6 +20,7 @@ use crate::{
 
 mod execute;
 mod fast;
+mod path;
 mod publish;
 mod table;
 mod visit;
@@ -55,6 +56,8 @@ pub struct Daemon {
     inbox_dropped: u64,
     /// Sockets in a fast keepalive phase, and the iterator passes that poke them.
     fast: fast::FastPhases,
+    /// The endpoint addresses whose path the probe's `PATH_ALIVE` follows.
+    path_peers: path::PathPeers,
 }
 
 impl Daemon {
@@ -84,6 +87,7 @@ impl Daemon {
             probe_stats: Default::default(),
             inbox_dropped: 0,
             fast: fast::FastPhases::default(),
+            path_peers: path::PathPeers::default(),
         }
     }
 
@@ -113,32 +117,36 @@ impl Daemon {
             self.members
                 .sync(&f.endpoints, f.grace, self.mirror.peers(), at);
         }
+        self.path_findings();
         let mut kills = Vec::new();
         let mut wake = interval;
         for cookie in visit {
             let Some(rec) = self.mirror.get(cookie).copied() else {
                 continue;
             };
-            let (member, dead_since) = self.endpoint_fact(cookie, &rec, at);
+            let (member, peer) = self.endpoint_fact(cookie, &rec, at);
             let s = Socket {
                 cookie,
                 rec: &rec,
                 polled: self.polled.contains(&cookie),
                 member: member.as_ref(),
                 followed: self.follow.is_some(),
-                dead_since,
+                peer,
             };
             let read = self
                 .judge
                 .wants_info(&s, now, at)
                 .then(|| self.read(cookie, &rec));
+            if let (Some(Read::Info(i)), true) = (&read, member.is_some()) {
+                self.heard(rec.peer(), crate::judge::life(i, at));
+            }
             let Some(look) = self.judge.look(&s, read.as_ref(), now, at) else {
                 self.probe.forget(cookie);
                 self.gone(cookie);
                 continue;
             };
-            if let (Some(why), Some(f)) = (look.probe, self.follow.as_ref()) {
-                f.prober.request(rec.peer(), why);
+            if let (Some(ask), Some(f)) = (look.probe, self.follow.as_ref()) {
+                f.prober.request(rec.peer(), ask, f.endpoints.targets());
             }
             if let Some((endpoint, absent_for)) = &look.report_orphan {
                 act::log_orphan_report(&self.counts, &rec, endpoint, *absent_for);

@@ -23,7 +23,7 @@ use lifeline_common::{
 };
 
 use super::Daemon;
-use crate::endpoint::Membership;
+use crate::{endpoint::Membership, judge::PeerProbe};
 
 impl Daemon {
     pub(super) fn visits(
@@ -112,14 +112,13 @@ impl Daemon {
     }
 
     /// Whether the socket is the endpoint's connection (the recorded fact, decided at first
-    /// sight), with its endpoint and where its peer stands, and since when its peer probe
-    /// has found it dead. Only the endpoint's own sockets are judged by DNS and the probe.
+    /// sight), with its endpoint and where its peer stands, and its peer's latest probe. Only the endpoint's own sockets are judged by DNS and the probe.
     pub(super) fn endpoint_fact(
         &mut self,
         cookie: u64,
         rec: &SockState,
         at: Instant,
-    ) -> (Option<(String, Membership)>, Option<Instant>) {
+    ) -> (Option<(String, Membership)>, Option<PeerProbe>) {
         let Some(f) = self.follow.as_ref() else {
             return (None, None);
         };
@@ -131,7 +130,7 @@ impl Daemon {
         };
         (
             Some(f.endpoints.of_member(i, rec.peer(), f.grace)),
-            f.prober.dead_since(rec.peer()),
+            f.prober.finding(rec.peer()),
         )
     }
 
@@ -145,7 +144,7 @@ impl Daemon {
         self.mirror
             .peers()
             .filter(|(peer, _)| {
-                f.prober.dead_since(**peer).is_some()
+                f.prober.dead(**peer).is_some()
                     || matches!(
                         f.endpoints.standing(**peer, f.grace),
                         Some((_, Membership::Leaving { .. } | Membership::Orphaned { .. }))

@@ -28,18 +28,6 @@ pub enum Reach {
     Failed,
 }
 
-impl Reach {
-    #[must_use]
-    pub const fn label(self) -> &'static str {
-        match self {
-            Self::Accepted => "alive",
-            Self::Refused => "refused",
-            Self::TimedOut => "dead",
-            Self::Failed => "failed",
-        }
-    }
-}
-
 /// One connection attempt with the 1 s timeout.
 pub async fn try_connect(peer: SocketAddr) -> Reach {
     match timeout(TRY_TIMEOUT, TcpStream::connect(peer)).await {
@@ -73,16 +61,17 @@ pub async fn probe(peer: SocketAddr) -> Reach {
     }
 }
 
-/// Whether at least one of `targets` accepts a connection within 1 s.
-pub async fn any_accepts(targets: &[SocketAddr]) -> bool {
+/// The first of `targets` to accept a connection within 1 s, if any does.
+pub async fn any_accepts(targets: &[SocketAddr]) -> Option<SocketAddr> {
     let mut set = tokio::task::JoinSet::new();
     for t in targets {
-        set.spawn(try_connect(*t));
+        let t = *t;
+        set.spawn(async move { (t, try_connect(t).await) });
     }
     while let Some(r) = set.join_next().await {
-        if matches!(r, Ok(Reach::Accepted)) {
-            return true;
+        if let Ok((t, Reach::Accepted)) = r {
+            return Some(t);
         }
     }
-    false
+    None
 }

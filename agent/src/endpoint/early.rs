@@ -56,7 +56,7 @@ impl Endpoints {
     /// endpoint now (rate limited). Returns whether a re-resolve was asked for; never for a
     /// fixed set (an IP literal) or a local proxy's upstreams (its follower's).
     pub fn resolve_early(&self, i: usize, now: Instant) -> bool {
-        let Some(set) = self.sets.get(i) else {
+        let Some(set) = self.sets().get(i).cloned() else {
             return false;
         };
         let mut s = set.lock().unwrap_or_else(PoisonError::into_inner);

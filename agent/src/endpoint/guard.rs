@@ -69,6 +69,14 @@ impl Guard {
         Verdict::Hold
     }
 
+    /// Forget the last answer: the path was found down since (a peer probe found no address
+    /// accepting), so a healthy answer from before it no longer stands.
+    pub fn forget(&mut self) {
+        if self.last.is_some_and(|(healthy, _)| healthy) {
+            self.last = None;
+        }
+    }
+
     /// When the held batch should be looked at again.
     #[must_use]
     pub fn next_check(&self) -> Option<Instant> {

@@ -48,10 +48,17 @@ pub struct EndpointStatus {
     pub last_error: Option<String>,
 }
 
+/// At most this many endpoint sets: the configured ones, and one per port a local proxy's
+/// upstreams come to use (`proxy::follow`); a set is never removed, so an index names one
+/// set for the agent's whole life.
+pub const MAX_SETS: usize = 32;
+
+type Sets = Arc<std::sync::RwLock<Vec<Arc<Mutex<EndpointSet>>>>>;
+
 /// Every configured endpoint, shared between the refresh tasks and the daemon.
 #[derive(Clone, Default)]
 pub struct Endpoints {
-    sets: Vec<Arc<Mutex<EndpointSet>>>,
+    sets: Sets,
     /// Woken when `retarget` changed a set (its refresher then resolves the new name).
     retargeted: Arc<tokio::sync::Notify>,
 }
@@ -63,31 +70,55 @@ fn ms(d: Duration) -> u64 {
 impl Endpoints {
     #[must_use]
     pub fn new(list: &[(String, u16)]) -> Self {
-        Self {
-            sets: list
-                .iter()
+        Self::of(
+            list.iter()
                 .map(|(h, p)| Arc::new(Mutex::new(EndpointSet::new(h, *p))))
                 .collect(),
+        )
+    }
+
+    /// Endpoints of the sets `sets`.
+    #[must_use]
+    pub fn of(sets: Vec<Arc<Mutex<EndpointSet>>>) -> Self {
+        Self {
+            sets: Arc::new(std::sync::RwLock::new(sets)),
             retargeted: Arc::default(),
         }
     }
 
-    /// Follow `list` from now on (re-discovery: kubelet restarted with another kubeconfig),
-    /// set by set in order: a set whose endpoint changed starts afresh, as at start. Every
-    /// clone (the refreshers, the restarter, the daemon) sees the change. Returns whether a
-    /// set changed.
+    /// Adds `set` (a local proxy's upstreams on a port it did not use before); every clone
+    /// sees it. `None` when `MAX_SETS` are there already.
+    pub fn add(&self, set: EndpointSet) -> Option<Arc<Mutex<EndpointSet>>> {
+        let mut sets = self.sets.write().unwrap_or_else(PoisonError::into_inner);
+        if sets.len() >= MAX_SETS {
+            return None;
+        }
+        let set = Arc::new(Mutex::new(set));
+        sets.push(Arc::clone(&set));
+        Some(set)
+    }
+
+    /// Follow `list` from now on (re-discovery: kubelet restarted with another kubeconfig
+    /// that names no local proxy), set by set in order: a set whose endpoint changed starts
+    /// afresh, as at start, and a local proxy's sets past the list are emptied (kubelet no
+    /// longer goes through it). Every clone (the refreshers, the restarter, the daemon) sees
+    /// the change. Returns whether a set changed.
     pub fn retarget(&self, list: &[(String, u16)]) -> bool {
         let mut changed = false;
-        for (set, (host, port)) in self.sets.iter().zip(list) {
+        let sets = self.sets();
+        for (i, set) in sets.iter().enumerate() {
             let mut s = set.lock().unwrap_or_else(PoisonError::into_inner);
-            if s.proxied {
-                // A proxy's upstreams are its follower's; see the README's local-proxy part.
-                tracing::warn!(target: "lifeline::endpoint", "kubelet now names {}; still following the upstreams of its local proxy until lifeline restarts", set::name(host, *port));
-                continue;
-            }
-            if s.host != *host || s.port != *port {
-                *s = EndpointSet::new(host, *port);
-                changed = true;
+            match list.get(i) {
+                Some((host, port)) if s.proxied || s.host != *host || s.port != *port => {
+                    *s = EndpointSet::new(host, *port);
+                    changed = true;
+                }
+                None if s.proxied => {
+                    let name = s.name.clone();
+                    *s = EndpointSet::retired(&name, s.port);
+                    changed = true;
+                }
+                _ => {}
             }
         }
         if changed {
@@ -104,12 +135,25 @@ impl Endpoints {
 
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.sets.is_empty()
+        self.sets().is_empty()
     }
 
+    /// The sets now (a set added later is not in this copy).
     #[must_use]
-    pub fn sets(&self) -> &[Arc<Mutex<EndpointSet>>] {
-        &self.sets
+    pub fn sets(&self) -> Vec<Arc<Mutex<EndpointSet>>> {
+        self.sets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every set's port.
+    #[must_use]
+    pub fn ports(&self) -> std::collections::BTreeSet<u16> {
+        self.sets()
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).port)
+            .collect()
     }
 
     /// The endpoint on `peer`'s port and where its address stands in that set (with several
@@ -128,7 +172,7 @@ impl Endpoints {
             return None; // a local proxy's socket: see `EndpointSet::membership`
         }
         let mut found: Option<(usize, Membership)> = None;
-        for (i, s) in self.sets.iter().enumerate() {
+        for (i, s) in self.sets().iter().enumerate() {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
             if s.port != peer.port() {
                 continue;
@@ -145,7 +189,7 @@ impl Endpoints {
     /// `EndpointSet::admits`): the first whose port it is on and whose set holds its address.
     #[must_use]
     pub fn admits(&self, peer: SocketAddr, grace: Duration) -> Option<usize> {
-        self.sets.iter().position(|s| {
+        self.sets().iter().position(|s| {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
             s.port == peer.port() && s.admits(peer.ip(), grace)
         })
@@ -160,9 +204,10 @@ impl Endpoints {
         peer: SocketAddr,
         grace: Duration,
     ) -> (String, Membership) {
-        let s = self.sets[endpoint]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let Some(set) = self.sets().get(endpoint).cloned() else {
+            return (String::new(), Membership::Unknown);
+        };
+        let s = set.lock().unwrap_or_else(PoisonError::into_inner);
         let m = match s.membership(peer.ip(), grace) {
             Membership::NeverHeld => Membership::Orphaned {
                 absent_for: set::FORGET_AFTER,
@@ -175,18 +220,22 @@ impl Endpoints {
     /// The name of endpoint `i` (`NAME:PORT`).
     #[must_use]
     pub fn name(&self, i: usize) -> String {
-        self.sets[i]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .name
-            .clone()
+        self.sets()
+            .get(i)
+            .map(|s| {
+                s.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .name
+                    .clone()
+            })
+            .unwrap_or_default()
     }
 
     /// Every address of every current answer, with its endpoint (index) and port.
     #[must_use]
     pub fn current(&self) -> std::collections::BTreeSet<(usize, SocketAddr)> {
         let mut out = std::collections::BTreeSet::new();
-        for (i, s) in self.sets.iter().enumerate() {
+        for (i, s) in self.sets().iter().enumerate() {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
             out.extend(s.current.iter().map(|ip| (i, SocketAddr::new(*ip, s.port))));
         }
@@ -197,7 +246,7 @@ impl Endpoints {
     #[must_use]
     pub fn targets(&self) -> Vec<SocketAddr> {
         let mut out = Vec::new();
-        for s in &self.sets {
+        for s in &self.sets() {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
             out.extend(s.current.iter().map(|ip| SocketAddr::new(*ip, s.port)));
         }
@@ -209,7 +258,7 @@ impl Endpoints {
     #[must_use]
     pub fn peers_within_grace(&self, grace: Duration) -> std::collections::BTreeSet<SocketAddr> {
         let mut out = std::collections::BTreeSet::new();
-        for s in &self.sets {
+        for s in &self.sets() {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
             out.extend(
                 s.within_grace(grace)
@@ -220,14 +269,14 @@ impl Endpoints {
         out
     }
 
-    /// Whether at least one address of the current sets accepts a TCP connection within 1 s.
-    pub async fn any_accepts(&self) -> bool {
+    /// The first address of the current sets to accept a TCP connection within 1 s, if any.
+    pub async fn any_accepts(&self) -> Option<SocketAddr> {
         connect::any_accepts(&self.targets()).await
     }
 
     #[must_use]
     pub fn status(&self, now: Instant) -> Vec<EndpointStatus> {
-        self.sets
+        self.sets()
             .iter()
             .map(|s| {
                 let s = s.lock().unwrap_or_else(PoisonError::into_inner);
@@ -255,9 +304,25 @@ pub struct Follow {
     pub grace: Duration,
     /// kubelet's local proxy, when its endpoint is one (`lifeline status` shows the hop).
     pub hop: Option<proxy::follow::Shared>,
+    /// Where kubelet's loopback endpoint is now (re-discovery moves it).
+    pub steer: Option<proxy::follow::Steer>,
 }
 
 impl Follow {
+    /// The ports the probe must watch for the endpoint now: every set's (a proxy's reload
+    /// or a restarted kubelet may add one) and kubelet's loopback endpoint's.
+    #[must_use]
+    pub fn ports(&self) -> std::collections::BTreeSet<u16> {
+        let mut p = self.endpoints.ports();
+        p.extend(
+            self.steer
+                .as_ref()
+                .and_then(proxy::follow::Steer::listen)
+                .map(|l| l.port()),
+        );
+        p
+    }
+
     /// Where the endpoints come from, with the hop through a local proxy if there is one.
     #[must_use]
     pub fn describe(&self) -> String {

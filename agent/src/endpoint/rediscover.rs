@@ -11,9 +11,10 @@ use tokio::sync::Notify;
 use super::{
     Endpoints,
     discover::{self, Followed, Source},
-    kubeconfig,
+    kubeconfig, proxy,
     trust::{Ignored, Trust},
 };
+use crate::settings::run::Endpoint as Settings;
 
 /// How often kubelet is looked for: a restart moves the endpoint within this.
 pub const EVERY: Duration = Duration::from_secs(3);
@@ -22,10 +23,10 @@ pub struct Rediscover {
     trust: Trust,
     followed: Followed,
     endpoints: Endpoints,
-    /// The endpoints followed now.
+    /// Where the proxy follower looks (a loopback server is a local proxy's).
+    steer: Option<proxy::follow::Steer>,
+    /// The kubeconfig's server followed now.
     list: Vec<(String, u16)>,
-    /// The ports the probe watches: a new endpoint's port outside them is not seen.
-    ports: Vec<u16>,
     wake: Arc<Notify>,
     /// Processes already logged as ignored, or whose kubeconfig was unusable: once each.
     logged: HashSet<(u32, u64)>,
@@ -40,21 +41,21 @@ fn process(s: &Source) -> Option<(u32, u64)> {
 }
 
 impl Rediscover {
-    /// Follows `list` (from `followed`) into `endpoints`; `wake` is the daemon's.
+    /// Follows `list` (from `followed`) into `endpoints`, a loopback server through the
+    /// proxy follower `steer`; `wake` is the daemon's.
     #[must_use]
     pub fn new(
-        trust: Trust,
+        args: &Settings,
         (followed, list): (Followed, Vec<(String, u16)>),
-        endpoints: Endpoints,
-        ports: Vec<u16>,
+        (endpoints, steer): (Endpoints, Option<proxy::follow::Steer>),
         wake: Arc<Notify>,
     ) -> Self {
         Self {
-            trust,
+            trust: Trust::new(&args.trusted_cgroups),
             followed,
             endpoints,
+            steer,
             list,
-            ports,
             wake,
             logged: HashSet::new(),
         }
@@ -95,20 +96,22 @@ impl Rediscover {
             }
             Ok(server) => {
                 let was = super::names(&self.list);
+                let loopback = proxy::loopback(&server.0, server.1);
                 self.list = vec![server];
-                self.endpoints.retarget(&self.list);
                 let names = super::names(&self.list);
-                tracing::info!(target: "lifeline::endpoint", source = %found, endpoint = %names, previous = %was,
-                    "API endpoint {names} from {found}: kubelet restarted with another kubeconfig (was {was} from {now})");
-                if let Some(p) = self
-                    .list
-                    .iter()
-                    .map(|(_, p)| *p)
-                    .find(|p| !self.ports.contains(p))
-                {
-                    tracing::warn!(target: "lifeline::endpoint", port = p,
-                        "the new API endpoint's port {p} is not among the watched ports ({:?}): its sockets are not watched until lifeline restarts with it in --ports", self.ports);
+                // A local proxy's address: its follower finds the proxy serving kubelet's
+                // connection there and moves the sets to its upstreams; until then the last
+                // ones stay (kubelet has just restarted and may not be connected).
+                if let (Some(listen), Some(steer)) = (loopback, &self.steer) {
+                    steer.set(Some(listen));
+                } else {
+                    if let Some(steer) = &self.steer {
+                        steer.set(None);
+                    }
+                    self.endpoints.retarget(&self.list);
                 }
+                tracing::info!(target: "lifeline::endpoint", source = %found, endpoint = %names, previous = %was,
+                    "API endpoint {names} from {found}: kubelet restarted with another kubeconfig (was {was} from {now}); its port is watched from now on");
                 self.followed.set(found);
                 self.wake.notify_one();
             }

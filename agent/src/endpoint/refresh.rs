@@ -32,11 +32,12 @@ pub fn spawn_refreshers(
     failures: &Counter,
 ) {
     let resolver = Arc::new(resolver);
-    for set in endpoints.sets() {
+    for set in &endpoints.sets() {
         {
             let s = set.lock().unwrap_or_else(PoisonError::into_inner);
-            if s.proxied || (!retargetable && s.fixed) {
-                continue; // a proxy's upstreams are its follower's
+            // A proxy's upstreams are its follower's; re-discovery may make its set a plain one.
+            if !retargetable && (s.proxied || s.fixed) {
+                continue;
             }
         }
         let (set, resolver, wake) = (Arc::clone(set), Arc::clone(&resolver), Arc::clone(wake));

@@ -93,6 +93,16 @@ impl EndpointSet {
         s
     }
 
+    /// A local proxy's set that kubelet no longer goes through: empty and fresh, named as
+    /// before (its sockets are no longer the endpoint's).
+    #[must_use]
+    pub fn retired(name: &str, port: u16) -> Self {
+        let mut s = Self::new("retired", port);
+        name.clone_into(&mut s.name);
+        s.proxied = true;
+        s
+    }
+
     /// A successful answer. Returns whether the set changed.
     pub fn update(&mut self, addrs: BTreeSet<IpAddr>, now: Instant) -> bool {
         let changed = addrs != self.current;

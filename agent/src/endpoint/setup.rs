@@ -25,7 +25,7 @@ pub enum Configured {
         source: Source,
         /// When the kubeconfig names a loopback address: the proxy there (then `list` is
         /// its upstreams), or why none was identified (then `list` is the loopback one).
-        via: Option<Via>,
+        via: Option<Box<Via>>,
     },
     /// No flag, no kubelet running, no well-known kubeconfig: a node without kubelet yet.
     Nothing,
@@ -49,7 +49,11 @@ impl Configured {
 /// `hop::through_proxy`).
 fn through_proxy(args: &Settings, server: (String, u16), source: Source) -> Configured {
     let (list, via) = hop::through_proxy(args, server);
-    Configured::Endpoints { list, source, via }
+    Configured::Endpoints {
+        list,
+        source,
+        via: via.map(Box::new),
+    }
 }
 
 /// The endpoints to follow: `--endpoint`s, else the `server:` of `--kubeconfig`, else of the
@@ -134,14 +138,15 @@ pub fn start(
         }
     };
     tracing::info!(source = %source, "API endpoint {} from {source}", super::names(list));
-    let (endpoints, hop) = hop::follow(args, list, via.as_ref(), wake);
     // A discovered endpoint moves when kubelet restarts with another kubeconfig.
     let discovered = matches!(source, Source::Kubelet { .. } | Source::WellKnown(_));
+    let (endpoints, hop) = hop::follow(args, (list, via.as_deref()), discovered, wake);
+    let (hop, steer) = hop.unzip();
     let followed = Followed::new(source.clone());
     let fixed = endpoints
         .sets()
         .iter()
-        .all(|s| s.lock().is_ok_and(|s| s.fixed));
+        .all(|s| s.lock().is_ok_and(|s| s.fixed || s.proxied));
     let refresh = Refresh {
         min: args.min_refresh,
         max: args.max_refresh,
@@ -165,14 +170,13 @@ pub fn start(
     }
     if discovered {
         Rediscover::new(
-            Trust::new(&args.trusted_cgroups),
+            args,
             (
                 followed.clone(),
                 via.as_ref()
                     .map_or_else(|| list.clone(), |v| vec![v.server.clone()]),
             ),
-            endpoints.clone(),
-            watched(args, list),
+            (endpoints.clone(), steer.clone()),
             Arc::clone(wake),
         )
         .spawn();
@@ -184,6 +188,7 @@ pub fn start(
         guard: Guard::default(),
         grace: args.orphan_grace,
         hop,
+        steer,
     }))
 }
 
@@ -192,11 +197,4 @@ fn log_ignored(args: &Settings) {
     for i in discover::kubelet_source(&Trust::new(&args.trusted_cgroups)).1 {
         rediscover::log_ignored(&i);
     }
-}
-
-/// The ports `run` watches: `--ports` and the endpoints' (see `run::watched_ports`).
-fn watched(args: &Settings, list: &[(String, u16)]) -> Vec<u16> {
-    let mut ports = args.ports.clone();
-    ports.extend(list.iter().map(|(_, p)| *p));
-    ports
 }

@@ -84,6 +84,36 @@ impl Trust {
         })
     }
 
+    /// The ids (directory inode numbers, as `sock_diag` reports a socket's cgroup) of
+    /// kubelet's cgroups and their subtrees now: a socket created in one is kubelet's.
+    #[must_use]
+    pub fn ids(&self) -> std::collections::HashSet<u64> {
+        use std::os::unix::fs::MetadataExt as _;
+        let mut out = std::collections::HashSet::new();
+        let mut queue: Vec<(PathBuf, u32)> =
+            self.cgroups.iter().map(|(_, d)| (d.clone(), 0)).collect();
+        // A unit's subtree is a handful of cgroups; the bounds stop a pathological tree.
+        while let Some((dir, depth)) = queue.pop() {
+            if out.len() >= 4096 {
+                break;
+            }
+            let Ok(m) = std::fs::metadata(&dir) else {
+                continue;
+            };
+            out.insert(m.ino());
+            if depth < 8
+                && let Ok(rd) = std::fs::read_dir(&dir)
+            {
+                queue.extend(
+                    rd.filter_map(Result::ok)
+                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .map(|e| (e.path(), depth + 1)),
+                );
+            }
+        }
+        out
+    }
+
     /// `path` is one of kubelet's cgroups or below one. Inside a cgroup namespace (a pod),
     /// /proc/PID/cgroup shows a process outside it as `/../..`, relative to our own
     /// cgroup: then the pid is looked for in the `cgroup.procs` of the cgroups' subtrees.

@@ -70,6 +70,9 @@ impl Watching {
     ) -> HashSet<u64> {
         self.status = self.cgroups.sync(probe, false);
         self.status.extend(self.other_status(follow));
+        if let Some(f) = follow {
+            self.sync_ports(probe, f);
+        }
         let Some(f) = follow.filter(|_| self.targets.endpoint_clients) else {
             return HashSet::new();
         };
@@ -87,6 +90,31 @@ impl Watching {
             tracing::warn!(error = %format!("{e:#}"), "cannot look for existing sockets to new endpoint addresses; their new connections are watched");
             HashSet::new()
         })
+    }
+
+    /// Watches the ports the endpoint uses now (a proxy's reload, or kubelet restarted with
+    /// another kubeconfig, may bring a new one), at most `MAX_PORTS` in all.
+    fn sync_ports(&mut self, probe: &mut Probe, f: &Follow) {
+        const MAX_PORTS: usize = 64;
+        for port in f.ports() {
+            if self.ports.contains(&port) || self.ports.len() >= MAX_PORTS {
+                continue;
+            }
+            match probe.watch_port(port) {
+                Ok(()) => {
+                    self.ports.push(port);
+                    tracing::info!(
+                        event = "port-watched",
+                        port,
+                        "the API endpoint now uses port {port}: watched from now on"
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(port, error = %format!("{e:#}"), "cannot watch port {port}, which the API endpoint now uses");
+                    self.ports.push(port); // said once; the next sweep does not try again
+                }
+            }
+        }
     }
 
     fn other_status(&self, follow: Option<&Follow>) -> Vec<TargetStatus> {

@@ -80,12 +80,15 @@ fn serve(stream: TcpStream) {
             while writer.write_all(&buf).is_ok() {}
         }
         ["events", secs] => {
+            // The first at once, then on whole multiples of N seconds of CLOCK_MONOTONIC:
+            // every stream shares one phase, so a test can start a fault at a known moment
+            // of it (`lifeline_tests::sleep_to_boundary`).
             let every = Duration::from_secs(secs.parse().unwrap_or(1).max(1));
             for k in 0u64.. {
                 if writer.write_all(format!("event {k}\n").as_bytes()).is_err() {
                     break;
                 }
-                std::thread::sleep(every);
+                lifeline_tests::sleep_to_boundary(every);
             }
         }
         _ => {

@@ -108,7 +108,7 @@ impl Restarter {
                 req.ticket.close();
                 continue;
             }
-            if !self.endpoints.is_empty() && !self.endpoints.any_accepts().await {
+            if !self.endpoints.is_empty() && self.endpoints.any_accepts().await.is_none() {
                 self.decline(&req, Class::Held, None);
                 continue;
             }

@@ -1,89 +1,165 @@
-//! Finding the proxy on kubelet's loopback endpoint and reading its upstream list.
+//! Finding the proxy on kubelet's loopback endpoint: the process serving kubelet's own
+//! connection (`served.rs`), if it is a node component (`component.rs`), and its upstream
+//! list (`config.rs`, else its connections).
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{
+    collections::{BTreeMap, HashSet},
+    net::SocketAddr,
+    path::PathBuf,
+};
 
-use super::{Learned, Proxy, haproxy, k3s, listener, nginx};
+use super::{Learned, Proxy, component, config, listener, served};
 
-/// Finds the proxy listening on `listen` and its upstreams (`api_ports`: where to look for
-/// its connections when its configuration says nothing). `Err` is one line naming what was
-/// found instead: no listener, an untrusted one, a proxy whose upstreams are unknown.
-///
-/// Only a listening socket owned by root is trusted: any user may listen on 6443 first (a
-/// port above 1024), and kubelet's connection would then reach it, but only root makes a
-/// socket of uid 0 (`sock_i_uid` keeps the creator's; nginx and haproxy bind as root before
-/// they drop privileges).
-///
-/// # Errors
-/// As above.
-pub fn find(listen: SocketAddr, api_ports: &[u16]) -> Result<Proxy, String> {
-    let socks = listener::listening_on(listen)
-        .map_err(|e| format!("cannot list the sockets listening on {listen}: {e}"))?;
-    let (trusted, ignored): (Vec<_>, Vec<_>) = socks.into_iter().partition(|s| s.uid == 0);
-    for s in &ignored {
-        tracing::warn!(target: "lifeline::endpoint", listen = %s.local, uid = s.uid, cgroup_id = ?s.cgroup_id,
-            "ignoring the listener on {} owned by uid {}: only a root-owned listener names kubelet's proxy", s.local, s.uid);
-    }
-    let Some(sock) = trusted.first() else {
-        return Err(match ignored.first() {
-            Some(s) => format!(
-                "the listener on {} is owned by uid {}, not root: not trusted as kubelet's proxy",
-                s.local, s.uid
-            ),
-            None => format!("nothing listens on {listen} in this network namespace"),
-        });
+/// What one look at the loopback endpoint found: the proxy or why none, and the servers of
+/// kubelet's connections that were refused (one line each, for the caller to log once).
+#[derive(Debug)]
+pub struct Look {
+    pub found: Result<Proxy, String>,
+    pub refused: Vec<String>,
+}
+
+/// Finds the proxy serving kubelet's connections to `listen` (`kubelet`: the ids of
+/// kubelet's cgroups), and its upstreams (`api_ports`: where to look for its connections
+/// when its configuration says nothing).
+#[must_use]
+pub fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<u64>) -> Look {
+    let conns = match served::served_soon(listen, kubelet) {
+        Ok(c) => c,
+        Err(e) => {
+            return Look {
+                found: Err(format!(
+                    "cannot list kubelet's connections to {listen}: {e}"
+                )),
+                refused: Vec::new(),
+            };
+        }
     };
-    let id = sock
-        .cgroup_id
-        .ok_or_else(|| format!("the kernel gives no cgroup id for the listener on {listen}"))?;
-    let (dir, cgroup) = listener::cgroup_dir(id)
-        .ok_or_else(|| format!("the listener on {listen} is in cgroup id {id}, which is not found under the cgroup2 mount"))?;
-    if cgroup == "/" {
+    // The servers of kubelet's connections by cgroup (a neighbour with SO_REUSEPORT beside
+    // the proxy takes some of them), the busiest first.
+    let mut by_cgroup: BTreeMap<u64, Vec<served::Served>> = BTreeMap::new();
+    for c in conns {
+        by_cgroup
+            .entry(c.server.cgroup_id.unwrap_or_default())
+            .or_default()
+            .push(c);
+    }
+    let mut groups: Vec<(u64, Vec<served::Served>)> = by_cgroup.into_iter().collect();
+    groups.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+    let mut refused = Vec::new();
+    let mut found = None;
+    for (id, conns) in &groups {
+        match identify(listen, *id, conns) {
+            Ok(p) if found.is_none() => found = Some(p),
+            Ok(_) => {}
+            Err(why) => refused.push(why),
+        }
+    }
+    let found = match found {
+        Some(mut p) => fill(&mut p, api_ports).map(|()| p),
+        None if groups.is_empty() => Err(format!(
+            "kubelet has no established connection to {listen} now (the proxy is the process serving kubelet's own connection, never merely a listener)"
+        )),
+        None => Err(refused.join("; ")),
+    };
+    Look { found, refused }
+}
+
+/// The proxy serving `conns` from cgroup `id`, or why it is refused.
+fn identify(listen: SocketAddr, id: u64, conns: &[served::Served]) -> Result<Proxy, String> {
+    let server = &conns[0].server;
+    let (dir, cgroup) = listener::cgroup_dir(id).ok_or_else(|| {
+        format!("the server of kubelet's connection to {listen} is in cgroup id {id}, which is not found under the cgroup2 mount: refused")
+    })?;
+    let procs = listener::procs(&dir);
+    // Its listener on the address, in the same cgroup (the accepted socket carries its).
+    let listeners = listener::listening_on(listen)
+        .map_err(|e| format!("cannot list the sockets listening on {listen}: {e}"))?;
+    let lsock = listeners.iter().find(|l| l.cgroup_id == Some(id));
+    // Where descriptors can be read, a process of the cgroup must hold that listener; the
+    // proxy is then the cgroup's main process (nginx's and haproxy's master, which outlives
+    // its workers' reloads), as it is where they cannot be read.
+    let held = lsock.and_then(|l| served::holders(&procs, l.inode));
+    let pid = match held {
+        Some(h) if h.is_empty() => None,
+        _ => listener::main_process(&dir, config::kind),
+    };
+    let who = |pid: Option<u32>| {
+        pid.map_or_else(String::new, |p| {
+            format!(
+                " (pid {p}, {}, uid {})",
+                listener::comm(p).unwrap_or_default(),
+                server.uid
+            )
+        })
+    };
+    let component = component::classify(&cgroup).map_err(|why| {
+        format!(
+            "refused the server of kubelet's connection to {listen}{}: {why}",
+            who(pid)
+        )
+    })?;
+    if lsock.is_none() {
         return Err(format!(
-            "the listener on {listen} is in the root cgroup: no service's, not trusted as kubelet's proxy"
+            "the server of kubelet's connection to {listen}{} has no listener there in its cgroup {cgroup} now",
+            who(pid)
         ));
     }
-    let pid = listener::main_process(&dir, |c| {
-        c == "nginx" || c == "haproxy" || k3s::program(c).is_some()
-    })
-    .ok_or_else(|| {
-        format!("the listener on {listen} is in cgroup {cgroup}, which lists no process")
+    let pid = pid.ok_or_else(|| {
+        format!("the server of kubelet's connection to {listen} is in cgroup {cgroup}, where no process holds its listener")
     })?;
+    let start = listener::start_time(pid)
+        .ok_or_else(|| format!("kubelet's proxy pid {pid} exited while it was looked at"))?;
     let comm = listener::comm(pid).unwrap_or_default();
-    let (name, from_config) = read_config(pid, &comm, listen.port());
-    let mut proxy = Proxy {
+    Ok(Proxy {
         listen,
-        name,
+        name: config::kind(&comm).map_or(comm, str::to_owned),
         pid,
+        start,
         cgroup_id: id,
         cgroup,
+        dir,
+        component,
         upstreams: Vec::new(),
         learned: Learned::Connections,
-    };
+    })
+}
+
+/// The upstreams of `p`: its configuration's for its port, else its connections.
+fn fill(p: &mut Proxy, api_ports: &[u16]) -> Result<(), String> {
+    let from_config = config::read(p.pid, &p.name, p.listen.port());
     match from_config {
-        Some((ups, files)) if !ups.is_empty() => {
-            proxy.upstreams = ups;
-            proxy.learned = Learned::Config(files);
+        Some(Ok((ups, files))) if !ups.is_empty() => {
+            p.upstreams = ups;
+            p.learned = Learned::Config(files);
+            return Ok(());
         }
-        _ => {
-            let peers = listener::upstream_peers(id, api_ports).unwrap_or_default();
-            if peers.is_empty() {
-                return Err(format!(
-                    "{} (pid {pid}, cgroup {}) listens on {listen}, but its upstreams are unknown: {} and it has no established connection on the API ports {api_ports:?}",
-                    proxy.name,
-                    proxy.cgroup,
-                    from_config.map_or_else(
-                        || "it is no proxy lifeline reads the configuration of (nginx, haproxy, k3s, rke2)".to_owned(),
-                        |(_, files)| format!("its configuration ({}) names none for port {}", names(&files), listen.port())
-                    )
-                ));
-            }
-            proxy.upstreams = peers
-                .iter()
-                .map(|p| (p.ip().to_string(), p.port()))
-                .collect();
-        }
+        Some(Err(e)) => return Err(format!("{p}: its configuration: {e}")),
+        _ => {}
     }
-    Ok(proxy)
+    let peers = listener::upstream_peers(p.cgroup_id, api_ports).unwrap_or_default();
+    if peers.is_empty() {
+        return Err(format!(
+            "{} (pid {}, {}) serves kubelet's connection to {}, but its upstreams are unknown: {} and it has no established connection on the API ports {api_ports:?}",
+            p.name,
+            p.pid,
+            p.component,
+            p.listen,
+            from_config.map_or_else(
+                || "it is no proxy lifeline reads the configuration of (nginx, haproxy, k3s, rke2)"
+                    .to_owned(),
+                |r| format!(
+                    "its configuration ({}) names none for port {}",
+                    names(&r.map(|(_, f)| f).unwrap_or_default()),
+                    p.listen.port()
+                )
+            )
+        ));
+    }
+    p.upstreams = peers
+        .iter()
+        .map(|a| (a.ip().to_string(), a.port()))
+        .collect();
+    Ok(())
 }
 
 fn names(files: &[PathBuf]) -> String {
@@ -95,56 +171,4 @@ fn names(files: &[PathBuf]) -> String {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-type Upstreams = (Vec<(String, u16)>, Vec<PathBuf>);
-
-/// The proxy's name and, for a known one, the upstreams its configuration lists for `port`.
-fn read_config(pid: u32, comm: &str, port: u16) -> (String, Option<Upstreams>) {
-    let args = listener::cmdline(pid);
-    let root = listener::root_of(pid);
-    let flag = |f: &str| -> Vec<PathBuf> {
-        args.windows(2)
-            .filter(|w| w[0] == f)
-            .map(|w| PathBuf::from(&w[1]))
-            .collect()
-    };
-    if comm == "nginx" {
-        let main = flag("-c")
-            .pop()
-            .unwrap_or_else(|| PathBuf::from("/etc/nginx/nginx.conf"));
-        return ("nginx".into(), Some(nginx::upstreams(&root, &main, port)));
-    }
-    if comm == "haproxy" {
-        let mut cfgs = flag("-f");
-        if cfgs.is_empty() {
-            cfgs.push(PathBuf::from("/etc/haproxy/haproxy.cfg"));
-        }
-        return (
-            "haproxy".into(),
-            Some(haproxy::upstreams(&root, &cfgs, port)),
-        );
-    }
-    if let Some(program) = k3s::program(comm) {
-        let dir = k3s::data_dir(program, &args);
-        return (program.into(), Some(k3s::upstreams(&root, program, &dir)));
-    }
-    (comm.to_owned(), None)
-}
-
-/// The proxy's upstreams now: its configuration read again (a reload changes it), or its
-/// connections looked at again. `None` when its process is gone (found again by `find`).
-#[must_use]
-pub fn reread(p: &Proxy, api_ports: &[u16]) -> Option<Vec<(String, u16)>> {
-    let comm = listener::comm(p.pid)?;
-    match &p.learned {
-        Learned::Config(_) => {
-            let (_, found) = read_config(p.pid, &comm, p.listen.port());
-            found.map(|(ups, _)| ups)
-        }
-        Learned::Connections => listener::upstream_peers(p.cgroup_id, api_ports)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .map(|v| v.iter().map(|a| (a.ip().to_string(), a.port())).collect()),
-    }
 }

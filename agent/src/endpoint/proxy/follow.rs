@@ -1,10 +1,13 @@
-//! Following the proxy's upstream list at run time: its configuration is read again every
-//! `EVERY` (a reload changes it, as DNS changes a name's answer), names in it are resolved as
-//! the endpoint's are, and each port's set is updated: an upstream that left the list is
-//! leaving, then orphaned after the grace, exactly as an address DNS stopped returning.
+//! Following the proxy's upstream list at run time: every `EVERY` (or at once when
+//! re-discovery steers it to another loopback address) the proxy's identity is checked and
+//! its configuration read again (a reload changes it, as DNS changes a name's answer), off
+//! the loop's thread with a deadline (`blocking.rs`); names in it are resolved as the
+//! endpoint's are, and each port's set is updated (a port new since the last read gets a set
+//! of its own): an upstream that left the list is leaving, then orphaned after the grace,
+//! exactly as an address DNS stopped returning. A failed read keeps the last good list.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::{BTreeMap, BTreeSet, HashSet},
     net::{IpAddr, SocketAddr},
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},
@@ -12,8 +15,8 @@ use std::{
 
 use tokio::sync::Notify;
 
-use super::Proxy;
-use crate::endpoint::{EndpointSet, Endpoints, Resolver};
+use super::{Proxy, Reread, blocking};
+use crate::endpoint::{EndpointSet, Endpoints, Resolver, trust::Trust};
 
 /// How often the proxy's configuration is read again.
 pub const EVERY: Duration = Duration::from_secs(5);
@@ -21,18 +24,37 @@ pub const EVERY: Duration = Duration::from_secs(5);
 /// The hop followed now (None: no proxy identified yet), shared with status.
 pub type Shared = Arc<Mutex<Option<Proxy>>>;
 
+/// Where kubelet's endpoint is (a loopback address: a proxy is looked for there; None:
+/// kubelet names no local proxy now), set by re-discovery; the follower wakes on a change.
+#[derive(Clone, Default)]
+pub struct Steer {
+    listen: Arc<Mutex<Option<SocketAddr>>>,
+    changed: Arc<Notify>,
+}
+
+impl Steer {
+    #[must_use]
+    pub fn listen(&self) -> Option<SocketAddr> {
+        *self.listen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn set(&self, listen: Option<SocketAddr>) {
+        *self.listen.lock().unwrap_or_else(PoisonError::into_inner) = listen;
+        self.changed.notify_one();
+    }
+}
+
 /// One set per port of the upstreams (nginx's and haproxy's lists may mix ports; k3s
 /// dials 6443 and RKE2's supervisor 9345), filled by `spawn`.
 #[must_use]
 pub fn endpoints(p: &Proxy) -> Endpoints {
     let ports: BTreeSet<u16> = p.upstreams.iter().map(|(_, port)| *port).collect();
-    Endpoints {
-        sets: ports
+    Endpoints::of(
+        ports
             .into_iter()
             .map(|port| Arc::new(Mutex::new(EndpointSet::proxied(&p.name, port))))
             .collect(),
-        retargeted: Arc::default(),
-    }
+    )
 }
 
 /// The addresses of `ups` by port; `Err` names the first name that did not resolve (the
@@ -59,33 +81,53 @@ async fn addresses(
     Ok(out)
 }
 
-/// Updates the sets from `ups` now. Returns whether one changed. A port no set has (a
-/// reload added it) is warned about once (`warned`): the probe's ports are fixed at start.
-async fn update(
-    endpoints: &Endpoints,
-    ups: &[(String, u16)],
-    resolver: Option<&Resolver>,
-    warned: &mut BTreeSet<u16>,
-) -> bool {
-    let now = Instant::now();
-    let by_port = addresses(ups, resolver).await;
-    let ports: BTreeSet<u16> = endpoints
-        .sets()
-        .iter()
-        .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).port)
-        .collect();
-    for p in by_port.iter().flat_map(BTreeMap::keys) {
-        if !ports.contains(p) && warned.insert(*p) {
-            tracing::warn!(target: "lifeline::endpoint", port = p,
-                "kubelet's proxy now has upstreams on port {p}, which lifeline did not follow at start: its sockets there are not the endpoint's until lifeline restarts");
-        }
+/// The proxy's set for `port`: its own, else a set kubelet's endpoint had before a proxy
+/// was found (the loopback one, or a direct one kubelet left for the proxy), else a new
+/// one. None when no set can be added (`MAX_SETS`).
+fn set_for(endpoints: &Endpoints, p: &Proxy, port: u16) -> Option<Arc<Mutex<EndpointSet>>> {
+    let sets = endpoints.sets();
+    let lock =
+        |s: &Arc<Mutex<EndpointSet>>| s.lock().unwrap_or_else(PoisonError::into_inner).proxied;
+    if let Some(s) = sets.iter().find(|s| {
+        let g = s.lock().unwrap_or_else(PoisonError::into_inner);
+        g.proxied && g.port == port
+    }) {
+        return Some(Arc::clone(s));
     }
+    if let Some(s) = sets.iter().find(|s| !lock(s)) {
+        *s.lock().unwrap_or_else(PoisonError::into_inner) = EndpointSet::proxied(&p.name, port);
+        tracing::info!(target: "lifeline::endpoint", proxy = %p.name, pid = p.pid,
+            "{p}: the endpoint is now the proxy's upstreams on port {port}");
+        return Some(Arc::clone(s));
+    }
+    let added = endpoints.add(EndpointSet::proxied(&p.name, port));
+    if added.is_some() {
+        tracing::info!(target: "lifeline::endpoint", port,
+            "kubelet's proxy now has upstreams on port {port}: followed as {}-upstreams:{port}", p.name);
+    } else {
+        tracing::warn!(target: "lifeline::endpoint", port,
+            "kubelet's proxy now has upstreams on port {port}, but lifeline follows {} endpoint sets already: not followed", crate::endpoint::MAX_SETS);
+    }
+    added
+}
+
+/// Updates the sets from `p`'s upstreams now. Returns whether one changed.
+async fn update(endpoints: &Endpoints, p: &Proxy, resolver: Option<&Resolver>) -> bool {
+    let now = Instant::now();
+    let by_port = addresses(&p.upstreams, resolver).await;
     let mut changed = false;
-    for set in endpoints.sets() {
+    let ports: BTreeSet<u16> = p.upstreams.iter().map(|(_, port)| *port).collect();
+    let mut sets: Vec<Arc<Mutex<EndpointSet>>> = ports
+        .iter()
+        .filter_map(|port| set_for(endpoints, p, *port))
+        .collect();
+    // A port the list no longer has: its set empties (its upstreams leave, as on a reload).
+    sets.extend(endpoints.sets().into_iter().filter(|s| {
+        let g = s.lock().unwrap_or_else(PoisonError::into_inner);
+        g.proxied && !ports.contains(&g.port)
+    }));
+    for set in sets {
         let mut s = set.lock().unwrap_or_else(PoisonError::into_inner);
-        if !s.proxied {
-            continue;
-        }
         match &by_port {
             Ok(m) => {
                 let addrs = m.get(&s.port).cloned().unwrap_or_default();
@@ -102,92 +144,146 @@ async fn update(
     changed
 }
 
-/// The proxy's list now: read again, or the proxy found again on `listen` (a restarted
-/// static pod, or one that was not there yet). `None`: nothing new; a lost proxy is warned
-/// about once (`lost`).
+/// What one look found.
+enum Step {
+    /// The proxy (the same one with its list read again, or found anew).
+    Proxy(Proxy),
+    /// The same proxy, its list not readable now: the last good list stays.
+    Failed(String),
+    /// No proxy now (why).
+    Lost(String),
+}
+
+/// One look (on a blocking thread): `was` checked and read again, else the proxy found
+/// again from kubelet's connection. Returns the step and lines to log once.
 fn look(
-    was: Option<&Proxy>,
+    was: Option<Proxy>,
     listen: SocketAddr,
     api_ports: &[u16],
-    lost: &mut bool,
-) -> Option<Proxy> {
-    if let Some(w) = was
-        && let Some(ups) = super::reread(w, api_ports)
-    {
-        *lost = false;
-        return Some(Proxy {
-            upstreams: ups,
-            ..w.clone()
-        });
-    }
-    match (super::find(listen, api_ports), was) {
-        (Ok(p), _) => {
-            *lost = false;
-            Some(p)
-        }
-        (Err(e), Some(w)) => {
-            if !std::mem::replace(lost, true) {
-                tracing::warn!(target: "lifeline::endpoint", "kubelet's proxy {} (pid {}) is gone: {e}; keeping its last upstreams", w.name, w.pid);
+    trust: &Trust,
+) -> (Step, Vec<String>) {
+    let kubelet: HashSet<u64> = trust.ids();
+    let mut lines = Vec::new();
+    if let Some(w) = was {
+        match super::reread(&w, api_ports, &kubelet) {
+            Reread::Upstreams(ups) => {
+                return (
+                    Step::Proxy(Proxy {
+                        upstreams: ups,
+                        ..w
+                    }),
+                    lines,
+                );
             }
-            None
+            Reread::Failed(why) => return (Step::Failed(format!("{w}: {why}")), lines),
+            Reread::Changed(why) => lines.push(format!(
+                "{} (pid {}) is no longer kubelet's proxy: {why}; looking for the process serving kubelet's connection",
+                w.name, w.pid
+            )),
         }
-        (Err(_), None) => None,
+    }
+    let found = super::find(listen, api_ports, &kubelet);
+    lines.extend(found.refused);
+    match found.found {
+        Ok(p) => (Step::Proxy(p), lines),
+        Err(e) => (Step::Lost(e), lines),
     }
 }
 
-/// A proxy found after start (lifeline started first): the loopback set becomes the
-/// proxy's set on its first upstream port; another port is warned about by `update`.
-fn adopt(endpoints: &Endpoints, p: &Proxy) {
-    let Some(port) = p.upstreams.first().map(|(_, port)| *port) else {
-        return;
-    };
-    for set in endpoints.sets() {
-        let mut s = set.lock().unwrap_or_else(PoisonError::into_inner);
-        if !s.proxied && s.host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()) {
-            *s = EndpointSet::proxied(&p.name, port);
-            tracing::info!(target: "lifeline::endpoint", proxy = %p.name, pid = p.pid,
-                "{p}: found after start; the endpoint is now the proxy's upstreams");
-            return;
-        }
+/// Logs `line` unless it was logged already (a refusal is one line, not one every look).
+fn once(logged: &mut HashSet<String>, line: &str) {
+    if logged.len() > 1024 {
+        logged.clear();
+    }
+    if logged.insert(line.to_owned()) {
+        tracing::warn!(target: "lifeline::endpoint", "{line}");
     }
 }
 
-/// Fills the sets now and every `EVERY` from the list of the proxy on `listen` (`proxy`:
-/// found at start, or None: looked for again each time). Returns the hop as followed, for
-/// status.
-pub fn spawn(
-    (listen, proxy): (SocketAddr, Option<Proxy>),
-    endpoints: Endpoints,
-    resolver: Option<Resolver>,
-    api_ports: Vec<u16>,
-    wake: Arc<Notify>,
-) -> Shared {
+/// The follower's inputs.
+pub struct Inputs {
+    pub steer: Steer,
+    pub proxy: Option<Proxy>,
+    pub trust: Trust,
+    pub api_ports: Vec<u16>,
+    pub resolver: Option<Resolver>,
+}
+
+/// Fills the sets now and every `EVERY` from the list of the proxy kubelet's connection to
+/// the steered address reaches (`proxy`: found at start, or None: looked for each time).
+/// Returns the hop as followed, for status.
+pub fn spawn(inputs: Inputs, endpoints: Endpoints, wake: Arc<Notify>) -> Shared {
+    let Inputs {
+        steer,
+        proxy,
+        trust,
+        api_ports,
+        resolver,
+    } = inputs;
     let shared: Shared = Arc::new(Mutex::new(proxy));
     let hop = Arc::clone(&shared);
     tokio::spawn(async move {
         let mut first = true;
-        let (mut warned, mut lost) = (BTreeSet::new(), false);
+        let mut logged = HashSet::new();
         loop {
             let was = hop.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            let now = match &was {
-                Some(w) if first => Some(w.clone()),
-                _ => look(was.as_ref(), listen, &api_ports, &mut lost),
-            };
-            first = false;
-            if let Some(now) = now {
-                match &was {
-                    None => adopt(&endpoints, &now),
-                    Some(w) if now.upstreams != w.upstreams || now.pid != w.pid => {
-                        tracing::info!(target: "lifeline::endpoint", "{now} (was {w})");
+            if let Some(listen) = steer.listen() {
+                let was = was.filter(|w| w.listen == listen);
+                let step = match &was {
+                    Some(w) if first => Ok((Step::Proxy(w.clone()), Vec::new())),
+                    _ => {
+                        let (trust, ports) = (trust.clone(), api_ports.clone());
+                        let w = was.clone();
+                        blocking::run(move || look(w, listen, &ports, &trust)).await
                     }
-                    Some(_) => {}
+                };
+                let step = match step {
+                    Ok((step, lines)) => {
+                        for l in &lines {
+                            once(&mut logged, l);
+                        }
+                        step
+                    }
+                    Err(late) => Step::Failed(late.to_string()),
+                };
+                match step {
+                    Step::Proxy(now) => {
+                        if was
+                            .as_ref()
+                            .is_none_or(|w| now.upstreams != w.upstreams || now.pid != w.pid)
+                        {
+                            tracing::info!(target: "lifeline::endpoint", "{now}{}",
+                                was.as_ref().map_or_else(|| " (found)".to_owned(), |w| format!(" (was {w})")));
+                        }
+                        if update(&endpoints, &now, resolver.as_ref()).await {
+                            wake.notify_one();
+                        }
+                        *hop.lock().unwrap_or_else(PoisonError::into_inner) = Some(now);
+                    }
+                    Step::Failed(why) => once(
+                        &mut logged,
+                        &format!(
+                            "cannot read kubelet's proxy's upstreams now: {why}; keeping its last good list"
+                        ),
+                    ),
+                    Step::Lost(why) => {
+                        let kept = if was.is_some() {
+                            "; keeping its last upstreams"
+                        } else {
+                            ""
+                        };
+                        once(
+                            &mut logged,
+                            &format!("no proxy identified on {listen}: {why}{kept}"),
+                        );
+                    }
                 }
-                if update(&endpoints, &now.upstreams, resolver.as_ref(), &mut warned).await {
-                    wake.notify_one();
-                }
-                *hop.lock().unwrap_or_else(PoisonError::into_inner) = Some(now);
             }
-            tokio::time::sleep(EVERY).await;
+            first = false;
+            tokio::select! {
+                () = tokio::time::sleep(EVERY) => {}
+                () = steer.changed.notified() => {}
+            }
         }
     });
     shared

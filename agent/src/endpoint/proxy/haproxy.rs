@@ -8,7 +8,11 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::files::{Files, split_host_port};
+use super::files::{Files, ReadError, Root, split_host_port};
+
+/// At most this many keywords kept in one read (sections, binds, backends, servers): a
+/// kubeadm guide's file has a dozen, kubespray's forty.
+pub const MAX_KEYWORDS: usize = 10_000;
 
 #[derive(Default, Debug)]
 struct Section {
@@ -19,8 +23,14 @@ struct Section {
     servers: Vec<(String, u16)>,
 }
 
-/// The sections of a configuration's text; keywords outside them are ignored.
-fn sections(text: &str) -> Vec<Section> {
+/// The sections of a configuration's text (from `file`) added to `out`; keywords outside
+/// them are ignored. `kept`: keywords kept so far in this read.
+fn sections(
+    text: &str,
+    file: &Path,
+    out: &mut Vec<Section>,
+    kept: &mut usize,
+) -> Result<(), ReadError> {
     const KINDS: [&str; 10] = [
         "global",
         "defaults",
@@ -33,13 +43,27 @@ fn sections(text: &str) -> Vec<Section> {
         "program",
         "cache",
     ];
-    let mut out: Vec<Section> = Vec::new();
+    let first = out.len();
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or_default();
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let Some((&key, rest)) = words.split_first() else {
+        let mut words = line.split_whitespace();
+        let Some(key) = words.next() else {
             continue;
         };
+        // Only the first words of a line are looked at: a line of a million words costs
+        // no more than one of three.
+        let rest: Vec<&str> = words.take(2).collect();
+        let keeps = KINDS.contains(&key)
+            || matches!(key, "bind" | "default_backend" | "use_backend" | "server");
+        if keeps {
+            *kept += 1;
+            if *kept > MAX_KEYWORDS {
+                return Err(ReadError::Parse {
+                    path: file.to_owned(),
+                    why: format!("more than {MAX_KEYWORDS} sections and servers: not read further"),
+                });
+            }
+        }
         if KINDS.contains(&key) {
             out.push(Section {
                 kind: key.to_owned(),
@@ -48,7 +72,9 @@ fn sections(text: &str) -> Vec<Section> {
             });
             continue;
         }
-        let Some(s) = out.last_mut() else { continue };
+        let Some(s) = out[first..].last_mut() else {
+            continue;
+        };
         match key {
             // `bind ADDR:PORT[,ADDR:PORT] [options]`
             "bind" => s.binds.extend(
@@ -66,7 +92,7 @@ fn sections(text: &str) -> Vec<Section> {
             _ => {}
         }
     }
-    out
+    Ok(())
 }
 
 fn binds_port(bind: &str, port: u16) -> bool {
@@ -77,25 +103,44 @@ fn binds_port(bind: &str, port: u16) -> bool {
 /// The servers behind every frontend or listen section bound on `port`, from the files
 /// `configs` (paths inside the process's root `root`; a directory's `*.cfg` files in order,
 /// as haproxy reads a `-f DIR`).
-#[must_use]
+///
+/// # Errors
+/// When a file cannot be read or a bound is passed.
 pub fn upstreams(
-    root: &Path,
+    root: &Root,
     configs: &[PathBuf],
     port: u16,
-) -> (Vec<(String, u16)>, Vec<PathBuf>) {
+) -> Result<super::nginx::Found, ReadError> {
     let mut files = Files::new(root, Path::new("/"));
-    let mut all = Vec::new();
+    let (mut all, mut kept) = (Vec::new(), 0);
     for c in configs {
-        if let Some(text) = files.read(c) {
-            all.extend(sections(&text));
-        } else {
+        if files.is_dir(c) {
             let pattern = c.join("*.cfg");
-            for (_, text) in files.glob(&pattern.to_string_lossy()) {
-                all.extend(sections(&text));
+            for (path, text) in files.glob(&pattern.to_string_lossy())? {
+                sections(&text, &path, &mut all, &mut kept)?;
             }
+        } else {
+            let text = files.read(c)?;
+            sections(&text, c, &mut all, &mut kept)?;
         }
     }
-    (from_sections(&all, port), files.read_list())
+    Ok((from_sections(&all, port), files.read_list()))
+}
+
+/// The servers of `text` (one file) for `port`.
+///
+/// # Errors
+/// When a bound is passed.
+#[cfg(test)]
+pub fn of_text(text: &str, port: u16) -> Result<Vec<(String, u16)>, ReadError> {
+    let (mut all, mut kept) = (Vec::new(), 0);
+    sections(
+        text,
+        Path::new("/etc/haproxy/haproxy.cfg"),
+        &mut all,
+        &mut kept,
+    )?;
+    Ok(from_sections(&all, port))
 }
 
 fn from_sections(all: &[Section], port: u16) -> Vec<(String, u16)> {

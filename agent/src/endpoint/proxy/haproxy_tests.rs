@@ -1,6 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::endpoint::proxy::files::Root;
 
 /// kubeadm's docs/ha-considerations.md haproxy.cfg, its variables filled in (the local
 /// frontend on 6443, the API servers on 6443).
@@ -91,7 +92,7 @@ fn kubeadm_ha_guide() {
     let r = root("kubeadm");
     std::fs::write(r.join("etc/haproxy/haproxy.cfg"), KUBEADM).unwrap();
     let cfg = [PathBuf::from("/etc/haproxy/haproxy.cfg")];
-    let (ups, read) = upstreams(&r, &cfg, 6443);
+    let (ups, read) = upstreams(&Root::at(&r).unwrap(), &cfg, 6443).unwrap();
     assert_eq!(
         ups,
         [
@@ -100,7 +101,12 @@ fn kubeadm_ha_guide() {
         ]
     );
     assert_eq!(read, cfg);
-    assert!(upstreams(&r, &cfg, 8443).0.is_empty());
+    assert!(
+        upstreams(&Root::at(&r).unwrap(), &cfg, 8443)
+            .unwrap()
+            .0
+            .is_empty()
+    );
     std::fs::remove_dir_all(&r).unwrap();
 }
 
@@ -114,13 +120,23 @@ fn kubespray_in_a_directory() {
         "frontend x\n bind :6443\n",
     )
     .unwrap();
-    let (ups, read) = upstreams(&r, &[PathBuf::from("/etc/haproxy/conf.d")], 6443);
+    let (ups, read) = upstreams(
+        &Root::at(&r).unwrap(),
+        &[PathBuf::from("/etc/haproxy/conf.d")],
+        6443,
+    )
+    .unwrap();
     assert_eq!(ups, [("cp-1.lab".to_owned(), 6443)]);
     assert_eq!(read, [Path::new("/etc/haproxy/conf.d/10-api.cfg")]);
     assert!(
-        upstreams(&r, &[PathBuf::from("/etc/haproxy/conf.d")], 8081)
-            .0
-            .is_empty()
+        upstreams(
+            &Root::at(&r).unwrap(),
+            &[PathBuf::from("/etc/haproxy/conf.d")],
+            8081
+        )
+        .unwrap()
+        .0
+        .is_empty()
     );
     std::fs::remove_dir_all(&r).unwrap();
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::files::split_host_port;
+use super::files::{Files, ReadError, Root, split_host_port};
 
 #[derive(Deserialize)]
 struct LoadBalancer {
@@ -64,29 +64,43 @@ pub fn data_dir(program: &str, args: &[String]) -> PathBuf {
 }
 
 /// The load-balancer file to read, and its server addresses: the API server's own when
-/// there is one, else the supervisor's.
-#[must_use]
+/// there is one, else the supervisor's. Each is read inside the agent's root with the
+/// files' bounds (a 100 GB sparse file is refused by its size before a byte is read);
+/// `serde_json` nests at most 128 levels.
+///
+/// # Errors
+/// When neither file can be read, or one exists and is no load-balancer file.
 pub fn upstreams(
-    root: &Path,
+    root: &Root,
     program: &str,
     data_dir: &Path,
-) -> (Vec<(String, u16)>, Vec<PathBuf>) {
+) -> Result<super::nginx::Found, ReadError> {
     let etc = data_dir.join("agent/etc");
+    let mut first = None;
     for name in [
         format!("{program}-api-server-agent-load-balancer.json"),
         format!("{program}-agent-load-balancer.json"),
     ] {
         let file = etc.join(name);
-        let inside = root.join(file.strip_prefix("/").unwrap_or(&file));
-        if let Some(list) = std::fs::read_to_string(inside)
-            .ok()
-            .as_deref()
-            .and_then(parse)
-        {
-            return (list, vec![file]);
+        let mut files = Files::new(root, Path::new("/"));
+        match files.read(&file) {
+            Ok(text) => {
+                return parse(&text)
+                    .map(|list| (list, vec![file.clone()]))
+                    .ok_or_else(|| ReadError::Parse {
+                        path: file,
+                        why: "not a load-balancer file (JSON with ServerURL and ServerAddresses)"
+                            .into(),
+                    });
+            }
+            // No API-server file: the supervisor's is the one then.
+            Err(e @ ReadError::Missing { .. }) => {
+                first.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
         }
     }
-    (Vec::new(), Vec::new())
+    Err(first.unwrap_or(ReadError::TooManyFiles))
 }
 
 #[cfg(test)]

@@ -101,22 +101,45 @@ pub fn cgroup_dir(id: u64) -> Option<(PathBuf, String)> {
     None
 }
 
-/// The process of the cgroup at `dir` that speaks for the listener: the oldest one named
-/// as a known proxy (`known`), else the oldest (a proxy's main process: nginx's and
-/// haproxy's master, the k3s agent, start before their workers).
+/// The pids in the cgroup at `dir` (its `cgroup.procs`), at most `MAX_PROCS`.
 #[must_use]
-pub fn main_process(dir: &Path, known: impl Fn(&str) -> bool) -> Option<u32> {
-    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).ok()?;
-    procs
-        .lines()
-        .filter_map(|l| l.trim().parse::<u32>().ok())
-        .filter_map(|pid| {
-            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let started = crate::endpoint::proc_start_time(&text)?;
-            Some((!known(&comm(pid)?), started, pid))
+pub fn procs(dir: &Path) -> Vec<u32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .take(MAX_PROCS)
+                .collect()
         })
+        .unwrap_or_default()
+}
+
+/// At most this many processes of one cgroup are looked at.
+const MAX_PROCS: usize = 4096;
+
+/// `/proc/PID/stat`'s start time (clock ticks after boot): with the pid, a process's
+/// identity across pid reuse.
+#[must_use]
+pub fn start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    crate::endpoint::proc_start_time(&text)
+}
+
+/// Of `pids`, the oldest one whose name `known` gives a kind, else the oldest (a proxy's
+/// main process, nginx's and haproxy's master, the k3s agent, starts before its workers).
+#[must_use]
+pub fn oldest(pids: &[u32], known: impl Fn(&str) -> Option<&'static str>) -> Option<u32> {
+    pids.iter()
+        .filter_map(|pid| Some((known(&comm(*pid)?).is_none(), start_time(*pid)?, *pid)))
         .min()
         .map(|(_, _, pid)| pid)
+}
+
+/// The process of the cgroup at `dir` that speaks for the listener: `oldest` of its
+/// processes (`known` names a proxy's kind).
+#[must_use]
+pub fn main_process(dir: &Path, known: impl Fn(&str) -> Option<&'static str>) -> Option<u32> {
+    oldest(&procs(dir), known)
 }
 
 /// `/proc/PID/comm`, trimmed.
@@ -136,20 +159,9 @@ pub fn cmdline(pid: u32) -> Vec<String> {
             String::from_utf8_lossy(&b)
                 .split(['\0', ' '])
                 .filter(|w| !w.is_empty())
+                .take(1024)
                 .map(str::to_owned)
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Where the process's files are: `/proc/PID/root` when we may follow it (a static pod's
-/// configuration is in its mount namespace), else our own root (a host service).
-#[must_use]
-pub fn root_of(pid: u32) -> PathBuf {
-    let root = PathBuf::from(format!("/proc/{pid}/root"));
-    if std::fs::read_dir(&root).is_ok() {
-        root
-    } else {
-        PathBuf::from("/")
-    }
 }

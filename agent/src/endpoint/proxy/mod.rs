@@ -4,13 +4,26 @@
 //! endpoint lifeline follows is the proxy's upstream list, and kubelet's loopback socket is
 //! no member of it.
 
+pub mod blocking;
+mod component;
+mod config;
 mod files;
 mod find;
 pub mod follow;
 mod haproxy;
+mod identity;
 mod k3s;
 mod listener;
 mod nginx;
+mod open;
+mod served;
+
+#[cfg(test)]
+mod bounds_tests;
+#[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
+mod peak;
 
 use std::{
     fmt,
@@ -18,7 +31,9 @@ use std::{
     path::PathBuf,
 };
 
-pub use find::{find, reread};
+pub use component::Component;
+pub use find::find;
+pub use identity::{Reread, reread};
 
 /// Where the upstream list came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,11 +52,17 @@ pub struct Proxy {
     pub listen: SocketAddr,
     /// `nginx`, `haproxy`, `k3s`, `rke2`, or the listener's `comm`.
     pub name: String,
-    /// Its main process.
+    /// Its main process, and that process's start time (`/proc/PID/stat` field 22): the
+    /// pid alone may be anyone's after the proxy restarts.
     pub pid: u32,
-    /// The listener's cgroup id and path.
+    pub start: u64,
+    /// The cgroup of the server's end of kubelet's connection (its listener's): id, path
+    /// from the hierarchy's root, directory here.
     pub cgroup_id: u64,
     pub cgroup: String,
+    pub dir: PathBuf,
+    /// What makes it a node component (`component.rs`).
+    pub component: Component,
     pub upstreams: Vec<(String, u16)>,
     pub learned: Learned,
 }
@@ -55,10 +76,11 @@ impl fmt::Display for Proxy {
             .collect();
         write!(
             f,
-            "kubelet -> {} ({}, pid {}) -> [{}]",
+            "kubelet -> {} ({}, pid {}, {}) -> [{}]",
             self.listen,
             self.name,
             self.pid,
+            self.component,
             ups.join(", ")
         )?;
         match &self.learned {
@@ -110,14 +132,17 @@ mod tests {
             listen: "127.0.0.1:6443".parse().unwrap(),
             name: "nginx".into(),
             pid: 812,
+            start: 1,
             cgroup_id: 9,
-            cgroup: "/kubepods/nginx".into(),
+            cgroup: "/system.slice/nginx.service".into(),
+            dir: "/sys/fs/cgroup/system.slice/nginx.service".into(),
+            component: Component::Unit("nginx.service".into()),
             upstreams: vec![("198.51.100.2".into(), 6443), ("2001:db8::4".into(), 6443)],
             learned: Learned::Config(vec!["/etc/nginx/nginx.conf".into()]),
         };
         assert_eq!(
             p.to_string(),
-            "kubelet -> 127.0.0.1:6443 (nginx, pid 812) -> [198.51.100.2:6443, [2001:db8::4]:6443] from /etc/nginx/nginx.conf"
+            "kubelet -> 127.0.0.1:6443 (nginx, pid 812, systemd unit nginx.service) -> [198.51.100.2:6443, [2001:db8::4]:6443] from /etc/nginx/nginx.conf"
         );
     }
 }

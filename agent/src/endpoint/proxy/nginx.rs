@@ -2,10 +2,25 @@
 //! kubespray writes it (`stream { upstream kube_apiserver { server A:6443; } server { listen
 //! 127.0.0.1:6443; proxy_pass kube_apiserver; } }`). `include` globs are followed, relative
 //! to the main file's directory as nginx does (`ngx_conf_full_name`, conf prefix).
+//!
+//! The text is whoever can write the proxy's files', so the parser has bounds of its own
+//! besides the files' (`files.rs`): blocks nested at most `MAX_DEPTH` deep (nginx's own
+//! configurations nest four: `http`, `server`, `location`, `if`), at most `MAX_DIRECTIVES`
+//! directives and `MAX_WORDS` words in one read, `include`s at most `MAX_INCLUDES` deep. The
+//! tokens are taken one at a time from the text, never all at once, so 1 MiB of `a;` costs
+//! the directives kept, not a token list a hundred times the file.
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    str::Chars,
+};
 
-use super::files::{Files, split_host_port};
+use super::files::{Files, ReadError, Root, split_host_port};
+
+pub const MAX_DEPTH: usize = 32;
+pub const MAX_DIRECTIVES: usize = 10_000;
+pub const MAX_WORDS: usize = 100_000;
+pub const MAX_INCLUDES: usize = 8;
 
 /// One directive: its name, arguments and block (`None` for a `;` one).
 #[derive(Debug)]
@@ -15,66 +30,138 @@ struct Directive {
     block: Option<Vec<Directive>>,
 }
 
-/// Tokens: words, and `{`, `}`, `;` on their own; `#` comments and quotes as nginx reads them.
-fn tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut chars = text.chars().peekable();
-    let flush = |w: &mut String, out: &mut Vec<String>| {
-        if !w.is_empty() {
-            out.push(std::mem::take(w));
+#[derive(Debug, PartialEq, Eq)]
+enum Token {
+    Word(String),
+    Open,
+    Close,
+    Semi,
+}
+
+/// Words, and `{`, `}`, `;` on their own; `#` comments and quotes as nginx reads them.
+struct Tokens<'a> {
+    chars: Chars<'a>,
+    /// A `{`, `}` or `;` that ended the word before it.
+    held: Option<Token>,
+}
+
+impl Iterator for Tokens<'_> {
+    type Item = Token;
+
+    fn next(&mut self) -> Option<Token> {
+        if let Some(t) = self.held.take() {
+            return Some(t);
         }
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '#' if word.is_empty() => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        break;
+        let mut word = String::new();
+        while let Some(c) = self.chars.next() {
+            match c {
+                '#' if word.is_empty() => {
+                    for c in self.chars.by_ref() {
+                        if c == '\n' {
+                            break;
+                        }
                     }
                 }
-            }
-            '"' | '\'' => {
-                for q in chars.by_ref() {
-                    if q == c {
-                        break;
+                '"' | '\'' => {
+                    for q in self.chars.by_ref() {
+                        if q == c {
+                            break;
+                        }
+                        word.push(q);
                     }
-                    word.push(q);
                 }
+                '{' | '}' | ';' => {
+                    let t = match c {
+                        '{' => Token::Open,
+                        '}' => Token::Close,
+                        _ => Token::Semi,
+                    };
+                    if word.is_empty() {
+                        return Some(t);
+                    }
+                    self.held = Some(t);
+                    return Some(Token::Word(word));
+                }
+                c if c.is_whitespace() => {
+                    if !word.is_empty() {
+                        return Some(Token::Word(word));
+                    }
+                }
+                c => word.push(c),
             }
-            '{' | '}' | ';' => {
-                flush(&mut word, &mut out);
-                out.push(c.to_string());
-            }
-            c if c.is_whitespace() => flush(&mut word, &mut out),
-            c => word.push(c),
         }
+        (!word.is_empty()).then_some(Token::Word(word))
     }
-    flush(&mut word, &mut out);
-    out
 }
 
-/// Parses `text` (from `file`), expanding `include`s through `files`.
-fn parse(text: &str, files: &mut Files, depth: u32) -> Vec<Directive> {
-    let toks = tokens(text);
-    let mut pos = 0;
-    block(&toks, &mut pos, files, depth)
+/// What one read may still spend.
+struct Spend<'f, 'r> {
+    files: &'f mut Files<'r>,
+    directives: usize,
+    words: usize,
 }
 
-fn block(toks: &[String], pos: &mut usize, files: &mut Files, depth: u32) -> Vec<Directive> {
+impl Spend<'_, '_> {
+    fn directive(&mut self, file: &Path) -> Result<(), ReadError> {
+        self.directives += 1;
+        if self.directives > MAX_DIRECTIVES {
+            return Err(parse_error(
+                file,
+                format!("more than {MAX_DIRECTIVES} directives: not read further"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn parse_error(file: &Path, why: String) -> ReadError {
+    ReadError::Parse {
+        path: file.to_owned(),
+        why,
+    }
+}
+
+/// Parses `text` (from `file`), expanding `include`s (`includes` deep so far).
+fn parse(
+    text: &str,
+    file: &Path,
+    spend: &mut Spend<'_, '_>,
+    includes: usize,
+) -> Result<Vec<Directive>, ReadError> {
+    let mut toks = Tokens {
+        chars: text.chars(),
+        held: None,
+    };
+    block(&mut toks, file, spend, (0, includes))
+}
+
+/// The directives up to the `}` that closes this block (or the end of the text); `depth`:
+/// blocks open around it, `includes`: files included to reach it.
+fn block(
+    toks: &mut Tokens<'_>,
+    file: &Path,
+    spend: &mut Spend<'_, '_>,
+    (depth, includes): (usize, usize),
+) -> Result<Vec<Directive>, ReadError> {
     let mut out = Vec::new();
     let mut words: Vec<String> = Vec::new();
-    while *pos < toks.len() {
-        let t = &toks[*pos];
-        *pos += 1;
-        match t.as_str() {
-            ";" => {
+    while let Some(t) = toks.next() {
+        match t {
+            Token::Semi => {
                 if let Some((name, args)) = words.split_first() {
-                    if name == "include" && depth < 8 {
-                        for (_, text) in files.glob(args.first().map_or("", String::as_str)) {
-                            out.extend(parse(&text, files, depth + 1));
+                    if name == "include" {
+                        if includes >= MAX_INCLUDES {
+                            return Err(parse_error(
+                                file,
+                                format!("includes nested more than {MAX_INCLUDES} deep"),
+                            ));
+                        }
+                        let pattern = args.first().map_or("", String::as_str);
+                        for (path, text) in spend.files.glob(pattern)? {
+                            out.extend(parse(&text, &path, spend, includes + 1)?);
                         }
                     } else {
+                        spend.directive(file)?;
                         out.push(Directive {
                             name: name.clone(),
                             args: args.to_vec(),
@@ -84,8 +171,15 @@ fn block(toks: &[String], pos: &mut usize, files: &mut Files, depth: u32) -> Vec
                 }
                 words.clear();
             }
-            "{" => {
-                let inner = block(toks, pos, files, depth);
+            Token::Open => {
+                if depth + 1 > MAX_DEPTH {
+                    return Err(parse_error(
+                        file,
+                        format!("blocks nested more than {MAX_DEPTH} deep: not read further"),
+                    ));
+                }
+                spend.directive(file)?;
+                let inner = block(toks, file, spend, (depth + 1, includes))?;
                 if let Some((name, args)) = words.split_first() {
                     out.push(Directive {
                         name: name.clone(),
@@ -95,11 +189,20 @@ fn block(toks: &[String], pos: &mut usize, files: &mut Files, depth: u32) -> Vec
                 }
                 words.clear();
             }
-            "}" => return out,
-            w => words.push(w.to_owned()),
+            Token::Close => return Ok(out),
+            Token::Word(w) => {
+                spend.words += 1;
+                if spend.words > MAX_WORDS {
+                    return Err(parse_error(
+                        file,
+                        format!("more than {MAX_WORDS} words: not read further"),
+                    ));
+                }
+                words.push(w);
+            }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Whether a `listen` argument (`127.0.0.1:6443`, `6443`, `[::1]:6443`, `*:6443`) is `port`.
@@ -108,16 +211,42 @@ fn listens_on(arg: &str, port: u16) -> bool {
     p.parse() == Ok(port)
 }
 
-/// The upstreams (`host`, `port`) nginx's `stream` servers listening on `port` pass to, from
-/// the main file `main` (a path inside the process's root `root`).
-#[must_use]
-pub fn upstreams(root: &Path, main: &Path, port: u16) -> (Vec<(String, u16)>, Vec<PathBuf>) {
+/// The upstreams (`host`, `port`) and the files read.
+pub type Found = (Vec<(String, u16)>, Vec<PathBuf>);
+
+/// The upstreams nginx's `stream` servers listening on `port` pass to, from the main file
+/// `main` (a path inside the process's root `root`).
+///
+/// # Errors
+/// When a file cannot be read or a bound is passed.
+pub fn upstreams(root: &Root, main: &Path, port: u16) -> Result<Found, ReadError> {
     let mut files = Files::new(root, main.parent().unwrap_or(Path::new("/")));
-    let Some(text) = files.read(main) else {
-        return (Vec::new(), files.read_list());
+    let text = files.read(main)?;
+    let conf = {
+        let mut spend = Spend {
+            files: &mut files,
+            directives: 0,
+            words: 0,
+        };
+        parse(&text, main, &mut spend, 0)?
     };
-    let conf = parse(&text, &mut files, 0);
-    (from_conf(&conf, port), files.read_list())
+    Ok((from_conf(&conf, port), files.read_list()))
+}
+
+/// The upstreams of `text` as the main file (includes resolved inside `root`).
+///
+/// # Errors
+/// When an include cannot be read or a bound is passed.
+#[cfg(test)]
+pub fn of_text(root: &Root, text: &str, port: u16) -> Result<Vec<(String, u16)>, ReadError> {
+    let mut files = Files::new(root, Path::new("/etc/nginx"));
+    let mut spend = Spend {
+        files: &mut files,
+        directives: 0,
+        words: 0,
+    };
+    let conf = parse(text, Path::new("/etc/nginx/nginx.conf"), &mut spend, 0)?;
+    Ok(from_conf(&conf, port))
 }
 
 fn from_conf(conf: &[Directive], port: u16) -> Vec<(String, u16)> {

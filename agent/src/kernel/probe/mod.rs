@@ -21,6 +21,7 @@ mod fast;
 mod keepalive_fn;
 mod maps_setup;
 mod object;
+mod path_alive;
 mod records;
 mod sockopt;
 mod unanswered;

@@ -37,6 +37,17 @@ impl Probe {
         }
     }
 
+    /// Watch `port` from now on (the connect hooks and `sock_ops` select by port first): a
+    /// port the endpoint came to use after start.
+    ///
+    /// # Errors
+    /// When the map cannot be written (full: it holds `--ports` and these).
+    pub fn watch_port(&mut self, port: u16) -> Result<()> {
+        let mut ports: HashMap<&mut MapData, u16, u8> =
+            HashMap::try_from(self.map_mut(maps::PORTS)?)?;
+        ports.insert(port, 1, 0).context("PORTS")
+    }
+
     /// Make every socket connecting to `peer` from this namespace a target (as an endpoint
     /// client would be), so `check` can watch a loopback connection of its own exactly as
     /// `run` watches kubelet's: connect hook, then `sock_ops` at ESTABLISHED.

@@ -45,6 +45,7 @@ struct Inner {
     watched: Gauge,
     sockets: Family<VerdictLabel, Gauge>,
     target_present: Family<TargetLabel, Gauge>,
+    path_down: Gauge,
     counts: Counts,
     dns_failures: Counter,
     probe: ProbeCounters,
@@ -74,6 +75,12 @@ impl Metrics {
             "target_present",
             "1 while a watch target exists (a cgroup target is 0 while its unit is stopped or not yet started)",
             target_present.clone(),
+        );
+        let path_down = Gauge::default();
+        r.register(
+            "endpoint_path_down",
+            "1 while the path to the API endpoint is found down (no address accepts a connection): kills wait for its return",
+            path_down.clone(),
         );
         r.register(
             "decisions",
@@ -115,6 +122,7 @@ impl Metrics {
             watched,
             sockets,
             target_present,
+            path_down,
             counts,
             dns_failures,
             probe,
@@ -158,6 +166,7 @@ impl Metrics {
         m.probe.observe(&s.probe_stats, s.capacity.inbox_dropped);
         m.fast.observe(&s.fast_probes);
         m.watched.set(i64::try_from(s.watched).unwrap_or(i64::MAX));
+        m.path_down.set(i64::from(s.path_down_ms.is_some()));
         seen.extend(s.verdicts.keys().cloned());
         for v in seen.iter() {
             let n = s.verdicts.get(v).copied().unwrap_or(0);

@@ -53,7 +53,10 @@ fn every_decision_lands_in_its_series() {
     m.dns_failures().inc();
     let expected = include_str!("tests_expected.txt");
     let mut want: Vec<&str> = expected.lines().collect();
-    want.extend(["lifeline_watched_sockets 0"]);
+    want.extend([
+        "lifeline_watched_sockets 0",
+        "lifeline_endpoint_path_down 0",
+    ]);
     want.sort_unstable();
     assert_eq!(series(&m), want);
 }
@@ -63,6 +66,7 @@ fn gauges_and_probe_counters_follow_the_snapshots() {
     let m = Metrics::new();
     let mut s = Snapshot {
         watched: 3,
+        path_down_ms: Some(1_500),
         ..Snapshot::default()
     };
     s.verdicts.insert("healthy".to_owned(), 2);
@@ -76,6 +80,7 @@ fn gauges_and_probe_counters_follow_the_snapshots() {
     let text = m.encode();
     for line in [
         "lifeline_watched_sockets 3",
+        "lifeline_endpoint_path_down 1",
         "lifeline_sockets{verdict=\"healthy\"} 2",
         "lifeline_sockets{verdict=\"idle\"} 1",
         "lifeline_probe_unanswered_news_total 7",

@@ -6,7 +6,10 @@ use std::borrow::Cow;
 use lifeline_common::{
     SockState,
     features::ITER_CALLBACKS,
-    sock::{ADOPT_NO_ITERATOR, ADOPT_PENDING, LTO_ARMED, LTO_OFF, SOURCE_ADOPTED, adopt_armed},
+    sock::{
+        ADOPT_NO_ITERATOR, ADOPT_PENDING, LTO_ARMED, LTO_OFF, LTO_PAUSED, SOURCE_ADOPTED,
+        adopt_armed,
+    },
 };
 
 use super::{Owner, Row, Source, WatchedBy};
@@ -90,6 +93,8 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
         linear_timeouts: match r.lto {
             LTO_OFF => None,
             LTO_ARMED => Some(Cow::Borrowed("armed")),
+            // Off for this trouble episode: the path to the peer is not known to work.
+            LTO_PAUSED => Some(Cow::Borrowed("paused")),
             e => Some(Cow::Owned(format!("refused (errno {})", -e))),
         },
         probe_bytes: (r.probe_bytes != 0).then_some(r.probe_bytes),

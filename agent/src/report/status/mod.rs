@@ -26,6 +26,10 @@ pub struct Snapshot {
     pub kills: u64,
     /// Batches of kills held back because no endpoint address accepted a connection.
     pub holds: u64,
+    /// How long the path to the endpoint has been found down (no address accepted a
+    /// connection): no kill until it is back. Left out while it works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_down_ms: Option<u64>,
     /// Where the endpoints came from ("kubelet pid 812 --kubeconfig ..."); `None` without.
     pub endpoint_source: Option<String>,
     pub endpoints: Vec<crate::endpoint::EndpointStatus>,

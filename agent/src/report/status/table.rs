@@ -70,6 +70,13 @@ pub fn render(s: &Snapshot) -> String {
     if s.holds > 0 {
         let _ = writeln!(out, "kills held (no healthy endpoint): {}", s.holds);
     }
+    if let Some(ms) = s.path_down_ms {
+        let _ = writeln!(
+            out,
+            "the path to the API endpoint is down (for {}): no kill until it is back, then only on evidence gathered after it",
+            secs(ms)
+        );
+    }
     if let Some(e) = &s.kernel_error {
         let _ = writeln!(
             out,

@@ -62,6 +62,11 @@ enum Mode {
         /// On an error, reconnect and carry on (a real client's re-dial).
         #[arg(long)]
         redial: bool,
+        /// Send each request when `CLOCK_MONOTONIC` crosses a whole multiple of the
+        /// interval, so every such client shares one phase (a test then starts a fault at
+        /// a known moment of their cycle).
+        #[arg(long)]
+        aligned: bool,
     },
     /// Upload as fast as possible for --seconds, then hold the connection open.
     Bulk {
@@ -118,7 +123,11 @@ fn main() {
         })
         .collect();
     let failure = match args.mode {
-        Mode::Heartbeat { interval, redial } => heartbeat(&args, &mut conn, interval, redial),
+        Mode::Heartbeat {
+            interval,
+            redial,
+            aligned,
+        } => heartbeat(&args, &mut conn, interval, redial, aligned),
         Mode::Bulk { seconds } => bulk(&mut conn, Duration::from_secs(seconds))
             .err()
             .or_else(|| hold(&mut conn)),
@@ -131,9 +140,18 @@ fn main() {
     }
 }
 
-fn heartbeat(args: &Args, conn: &mut Conn, interval: Duration, redial: bool) -> Option<Report> {
+fn heartbeat(
+    args: &Args,
+    conn: &mut Conn,
+    interval: Duration,
+    redial: bool,
+    aligned: bool,
+) -> Option<Report> {
     let mut line = String::new();
     for seq in 1u64.. {
+        if aligned {
+            lifeline_tests::sleep_to_boundary(interval);
+        }
         let t0 = Instant::now();
         // One write per request: write! would split it into several tiny segments.
         let res = conn
@@ -156,7 +174,9 @@ fn heartbeat(args: &Args, conn: &mut Conn, interval: Duration, redial: bool) -> 
             }
             Err(r) => return Some(r),
         }
-        std::thread::sleep(interval);
+        if !aligned {
+            std::thread::sleep(interval);
+        }
     }
     None
 }
