@@ -135,3 +135,47 @@ pub fn probe_counts(s: &Setup, sizes: &Fault) -> Result<(u64, u64)> {
     let n = |i: usize| c.get(i).and_then(|r| r.first().copied()).unwrap_or(0);
     Ok((n(0), n(1)))
 }
+
+/// Nothing leaves `DEV` any more: no router solicitations (the lab's fresh IPv6 sends some
+/// for seconds), and its transmit count still for 1.5 s. Then a program that watches the
+/// device for traffic (the check's `silence evidence` row) watches its longest.
+///
+/// # Errors
+/// When the sysctl fails or the device keeps sending for 20 s.
+pub fn quiet(ns: &crate::netns::NetNs) -> Result<()> {
+    let key = format!(
+        "net.ipv6.conf.{}.router_solicitations=0",
+        crate::tc_neighbour::DEV
+    );
+    ns.exec("sysctl", &["-qw", &key])?;
+    // The first look only takes the count: each next one compares it with 1.5 s before.
+    let mut last = None;
+    wait_until(
+        "a quiet device",
+        Duration::from_secs(20),
+        Duration::from_millis(1500),
+        || {
+            let now = crate::tc_chain::tx_packets(ns)?;
+            Ok((last.replace(now) == Some(now)).then_some(()))
+        },
+    )
+}
+
+/// Whether lifeline's program is on `DEV`, asked only where this kernel puts it (tcx from
+/// 6.6, else clsact): one command, as often as a test can.
+///
+/// # Errors
+/// When the listing fails.
+pub fn lifeline_attached(ns: &crate::netns::NetNs) -> Result<bool> {
+    if crate::kernel::has(&crate::kernel::features::TCX) {
+        let short = &crate::tc_chain::PROGRAM[..15];
+        return Ok(crate::tc_chain::tcx(ns)?
+            .unwrap_or_default()
+            .iter()
+            .any(|n| n == short));
+    }
+    let name = Some(crate::tc_chain::PROGRAM);
+    Ok(crate::tc_chain::filters(ns)?
+        .iter()
+        .any(|f| f.name.as_deref() == name))
+}
