@@ -201,7 +201,12 @@ fn an_interrupted_check_leaves_nothing_on_the_device() -> Result<()> {
     kernel::report(
         &features::FAST_PROBES,
         &format!(
-            "check interrupted while its tc program was attached: nothing left on the device ({})",
+            "check interrupted {}: nothing left on the device ({})",
+            if fast_probes {
+                "while its tc program was attached"
+            } else {
+                "while loading (nothing to attach on this kernel)"
+            },
             shown.join(", ")
         ),
     );
