@@ -63,6 +63,7 @@ pub mod status;
 mod status_endpoint;
 pub mod systemd;
 pub mod tc_chain;
+pub mod tc_check;
 pub mod tc_lab;
 pub mod tc_neighbour;
 pub mod tc_steps;

@@ -8,14 +8,13 @@
 //! Before 5.15 there are no fast probes: no filter ever, and status and check say why.
 
 use std::os::unix::process::ExitStatusExt as _;
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use lifeline_tests::kernel::{self, features};
-use lifeline_tests::proc::Proc;
 use lifeline_tests::scenario::Setup;
 use lifeline_tests::tc_chain::{has_clsact, lifeline_on_dev};
+use lifeline_tests::tc_check::{check_says_unavailable, spawn_check};
 use lifeline_tests::tc_lab::{
     agent, agent_args, idle_client, idle_client_armed, placed, wait_fast,
 };
@@ -122,15 +121,7 @@ fn an_interrupted_check_leaves_nothing_on_the_device() -> Result<()> {
     let s = Setup::new()?;
     let ns = &s.lab.client;
     let fast_probes = kernel::has(&features::FAST_PROBES);
-    let cgroup = s.cgroup.path().to_string_lossy().into_owned();
-    let check = || -> Result<Proc> {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net={}", ns.path()))
-            .arg("--")
-            .arg(lifeline_tests::paths::lifeline()?)
-            .args(["check", "--cgroup", &cgroup]);
-        Proc::spawn("lifeline check", cmd)
-    };
+    let check = || spawn_check(&s);
     // Nothing leaving eth0: the check watches it for its longest (3.5 s), a window the
     // interrupt below cannot miss even under emulation.
     quiet(ns)?;
@@ -173,30 +164,7 @@ fn an_interrupted_check_leaves_nothing_on_the_device() -> Result<()> {
         shown.push(format!("{name}: {status}"));
     }
     if !fast_probes {
-        let mut p = check()?;
-        let status = p
-            .wait_timeout(Duration::from_mins(2))
-            .context("check did not end")?;
-        let out = (p.stdout_lines().iter())
-            .map(|l| l.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
-        let row = out
-            .lines()
-            .find(|l| l.starts_with("silence evidence"))
-            .unwrap_or_default();
-        ensure!(
-            row.contains("warn") && row.contains("unavailable"),
-            "{status}: {out}"
-        );
-        ensure!(
-            lifeline_on_dev(ns)?.1.is_empty() && !has_clsact(ns)?,
-            "nothing attached"
-        );
-        shown.push(format!(
-            "check: `{}`",
-            row.split_whitespace().collect::<Vec<_>>().join(" ")
-        ));
+        shown.push(check_says_unavailable(&s)?);
     }
     kernel::report(
         &features::FAST_PROBES,
