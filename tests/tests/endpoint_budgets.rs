@@ -103,7 +103,7 @@ fn a_user_spending_kills_leaves_kubelet_and_kube_proxy_their_own() -> Result<()>
     let mine = |d: &Decision| d.owner_pid == Some(pid) && d.action == "kill";
     let refused = wait_until(
         "a kill of the user's own refused by a spent budget",
-        Duration::from_secs(60),
+        Duration::from_mins(1),
         Duration::from_millis(100),
         || {
             ensure!(user.try_status().is_none(), "{}", user.stderr_text());

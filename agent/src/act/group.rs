@@ -35,7 +35,7 @@ const MAX_WALK: usize = 50_000;
 pub fn collapse(path: &str) -> String {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let prefix = |i: usize| format!("/{}", parts[..=i].join("/"));
-    let slices_above = |i: usize| parts[..i].iter().all(|p| is_slice(p));
+    let slices_above = |i: usize| parts[..i].iter().all(is_slice);
     let kubepods = parts
         .iter()
         .position(|p| *p == "kubepods" || *p == "kubepods.slice")

@@ -49,7 +49,7 @@ fn run(
     let mut first = None;
     for s in from..to {
         let now = t0 + Duration::from_secs(s);
-        if s % 5 == 0
+        if s.is_multiple_of(5)
             && let Some(addrs) = answer(s)
         {
             set.lock().unwrap().update(addrs, now);
@@ -118,7 +118,7 @@ fn rotating_subsets_arm_and_a_long_absence_starts_over() {
     let mut state = dns(t0);
     // Every other answer holds it (a 5 s absence each time, well within the grace).
     let rotating = |s: u64| {
-        Some(if s % 10 == 0 {
+        Some(if s.is_multiple_of(10) {
             ips(&[API, OTHER])
         } else {
             ips(&[API])
