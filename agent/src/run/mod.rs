@@ -88,7 +88,7 @@ pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
         let watching = Watching::start(&mut probe, targets, ports.clone());
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
         let armed = keepalive != Keepalive::default();
-        let polled = adopt::adopt(&mut probe, &mut diag, &watching.selector(), armed)?;
+        let polled = adopt::adopt(&mut probe, &mut diag, &watching.selector(), armed)?.polled;
         let follow =
             endpoint::setup::start(&args.endpoint, &endpoints, &wake, &metrics.dns_failures())?;
         let (tx, rx) = watch::channel(status::Snapshot::default());

@@ -24,6 +24,12 @@ pub struct PeerSync {
 }
 
 impl PeerSync {
+    /// The endpoint peers armed now.
+    #[must_use]
+    pub fn installed(&self) -> &BTreeSet<SocketAddr> {
+        &self.installed
+    }
+
     /// Update the map; returns the peers added now, for the caller to adopt their sockets.
     pub fn sync(
         &mut self,
