@@ -4,8 +4,10 @@
 //! (the syscall helper `podman exec` runs in the pod; the image is FROM scratch).
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use lifeline_tests::manifest::{Pod, Seccomp};
@@ -14,7 +16,7 @@ use lifeline_tests::podman::Podman;
 use lifeline_tests::scenario::Setup;
 use lifeline_tests::systemd::UserManager;
 use lifeline_tests::tracefs::LabTracefs;
-use lifeline_tests::{TempDir, cgroup2_mount, pod_syscalls, unique_name};
+use lifeline_tests::{NetNs, Proc, TempDir, cgroup2_mount, pod_syscalls, unique_name};
 
 use crate::steps::{as_check, strs};
 
@@ -24,8 +26,13 @@ pub const TOOLS: &str = "/lab";
 /// not be able to change. A bridge without ports: the lab's kernel has no dummy driver.
 pub const DEVICE: &str = "lldev0";
 
-/// The node the pod runs on. Fields drop in order: the volumes' directory, then tracefs.
+/// The API server the pod's `ConfigMap` names, on a host of its own on the lab's bridge.
+const API: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, 3)), 443);
+
+/// The node the pod runs on. Fields drop in order: the API server, the volumes' directory,
+/// then tracefs.
 pub struct LabNode {
+    _api: (Proc, NetNs),
     node: Node,
     /// The lab client's cgroup relative to the hierarchy's root, as the `ConfigMap` names one.
     cgroup: String,
@@ -72,6 +79,20 @@ impl LabNode {
             std::fs::copy(packaged.join(name), dest)?;
         }
         let cgroup = s.cgroup.path().strip_prefix(cgroup2_mount()?)?;
+        let api_host = s.lab.add_host(
+            "api",
+            Ipv4Addr::new(198, 51, 100, 3),
+            "2001:db8::3".parse()?,
+        )?;
+        let bin = lifeline_tests::paths::fixture("lab-server")?;
+        let listen = format!("--listen=0.0.0.0:{}", API.port());
+        let mut server = Proc::spawn(
+            "lab-server (API)",
+            api_host.command(bin.to_str().context("path")?, &[&listen]),
+        )?;
+        server.wait_stdout("the API server to listen", Duration::from_secs(10), |l| {
+            l.contains("\"listening\"")
+        })?;
         let ns = s.lab.client.name().to_owned();
         s.lab
             .client
@@ -84,6 +105,7 @@ impl LabNode {
         std::fs::create_dir_all(&tools)?;
         pod_syscalls::build(&tools)?;
         Ok(Self {
+            _api: (server, api_host),
             node,
             cgroup: cgroup.to_str().context("utf-8")?.to_owned(),
             tools,
@@ -110,6 +132,12 @@ impl LabNode {
             }
             let mut t: toml::Table = text.parse()?;
             t.insert("cgroup".into(), toml::Value::String(cgroup.clone()));
+            // What kubelet's kubeconfig would name on a node (the lab has no kubelet): an API
+            // server of its own, so the lab client's black hole is no outage of the API.
+            t.insert(
+                "endpoint".into(),
+                toml::Value::Array(vec![toml::Value::String(API.to_string())]),
+            );
             Ok(t.to_string())
         };
         let mut args = run_args(&pod, &self.node, name, seccomp, &config)?;

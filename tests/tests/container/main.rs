@@ -4,8 +4,9 @@
 //! xtask image` built. The lab stands in for the node: the pod's host network is the lab's
 //! client namespace, its hostPaths are the machine's cgroup2 hierarchy, a tracefs mount of
 //! the lab's and (for the `restart_unit` opt-in only) a systemd manager's bus socket as
-//! /run/dbus; the `ConfigMap` is the manifest's, with its `cgroup` pointed at the lab
-//! client's cgroup on the host.
+//! /run/dbus, a directory of the lab's as the node's /run/lifeline; the `ConfigMap` is the
+//! manifest's, with its `cgroup` pointed at the lab client's cgroup on the host and its
+//! `endpoint` at the lab's server (the lab has no kubelet whose kubeconfig would name it).
 //!
 //! The manifest grants no `SYS_PTRACE`, no host bus, no token (`steps/hardening.rs`). Under
 //! `RuntimeDefault` `check` names the seccomp filter (not a capability); without
