@@ -21,12 +21,16 @@
 use core::ffi::c_void;
 
 use aya_ebpf::helpers::generated::{bpf_get_socket_cookie, bpf_getsockopt, bpf_setsockopt};
-use lifeline_common::sock::{ADOPT_ALREADY, ADOPT_ARMED, WATCH_CB_FLAGS};
+use lifeline_common::{
+    restore::{Original, opt},
+    sock::{ADOPT_ALREADY, ADOPT_ARMED, ADOPT_PENDING, WATCH_CB_FLAGS},
+    watch::RESTORE,
+};
 
 use crate::{
     keepalive, linear,
-    maps::{ADOPT, SOCKETS},
-    poke, unanswered,
+    maps::{ADOPT, ORIGINALS, SOCKETS, config_flag},
+    poke, restore, unanswered,
 };
 
 const SOL_TCP: i32 = 6;
@@ -51,10 +55,22 @@ pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
     // SAFETY: `sk` is a non-NULL socket pointer typed by BTF; the helpers only read it.
     let cookie = unsafe { bpf_get_socket_cookie(sk) };
     unanswered::learn_keepalive_timer(sk.cast_const().cast(), cookie);
+    // The final pass at a clean stop (or a start after a crash): put back, arm nothing.
+    if config_flag(RESTORE) {
+        restore::visit(sk, cookie);
+        return 0;
+    }
     poke::visit(sk, cookie);
+    restore::defer(sk, cookie);
     let Some(status) = ADOPT.get_ptr_mut(cookie) else {
         return 0;
     };
+    // Armed once: later passes (the fast probes' pokes, deferrals) must neither re-read
+    // lifeline's own values as the application's nor undo a deferral.
+    // SAFETY: map value of type i32.
+    if unsafe { *status } != ADOPT_PENDING {
+        return 0;
+    }
     let mut flags: i32 = 0;
     let len = i32::try_from(core::mem::size_of::<i32>()).unwrap_or(4);
     // Only touched through this pointer: the helpers write and read it behind the
@@ -65,6 +81,8 @@ pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
     // SAFETY: `opt` points at a live i32 of `len` bytes.
     let mut ret = unsafe { bpf_getsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, opt, len) };
     let mut already = false;
+    // SAFETY: `flags_ptr` points at the live local above; the helper wrote it on success.
+    let before = (ret == 0).then(|| unsafe { *flags_ptr });
     if ret == 0 {
         #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
         let watch = WATCH_CB_FLAGS as i32;
@@ -86,16 +104,28 @@ pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
         (0, false) => ADOPT_ARMED,
         _ => ret as i32,
     };
-    if let Some(rec) = SOCKETS.get_ptr_mut(cookie) {
-        // SAFETY: map value of the right type; the iterator holds the socket's lock.
-        let rec = unsafe { &mut *rec };
+    #[allow(
+        clippy::needless_borrows_for_generic_args,
+        reason = "a reference to the promoted constant: no 48-byte copy on the BPF stack"
+    )]
+    let _ = ORIGINALS.insert(cookie, &Original::NONE, 0);
+    if let (Some(rec), Some(orig)) = (SOCKETS.get_ptr_mut(cookie), ORIGINALS.get_ptr_mut(cookie)) {
+        // SAFETY: map values of the right types; the iterator holds the socket's lock.
+        let (rec, orig) = unsafe { (&mut *rec, &mut *orig) };
         rec.adopt = result;
+        #[allow(clippy::cast_sign_loss, reason = "callback flags fit in 7 bits")]
+        if let Some(before) = before.map(|f| f as u32) {
+            orig.note(opt::CALLBACKS, Some(before));
+            if result == ADOPT_ARMED {
+                orig.mark(opt::CALLBACKS, before | WATCH_CB_FLAGS);
+            }
+        }
         // Even when the callbacks cannot be armed (6.1-6.11: the flags are not a
         // `bpf_setsockopt` option there), keepalive can, and the agent's polling then
         // finds a silent peer. Lowering only, so a socket a killed agent armed keeps
-        // exactly its values.
-        rec.ka_result = keepalive::arm(sk, &mut rec.keepalive);
-        rec.lto = linear::arm(sk);
+        // exactly its values (and the originals it read at start: `restore`).
+        rec.ka_result = keepalive::arm(sk, &mut rec.keepalive, orig);
+        rec.lto = linear::arm(sk, orig);
     }
     // SAFETY: map value of type i32.
     unsafe { *status = result };

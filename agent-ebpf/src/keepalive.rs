@@ -29,6 +29,7 @@ use lifeline_common::{
         KA_ARMED, KA_OFF, KA_SET_UNREAD, SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT,
         TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_USER_TIMEOUT,
     },
+    restore::{Original, opt as bit},
     sockopt::{count, shorter},
 };
 
@@ -39,7 +40,7 @@ const INT_LEN: i32 = 4;
 const EINVAL: i32 = -22;
 
 /// Reads an int option; `Err(-errno)` when the kernel refuses.
-fn get(sk: *mut c_void, level: i32, name: i32) -> Result<i32, i32> {
+pub fn get(sk: *mut c_void, level: i32, name: i32) -> Result<i32, i32> {
     let mut v: i32 = 0;
     let ptr: *mut i32 = &raw mut v;
     // SAFETY: `ptr` points at a live i32 of INT_LEN bytes; `sk` is the program's socket.
@@ -100,10 +101,11 @@ fn shorten(sk: *mut c_void, opt: (i32, i32), cur: Option<u32>, want: u32) -> Res
 }
 
 /// Arms keepalive (and `TCP_USER_TIMEOUT` when asked for) on `sk` with the agent's values;
-/// writes what is in force into `out`. Returns `KA_ARMED`, `KA_SET_UNREAD` (armed, but the
+/// writes what is in force into `out`, and what the socket had into `orig` (the values read
+/// first, `lifeline_common::restore`). Returns `KA_ARMED`, `KA_SET_UNREAD` (armed, but the
 /// kernel could not read the socket's own values), `KA_OFF` (nothing asked for) or the first
 /// negative errno.
-pub fn arm(sk: *mut c_void, out: &mut Keepalive) -> i32 {
+pub fn arm(sk: *mut c_void, out: &mut Keepalive, orig: &mut Original) -> i32 {
     let Some(want) = KEEPALIVE.get(0) else {
         return KA_OFF;
     };
@@ -111,7 +113,7 @@ pub fn arm(sk: *mut c_void, out: &mut Keepalive) -> i32 {
         return KA_OFF;
     }
     let mut unread = false;
-    match try_arm(sk, want, out, &mut unread) {
+    match try_arm(sk, want, out, orig, &mut unread) {
         Ok(()) if unread => KA_SET_UNREAD,
         Ok(()) => KA_ARMED,
         Err(e) => e,
@@ -122,6 +124,7 @@ fn try_arm(
     sk: *mut c_void,
     want: &Keepalive,
     out: &mut Keepalive,
+    orig: &mut Original,
     unread: &mut bool,
 ) -> Result<(), i32> {
     if want.user_timeout_ms != 0 {
@@ -129,7 +132,16 @@ fn try_arm(
         let opt = (SOL_TCP, TCP_USER_TIMEOUT);
         let cur = read(sk, opt)?;
         *unread |= cur.is_none();
+        orig.note(bit::USER_TIMEOUT, cur);
         out.user_timeout_ms = shorten(sk, opt, cur, want.user_timeout_ms)?;
+        orig.mark(bit::USER_TIMEOUT, out.user_timeout_ms);
+    } else {
+        // Not changed, but a deferral needs it: with a user timeout the kernel's keepalive
+        // abort ignores the count (`lifeline_judge::defer`).
+        orig.note(
+            bit::USER_TIMEOUT,
+            read(sk, (SOL_TCP, TCP_USER_TIMEOUT)).ok().flatten(),
+        );
     }
     if want.idle_s == 0 {
         return Ok(());
@@ -141,18 +153,30 @@ fn try_arm(
     );
     let (cur_idle, cur_intvl, cur_cnt) = (read(sk, idle)?, read(sk, intvl)?, read(sk, cnt)?);
     *unread |= cur_idle.is_none() || cur_intvl.is_none() || cur_cnt.is_none();
+    orig.note(bit::IDLE, cur_idle);
+    orig.note(bit::INTVL, cur_intvl);
+    orig.note(bit::CNT, cur_cnt);
     // The rules the `setsockopt` hook applies to the application's later calls
     // (`lifeline_common::sockopt`); an unreadable value counts as unset.
     let new_cnt = count(cur_cnt.unwrap_or(0), cur_intvl.unwrap_or(0), want);
     out.idle_s = shorten(sk, idle, cur_idle, want.idle_s)?;
     out.intvl_s = shorten(sk, intvl, cur_intvl, want.intvl_s)?;
     out.cnt = put(sk, cnt, cur_cnt, new_cnt)?;
+    orig.mark(bit::IDLE, out.idle_s);
+    orig.mark(bit::INTVL, out.intvl_s);
+    orig.mark(bit::CNT, out.cnt);
     // Last: turning keepalive on (re)starts its timer with the values set above. Turning it
     // on loosens nothing, so an unreadable flag is simply set.
     match get(sk, SOL_SOCKET, SO_KEEPALIVE) {
-        Ok(0) | Err(EINVAL) => set(sk, SOL_SOCKET, SO_KEEPALIVE, 1)?,
-        Ok(_) => {}
+        Ok(0) => {
+            orig.note(bit::KEEPALIVE, Some(0));
+            set(sk, SOL_SOCKET, SO_KEEPALIVE, 1)?;
+        }
+        Err(EINVAL) => set(sk, SOL_SOCKET, SO_KEEPALIVE, 1)?,
+        #[allow(clippy::cast_sign_loss, reason = "a flag")]
+        Ok(v) => orig.note(bit::KEEPALIVE, Some(v as u32)),
         Err(e) => return Err(e),
     }
+    orig.mark(bit::KEEPALIVE, 1);
     Ok(())
 }

@@ -34,23 +34,36 @@ use core::ffi::c_void;
 use lifeline_common::{
     SockState,
     keepalive::{SOL_TCP, TCP_BPF_SNDCWND_CLAMP, TCP_THIN_LINEAR_TIMEOUTS},
+    restore::{Original, opt},
     sock::{LTO_ARMED, LTO_OFF, LTO_PAUSED},
     watch::{ARM_LINEAR_TIMEOUTS, PeerKey},
 };
 
 use crate::{
-    keepalive::set,
-    maps::{PATH_ALIVE, config_flag},
+    keepalive::{get, set},
+    maps::{ORIGINALS, PATH_ALIVE, config_flag},
 };
 
-/// Turns linear timeouts on for `sk` when the agent asked for them: `LTO_ARMED`, `LTO_OFF`
-/// or the negative errno.
-pub fn arm(sk: *mut c_void) -> i32 {
+/// Turns linear timeouts on for `sk` when the agent asked for them, noting the socket's own
+/// setting in `orig` (readable wherever settable, 6.1): `LTO_ARMED`, `LTO_OFF` or the
+/// negative errno.
+pub fn arm(sk: *mut c_void, orig: &mut Original) -> i32 {
     if !config_flag(ARM_LINEAR_TIMEOUTS) {
         return LTO_OFF;
     }
+    #[allow(clippy::cast_sign_loss, reason = "a flag")]
+    let cur = get(sk, SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS)
+        .ok()
+        .map(|v| v as u32);
+    orig.note(opt::LINEAR, cur);
+    if cur == Some(1) {
+        return LTO_ARMED;
+    }
     match set(sk, SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1) {
-        Ok(()) => LTO_ARMED,
+        Ok(()) => {
+            orig.mark(opt::LINEAR, 1);
+            LTO_ARMED
+        }
         Err(e) => e,
     }
 }
@@ -59,8 +72,9 @@ pub fn arm(sk: *mut c_void) -> i32 {
 /// the path to its peer is known to work (`path_known_to_work`), turning the option off or
 /// on again to match (`LTO_PAUSED`, `LTO_ARMED`); then, while they run, end the initial slow
 /// start mark if the congestion control left `snd_ssthresh` infinite, so this RTO and the
-/// next are linear.
-pub fn at_rto(sk: *mut c_void, s: &mut SockState, snd_ssthresh: u32) {
+/// next are linear. That mark is noted in the socket's `ORIGINALS` entry: the one change the
+/// restore pass can only report.
+pub fn at_rto(sk: *mut c_void, cookie: u64, s: &mut SockState, snd_ssthresh: u32) {
     /// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
     const INFINITE: u32 = 0x7fff_ffff;
     if s.lto != LTO_ARMED && s.lto != LTO_PAUSED {
@@ -78,7 +92,12 @@ pub fn at_rto(sk: *mut c_void, s: &mut SockState, snd_ssthresh: u32) {
         // A refusal leaves the socket as the kernel would have it: exponential backoff, and
         // the time rule finds the stall.
         #[allow(clippy::cast_possible_wrap, reason = "0x7fff_fffe fits in an i32")]
-        let _ = set(sk, SOL_TCP, TCP_BPF_SNDCWND_CLAMP, (INFINITE - 1) as i32);
+        if set(sk, SOL_TCP, TCP_BPF_SNDCWND_CLAMP, (INFINITE - 1) as i32).is_ok()
+            && let Some(o) = ORIGINALS.get_ptr_mut(cookie)
+        {
+            // SAFETY: map value of the right type, under the socket's lock.
+            unsafe { (*o).changed |= opt::CWND_CLAMP };
+        }
     }
 }
 

@@ -11,7 +11,7 @@
 //! | `lifeline_sockops` + `bpf_setsockopt(TCP_THIN_LINEAR_TIMEOUTS)` | linear retransmission timeouts on watched thin streams: the stall verdict's unanswered transmissions come at a fixed cadence | 6.1 (5.10: EINVAL; the stall verdict then waits for `--stall-timeout`) |
 //! | `lifeline_setsockopt` | `cgroup/setsockopt` on the root: an application's own keepalive calls on a watched socket (Go sets them after connect) merged with lifeline's | 5.3 (`bpf_get_netns_cookie` there 5.15; a variant without it before) |
 //! | `lifeline_unanswered`, else `lifeline_unanswered_timer` | `fentry/tcp_write_wakeup`, else `tp_btf/timer_expire_entry` filtered to `tcp_keepalive_timer` (kernels that refuse fentry; its address from /proc/kallsyms, else read by `lifeline_adopt` from a TCP socket of the agent's, 5.12): a watched idle socket's keepalive probes unanswered past `max(1, --silent-probes - 2)` are news (offsets from the kernel's BTF) | 5.8 (fentry, `tp_btf` and `bpf_probe_read_kernel` 5.5, the news ring buffer 5.8); without it idle sockets are read through `sock_diag` on a schedule |
-//! | `lifeline_adopt` | `iter/tcp` + `bpf_setsockopt`: keepalive on sockets that predate the agent; their callbacks (`TCP_BPF_SOCK_OPS_CB_FLAGS`); the fast phase's pokes (`TCP_KEEPIDLE` re-set, `poke.rs`) | 5.15 keepalive and pokes (5.10: does not load); 6.12 callbacks (6.1: loads, EINVAL at run time; the agent polls those sockets) |
+//! | `lifeline_adopt` | `iter/tcp` + `bpf_setsockopt`: keepalive on sockets that predate the agent; their callbacks (`TCP_BPF_SOCK_OPS_CB_FLAGS`); the fast phase's pokes (`TCP_KEEPIDLE` re-set, `poke.rs`); deferrals and the restore at stop (`restore.rs`) | 5.15 keepalive, pokes, deferrals and restore (5.10: does not load); 6.12 callbacks (6.1: loads, EINVAL at run time; the agent polls those sockets, and their flags stay after a stop) |
 //! | `lifeline_probe_byte` | tc egress on the devices the watched peers are routed through: one octet of old data on a fast phase's keepalive probes, answered by a live peer without rate limit | 5.15 with the pokes (the program itself 5.1: `bpf_tcp_sock`); tcx from 6.6, netlink's clsact qdisc before |
 //!
 //! No kprobes (many hardened kernels, including this project's CI, have none) and no
@@ -35,6 +35,7 @@ mod linear;
 mod maps;
 mod owner;
 mod poke;
+mod restore;
 mod sockops;
 mod sockopt;
 mod unanswered;

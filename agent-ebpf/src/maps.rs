@@ -9,6 +9,7 @@ use lifeline_common::{
     config::stats,
     news::News,
     poke::{POKE_ENTRIES, Poke},
+    restore::{Defer, Original},
     sockopt::{AppSet, SockKey},
     watch::{CGROUP_PATH_LEN, PeerKey, WatchConfig},
 };
@@ -22,7 +23,19 @@ pub static SOCKETS: HashMap<u64, SockState> = HashMap::with_max_entries(65_536, 
 #[map]
 pub static TUPLES: HashMap<SockKey, AppSet> = HashMap::with_max_entries(65_536, 0);
 
-/// Where `sock_ops` builds a new record: a 160-byte `SockState` on the 512-byte BPF stack,
+/// What the application had on each armed socket, and what lifeline changed
+/// (`lifeline_common::restore`), by cookie: written when arming and by the `setsockopt` hook,
+/// removed with the record, read by the restore pass. Resized with `SOCKETS`; the agent pins
+/// it under bpffs so the next start after a crash finds it.
+#[map]
+pub static ORIGINALS: HashMap<u64, Original> = HashMap::with_max_entries(65_536, 0);
+
+/// Deferrals the agent asks the TCP iterator to apply (`lifeline_common::restore::Defer`),
+/// by cookie; the iterator applies each and removes it.
+#[map]
+pub static DEFER: HashMap<u64, Defer> = HashMap::with_max_entries(4096, 0);
+
+/// Where `sock_ops` builds a new record: a 168-byte `SockState` on the 512-byte BPF stack,
 /// plus the copies LLVM makes of it, would leave no room for the keepalive helpers' frames
 /// ("combined stack size ... Too large").
 #[map]

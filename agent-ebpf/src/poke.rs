@@ -15,7 +15,9 @@
 //!   is never sent faster than the kernel's own cadence;
 //! - fewer unanswered than `POKE_LIMIT` (the verdict's evidence is in) and than the socket's
 //!   `TCP_KEEPCNT` less one (the kernel's own abort is never brought forward);
-//! - the phase is younger than `BOUND_NS`.
+//! - the phase is younger than `BOUND_NS`;
+//! - the socket's keepalive is not deferred (`crate::restore`), and its count in force lets the
+//!   silent verdict's probes be sent before the kernel aborts it.
 
 use core::ffi::c_void;
 
@@ -36,6 +38,13 @@ use crate::{
 #[unsafe(no_mangle)]
 static POKE_LIMIT: Global<u32> = Global::new(0);
 
+/// Whether fast probes can serve the silent verdict on a socket whose count in force is
+/// `cnt`: only when the kernel does not abort it before `--silent-probes` are unanswered
+/// (`POKE_LIMIT` is that + 2).
+pub fn worth_it(cnt: u32) -> bool {
+    cnt + 2 > POKE_LIMIT.load()
+}
+
 /// For the TCP iterator, on every socket it visits.
 pub fn visit(sk: *mut c_void, cookie: u64) {
     if poke(sk, cookie).is_none() {
@@ -51,6 +60,11 @@ fn poke(sk: *mut c_void, cookie: u64) -> Option<()> {
     let p = unsafe { &mut *entry? };
     // SAFETY: as above.
     let rec = unsafe { &*SOCKETS.get_ptr(cookie)? };
+    // Deferred to the application's own deadline while lifeline only observes: its timing is
+    // the deferral's (`crate::restore`), never a poke's.
+    if rec.defer != 0 || !worth_it(rec.keepalive.cnt) {
+        return None;
+    }
     // SAFETY: a helper without arguments.
     let now = unsafe { bpf_ktime_get_ns() };
     if now.wrapping_sub(p.started_ns) > BOUND_NS {

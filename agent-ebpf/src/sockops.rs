@@ -29,6 +29,7 @@ use lifeline_common::{
     Owner, SockState,
     config::stats,
     news,
+    restore::{Original, opt},
     sock::{SOURCE_SOCK_OPS, WATCH_CB_FLAGS},
     sockopt::{AppSet, SockKey},
     watch::{BY_ENDPOINT, PeerKey, WATCH_ENDPOINT},
@@ -37,8 +38,8 @@ use lifeline_common::{
 use crate::{
     keepalive, linear,
     maps::{
-        ADOPT, ENDPOINT_PEERS, ENDPOINT_QUOTA, OWNERS, PEER_OWNERS, PORTS, SCRATCH, SOCKETS,
-        TUPLES, config_flag, count, news,
+        ADOPT, DEFER, ENDPOINT_PEERS, ENDPOINT_QUOTA, ORIGINALS, OWNERS, PEER_OWNERS, PORTS,
+        SCRATCH, SOCKETS, TUPLES, config_flag, count, news,
     },
 };
 
@@ -165,18 +166,38 @@ fn on_established(ctx: &SockOpsContext) {
         },
         0,
     );
-    #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
-    let flags = (ctx.cb_flags() | WATCH_CB_FLAGS) as i32;
-    let _ = ctx.set_cb_flags(flags);
-    // Armed only once the socket is recorded: nothing is changed on a socket we do not watch.
-    if let Some(rec) = SOCKETS.get_ptr_mut(cookie) {
-        // SAFETY: map value of the right type, under the socket's lock.
-        let rec = unsafe { &mut *rec };
-        rec.ka_result = keepalive::arm(ctx.ops.cast(), &mut rec.keepalive);
-        rec.lto = linear::arm(ctx.ops.cast());
-    }
+    arm(ctx, cookie);
     count(stats::WATCHED);
     news(cookie, news::ESTABLISHED, 0);
+}
+
+/// Set the callback flags and arm keepalive and linear timeouts on a socket just recorded,
+/// noting first what it had (`ORIGINALS`, for the restore at stop). Armed only once the
+/// socket is recorded: nothing is changed on a socket we do not watch.
+fn arm(ctx: &SockOpsContext, cookie: u64) {
+    // What the socket had before lifeline changed anything, for the restore at stop
+    // (`lifeline_common::restore`). Full: armed all the same, and that socket is counted as
+    // not restored at stop.
+    #[allow(
+        clippy::needless_borrows_for_generic_args,
+        reason = "a reference to the promoted constant: no 48-byte copy on the BPF stack"
+    )]
+    let _ = ORIGINALS.insert(cookie, &Original::NONE, 0);
+    let orig = ORIGINALS.get_ptr_mut(cookie);
+    let before = ctx.cb_flags();
+    #[allow(clippy::cast_possible_wrap, reason = "the flags fit in 7 bits")]
+    let flags = (before | WATCH_CB_FLAGS) as i32;
+    let armed = ctx.set_cb_flags(flags).is_ok();
+    if let (Some(rec), Some(orig)) = (SOCKETS.get_ptr_mut(cookie), orig) {
+        // SAFETY: map values of the right types, under the socket's lock.
+        let (rec, orig) = unsafe { (&mut *rec, &mut *orig) };
+        orig.note(opt::CALLBACKS, Some(before));
+        if armed {
+            orig.mark(opt::CALLBACKS, before | WATCH_CB_FLAGS);
+        }
+        rec.ka_result = keepalive::arm(ctx.ops.cast(), &mut rec.keepalive, orig);
+        rec.lto = linear::arm(ctx.ops.cast(), orig);
+    }
 }
 
 /// The socket's owner entry, from `OWNERS` (targets) or `PEER_OWNERS` (connects to an
@@ -292,7 +313,9 @@ fn on_trouble(ctx: &SockOpsContext, rto: bool) {
     if rto {
         s.rto_count += 1;
         // SAFETY: context pointer.
-        linear::at_rto(ctx.ops.cast(), s, unsafe { (*ctx.ops).snd_ssthresh });
+        linear::at_rto(ctx.ops.cast(), cookie, s, unsafe {
+            (*ctx.ops).snd_ssthresh
+        });
     } else {
         s.retrans_count += 1;
     }
@@ -318,6 +341,8 @@ fn on_state(ctx: &SockOpsContext) {
         // Only a recorded socket is news; the others were never the agent's business.
         if SOCKETS.remove(cookie).is_ok() {
             let _ = ENDPOINT_QUOTA.remove(cookie);
+            let _ = ORIGINALS.remove(cookie);
+            let _ = DEFER.remove(cookie);
             news(cookie, news::CLOSE, 0);
         }
         let _ = ADOPT.remove(cookie);

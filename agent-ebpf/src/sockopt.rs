@@ -17,14 +17,17 @@ use aya_ebpf::{
     programs::SockoptContext,
 };
 use lifeline_common::{
+    Keepalive, SockState,
     keepalive::{
-        SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL, ka_armed,
+        SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL,
+        TCP_USER_TIMEOUT, ka_armed,
     },
     news,
-    sockopt::{SockKey, count, shorter},
+    restore::{DEFER_OFF, opt},
+    sockopt::{AppSet, SockKey, count, shorter},
 };
 
-use crate::maps::{CONFIG, KEEPALIVE, SOCKETS, TUPLES, news};
+use crate::maps::{CONFIG, KEEPALIVE, ORIGINALS, SOCKETS, TUPLES, news};
 
 const AF_INET: u32 = 2;
 const AF_INET6: u32 = 10;
@@ -65,7 +68,11 @@ fn try_setsockopt<const NETNS: bool>(ctx: &SockoptContext) -> Option<()> {
     let o = unsafe { &mut *ctx.sockopt };
     let ours = matches!(
         (o.level, o.optname),
-        (SOL_SOCKET, SO_KEEPALIVE) | (SOL_TCP, TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT)
+        (SOL_SOCKET, SO_KEEPALIVE)
+            | (
+                SOL_TCP,
+                TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT | TCP_USER_TIMEOUT
+            )
     );
     if !ours || o.optlen < 4 {
         return None;
@@ -103,38 +110,128 @@ fn try_setsockopt<const NETNS: bool>(ctx: &SockoptContext) -> Option<()> {
     let asked_u = if asked > 0 { asked as u32 } else { 0 };
     app.calls += 1;
     let before = rec.keepalive;
-    let new = match o.optname {
-        // Turning keepalive off on a watched socket would blind lifeline to a dead peer.
-        SO_KEEPALIVE if o.level == SOL_SOCKET => 1,
-        TCP_KEEPIDLE if asked_u > 0 => {
-            rec.keepalive.idle_s = shorter(asked_u, want.idle_s);
-            rec.keepalive.idle_s
+    let keepalive_flag = o.level == SOL_SOCKET && o.optname == SO_KEEPALIVE;
+    if o.optname == TCP_USER_TIMEOUT && o.level == SOL_TCP {
+        // Let through as asked (0 is "none"; negative values the kernel refuses): only noted,
+        // as the application's own from now on, and what is in force.
+        if asked >= 0 {
+            user_timeout(app.cookie, asked_u, rec);
         }
-        TCP_KEEPINTVL if asked_u > 0 => {
-            app.intvl_s = asked_u;
-            rec.keepalive.intvl_s = shorter(asked_u, want.intvl_s);
-            rec.keepalive.intvl_s
-        }
-        TCP_KEEPCNT if asked_u > 0 => {
-            rec.keepalive.cnt = count(asked_u, app.intvl_s, want);
-            rec.keepalive.cnt
-        }
-        // Out of range: the kernel refuses it with EINVAL, as it would without us.
-        _ => return None,
+        return None;
+    }
+    // Out of range (a count or time of 0 or less): the kernel refuses it with EINVAL, as it
+    // would without us.
+    if !keepalive_flag && asked_u == 0 {
+        return None;
+    }
+    let new = if rec.defer > 0 {
+        // Deferred while lifeline only observes: the values in force stay (re-merged, a count
+        // below the probes already out would abort the socket at the next timer); the
+        // agent re-plans from the application's new value (the news below).
+        in_force(o.optname, rec)?
+    } else {
+        merged(o.optname, o.level, asked_u, app, rec, want)?
     };
+    // What the application asked for is its own value from now on: the one the restore at
+    // stop puts back (`lifeline_common::restore`).
+    if let Some(orig) = ORIGINALS.get_ptr_mut(app.cookie) {
+        // SAFETY: map value of the right type; the socket is locked for the call.
+        let orig = unsafe { &mut *orig };
+        let bit = option_bit(o.optname);
+        // Any non-zero `SO_KEEPALIVE` turns it on (`sk_setsockopt()`).
+        let value = if keepalive_flag {
+            u32::from(asked != 0)
+        } else {
+            asked_u
+        };
+        orig.note(bit, Some(value));
+        orig.mark(bit, new);
+    }
     #[allow(clippy::cast_possible_wrap, reason = "kernel-bounded option values")]
     // SAFETY: the same four checked bytes.
     unsafe {
         val.write_volatile(new as i32);
     };
-    // News only when the values in force changed: the agent's copy follows it, and a
-    // loop of the same call on a watched socket (anyone's, for an endpoint client) must
-    // not flood the ring buffer, where it would push out other sockets' news.
-    if rec.keepalive != before {
+    // News only when the values in force changed, or the socket is deferred (the agent
+    // re-plans): the agent's copy follows it, and a loop of the same call on a watched
+    // socket (anyone's, for an endpoint client) must not flood the ring buffer, where it
+    // would push out other sockets' news.
+    if rec.keepalive != before || rec.defer > 0 {
         news(app.cookie, news::KEEPALIVE, 0);
     }
     Some(())
 }
+
+/// The application set its own `TCP_USER_TIMEOUT` (let through): the original from now on,
+/// in force, and news (a deferred socket is re-planned with it).
+fn user_timeout(cookie: u64, asked: u32, rec: &mut SockState) {
+    if let Some(orig) = ORIGINALS.get_ptr_mut(cookie) {
+        // SAFETY: map value of the right type; the socket is locked for the call.
+        let orig = unsafe { &mut *orig };
+        orig.note(opt::USER_TIMEOUT, Some(asked));
+        orig.mark(opt::USER_TIMEOUT, asked);
+    }
+    if rec.keepalive.user_timeout_ms != asked {
+        rec.keepalive.user_timeout_ms = asked;
+        news(cookie, news::KEEPALIVE, 0);
+    }
+}
+
+/// The option's bit in `lifeline_common::restore::opt` (only keepalive options get here).
+const fn option_bit(optname: i32) -> u32 {
+    match optname {
+        TCP_KEEPIDLE => opt::IDLE,
+        TCP_KEEPINTVL => opt::INTVL,
+        TCP_KEEPCNT => opt::CNT,
+        _ => opt::KEEPALIVE,
+    }
+}
+
+/// The application's value merged with lifeline's (`lifeline_common::sockopt`), written into
+/// the record; `None` for a value out of range (the kernel refuses it with EINVAL, as it
+/// would without us).
+fn merged(
+    optname: i32,
+    level: i32,
+    asked: u32,
+    app: &mut AppSet,
+    rec: &mut SockState,
+    want: &Keepalive,
+) -> Option<u32> {
+    Some(match optname {
+        // Turning keepalive off on a watched socket would blind lifeline to a dead peer.
+        SO_KEEPALIVE if level == SOL_SOCKET => 1,
+        TCP_KEEPIDLE if asked > 0 => {
+            rec.keepalive.idle_s = shorter(asked, want.idle_s);
+            rec.keepalive.idle_s
+        }
+        TCP_KEEPINTVL if asked > 0 => {
+            app.intvl_s = asked;
+            rec.keepalive.intvl_s = shorter(asked, want.intvl_s);
+            rec.keepalive.intvl_s
+        }
+        TCP_KEEPCNT if asked > 0 => {
+            rec.keepalive.cnt = count(asked, app.intvl_s, want);
+            rec.keepalive.cnt
+        }
+        _ => return None,
+    })
+}
+
+/// The value in force on a deferred socket (`SockState::defer`).
+fn in_force(optname: i32, rec: &SockState) -> Option<u32> {
+    Some(match optname {
+        SO_KEEPALIVE => u32::from(rec.defer != DEFER_OFF_STATE),
+        TCP_KEEPIDLE => rec.keepalive.idle_s,
+        TCP_KEEPINTVL => rec.keepalive.intvl_s,
+        TCP_KEEPCNT => rec.keepalive.cnt,
+        _ => return None,
+    })
+}
+
+/// `SockState::defer` of a socket whose keepalive is off while deferred.
+#[allow(clippy::cast_possible_wrap, reason = "a small constant")]
+const DEFER_OFF_STATE: i32 = DEFER_OFF as i32;
 
 /// The socket's addresses as the `TUPLES` key; `None` for anything but a TCP/IP socket.
 fn key(sk: *mut bpf_sock) -> Option<SockKey> {

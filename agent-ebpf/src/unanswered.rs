@@ -43,7 +43,10 @@ use aya_ebpf::{
 };
 use lifeline_common::{config::stats, keepalive_fn, news, poke::Poke};
 
-use crate::maps::{POKE, SOCKETS, count, news};
+use crate::{
+    maps::{POKE, SOCKETS, count, news},
+    poke,
+};
 
 /// `lifeline_common::globals::PROBES_OUT_OFFSET`; 0: unknown, do nothing.
 #[unsafe(no_mangle)]
@@ -140,7 +143,12 @@ fn report(sk: *const u8) -> Option<()> {
         return None;
     }
     let rec = SOCKETS.get_ptr(cookie)?;
-    if probes_out == 1 && FAST_INTERVAL_NS.load() != 0 {
+    // SAFETY: map value of the right type; plain field reads.
+    let (deferred, cnt) = unsafe { ((*rec).defer != 0, (*rec).keepalive.cnt) };
+    // A count in force that ends the socket before the silent verdict's probes are in (the
+    // application's own, stricter) gains nothing from fast probes: they would only bring the
+    // application's own abort forward.
+    if probes_out == 1 && FAST_INTERVAL_NS.load() != 0 && !deferred && poke::worth_it(cnt) {
         // The first unanswered probe: a fast phase opens before the second is sent, so that
         // one already carries its octet (`crate::byteprobe`), and the TCP iterator pokes the
         // next one an interval later if it too is unanswered (`crate::poke`).

@@ -162,6 +162,29 @@ pub const FAST_PROBES: Feature = Feature {
     required: false,
 };
 
+/// Putting back what lifeline changed (`crate::restore`): `bpf_setsockopt` from `iter/tcp`
+/// (5.15, as `ITER_KEEPALIVE`), to the values read at arming (6.1, `KEEPALIVE_READ`) or set by
+/// the application since; the callback flags through `TCP_BPF_SOCK_OPS_CB_FLAGS` (6.12,
+/// `ITER_CALLBACKS`).
+pub const RESTORE: Feature = Feature {
+    id: "restore",
+    gives: "at a clean stop, and at the next start after a crash, the TCP iterator puts every socket option lifeline changed back to the application's value: SO_KEEPALIVE, its timing, TCP_USER_TIMEOUT, linear timeouts (callback flags from 6.12)",
+    since: (5, 15),
+    without: "the options lifeline set stay on the sockets it armed after it stops (SO_KEEPALIVE on, keepalive 1s,1s,20, callback flags): the stop log counts them as not restored, status says `restore on stop: not possible`, `check` warns on `restore on stop`",
+    required: false,
+};
+
+/// Deferring the kernel's own keepalive abort while lifeline only observes
+/// (`lifeline_judge::defer`): `bpf_setsockopt` from `iter/tcp` (5.15) re-times a silent
+/// socket's keepalive.
+pub const DEFER: Feature = Feature {
+    id: "defer",
+    gives: "in --dry-run and while the guard holds, a silent socket's keepalive is re-timed so that the kernel aborts it no sooner than the application's own settings would",
+    since: (5, 15),
+    without: "--dry-run arms no keepalive and no TCP_USER_TIMEOUT (idle dead peers are not judged in dry run); while the guard holds, the kernel's own keepalive abort still comes COUNT x INTERVAL after the last answer; the start log, status and `check` say so",
+    required: false,
+};
+
 /// `SOCK_DESTROY` over `sock_diag` (4.5, `CONFIG_INET_DIAG_DESTROY=y`).
 pub const SOCK_DESTROY: Feature = Feature {
     id: "sock_destroy",
@@ -172,7 +195,7 @@ pub const SOCK_DESTROY: Feature = Feature {
 };
 
 /// Every feature, oldest first.
-pub const ALL: [Feature; 13] = [
+pub const ALL: [Feature; 15] = [
     SOCK_DESTROY,
     APP_KEEPALIVE,
     CGROUP_TRACEPOINTS,
@@ -182,6 +205,8 @@ pub const ALL: [Feature; 13] = [
     KEEPALIVE_SET,
     ITER_KEEPALIVE,
     FAST_PROBES,
+    RESTORE,
+    DEFER,
     APP_KEEPALIVE_NETNS,
     KEEPALIVE_READ,
     LINEAR_TIMEOUTS,

@@ -12,6 +12,7 @@ pub mod hooks;
 pub mod keepalive;
 pub mod news;
 pub mod poke;
+pub mod restore;
 pub mod sock;
 pub mod sockopt;
 pub mod watch;
@@ -39,6 +40,8 @@ pub mod maps {
     pub const TUPLES: &str = "TUPLES";
     pub const KEEPALIVE_FN: &str = "KEEPALIVE_FN";
     pub const POKE: &str = "POKE";
+    pub const ORIGINALS: &str = "ORIGINALS";
+    pub const DEFER: &str = "DEFER";
     pub const PATH_ALIVE: &str = "PATH_ALIVE";
 }
 

@@ -76,9 +76,15 @@ pub struct SockState {
     /// The smoothed round-trip time at the last such probe (µs): fast probes never come
     /// faster than two round trips apart.
     pub probe_srtt_us: u32,
+    /// Whether the socket's keepalive is deferred to the application's own deadline while
+    /// lifeline only observes (`crate::restore`): `DEFERRED_NONE`, the `DEFER_*` kind in
+    /// force, or the negative errno the kernel gave. Written by the TCP iterator.
+    pub defer: i32,
+    /// Explicit padding, always 0.
+    pub pad: u32,
 }
 
-const _: () = assert!(core::mem::size_of::<SockState>() == 160);
+const _: () = assert!(core::mem::size_of::<SockState>() == 168);
 const _: () = assert!(core::mem::align_of::<SockState>() == 8);
 
 impl SockState {

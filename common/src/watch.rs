@@ -20,6 +20,11 @@ pub const WATCH_ENDPOINT: u32 = 4;
 /// `WatchConfig::flags`, not a kind of target: arm linear retransmission timeouts on every
 /// recorded socket (`--stall-unanswered` above 0).
 pub const ARM_LINEAR_TIMEOUTS: u32 = 8;
+/// `WatchConfig::flags`: the TCP iterator's pass puts back what lifeline changed on every
+/// socket with an `ORIGINALS` entry, and arms and pokes nothing (`crate::restore`). Set
+/// only once every other program is detached: at a clean stop, and at a start that found a
+/// crashed agent's originals.
+pub const RESTORE: u32 = 16;
 
 /// Deepest cgroup level the connect hooks look at for a target ancestor (systemd's units
 /// sit at level 2-4; the kernel allows more, but a target is never that deep).

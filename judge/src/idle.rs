@@ -12,6 +12,7 @@ use lifeline_common::{
     Keepalive, SockState,
     features::{ITER_KEEPALIVE, KEEPALIVE_READ, KEEPALIVE_SET},
     keepalive::{KA_ARMED, KA_NO_ITERATOR, KA_OFF, KA_PENDING, KA_SET_UNREAD, ka_armed},
+    restore::{DEFER_OFF, DEFERRED_NONE},
 };
 
 use crate::{TcpInfo, age_ms, due::DueQueue};
@@ -124,9 +125,29 @@ impl IdleWatch {
 }
 
 /// `lifeline status`'s keepalive column for one socket: the values in force, or why there
-/// are none, with the Linux release that would change that (`lifeline_common::features`).
+/// are none, with the Linux release that would change that (`lifeline_common::features`),
+/// and whether they are deferred to the application's own deadline (`crate::defer`).
 #[must_use]
 pub fn describe(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
+    let values = values(rec, want, can_adopt);
+    match rec.defer {
+        DEFERRED_NONE => values,
+        DEFER_OFF_STATE => {
+            "off (deferred to the application's own: it has none; lifeline only observes)"
+                .to_owned()
+        }
+        d if d > 0 => {
+            format!("{values} (deferred to the application's own deadline; lifeline only observes)")
+        }
+        errno => format!("{values} (deferral refused: errno {})", -errno),
+    }
+}
+
+/// `SockState::defer` with keepalive off.
+#[allow(clippy::cast_possible_wrap, reason = "a small constant")]
+const DEFER_OFF_STATE: i32 = DEFER_OFF as i32;
+
+fn values(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
     let k = &rec.keepalive;
     let needs = |(major, minor): (u32, u32)| format!("needs Linux {major}.{minor}");
     match rec.ka_result {

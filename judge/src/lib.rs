@@ -16,6 +16,7 @@
 
 mod blip;
 mod budget;
+pub mod defer;
 mod due;
 mod early;
 mod endpoint;

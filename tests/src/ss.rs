@@ -18,6 +18,22 @@ pub struct SsSocket {
 }
 
 impl SsSocket {
+    /// Milliseconds since anything came from the peer: the lesser of ss's `lastrcv` (data)
+    /// and `lastack`, the silence the kernel's keepalive counts from
+    /// (`keepalive_time_elapsed()`).
+    #[must_use]
+    pub fn quiet_ms(&self) -> Option<u64> {
+        let field = |name: &str| {
+            self.info
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(name)?.parse::<u64>().ok())
+        };
+        match (field("lastrcv:"), field("lastack:")) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// ss shows `retrans:CUR/TOTAL`; the total is what grows during a black hole.
     #[must_use]
     pub fn retransmits_total(&self) -> u64 {

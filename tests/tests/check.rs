@@ -108,6 +108,8 @@ fn check_passes_here_and_names_the_failing_row() -> Result<()> {
     kernel_row(&out, "keepalive", &features::KEEPALIVE_READ);
     kernel_row(&out, "stall evidence", &features::LINEAR_TIMEOUTS);
     kernel_row(&out, "silence evidence", &features::FAST_PROBES);
+    // What a stop puts back, and what a dry run or a hold can defer.
+    kernel_row(&out, "restore on stop", &features::RESTORE);
     // Go's after-connect keepalive merged by the setsockopt hook: on every kernel here,
     // with the namespace check from 5.15.
     kernel_row(&out, "app keepalive", &features::APP_KEEPALIVE_NETNS);

@@ -40,6 +40,8 @@ pub fn probe_rows(args: &Watch, linear: bool, target: Option<&(File, Targets)>) 
                 silent_probes: args.silent_probes,
                 linear_timeouts: linear,
                 fast_probes: args.fast_probes,
+                dry_run: false,
+                recover: false,
             };
             match Probe::load(&cfg).and_then(|mut p| {
                 let port = args.ports.first().copied().unwrap_or(6443);
@@ -85,6 +87,9 @@ pub fn probe_rows(args: &Watch, linear: bool, target: Option<&(File, Targets)>) 
             p.adopt(&[*cookie]).map(|r| r.get(cookie).copied()),
         )),
     });
+    if let Some(p) = probe.as_ref() {
+        rows.push(restore_row(p));
+    }
     if let Some(p) = probe.as_mut() {
         let want = args.keepalive_map();
         rows.extend(crate::check::watch::new_connection_rows(p, &want));
@@ -117,6 +122,26 @@ fn keepalive_news_row(p: &Probe) -> Row {
                 since.1
             ),
         ),
+    }
+}
+
+/// Whether a clean stop puts the application's socket options back, and a dry run or a hold
+/// can defer the kernel's own keepalive aborts (`features::RESTORE`, `features::DEFER`).
+fn restore_row(p: &Probe) -> Row {
+    let since = lifeline_common::features::RESTORE.since;
+    if p.can_adopt {
+        Row::pass(
+            "restore on stop",
+            "the TCP iterator puts the application's socket options back at a clean stop and defers keepalive aborts while lifeline only observes".to_owned(),
+        )
+    } else {
+        Row::warn(
+            "restore on stop",
+            format!(
+                "not possible (needs Linux {}.{}: the TCP iterator): SO_KEEPALIVE, keepalive timing and callback flags stay on the sockets lifeline armed after it stops; a hold cannot defer the kernel's keepalive abort; --dry-run arms no keepalive",
+                since.0, since.1
+            ),
+        )
     }
 }
 

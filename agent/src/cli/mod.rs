@@ -36,7 +36,10 @@ pub struct Cli {
 )]
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the agent: attach the kernel probe, watch, decide, act (needs root).
+    /// Run the agent: attach the kernel probe, watch, decide, act (needs root). A clean stop
+    /// (SIGTERM, SIGINT) puts the socket options lifeline set back to each application's own
+    /// values; the next start after a crash does it for the sockets the crashed agent armed
+    /// (Linux 5.15: the TCP iterator; before, they stay, and the stop log says so).
     Run(Box<RunArgs>),
     /// Show the watched sockets and their health, read from the running agent.
     Status(StatusArgs),
@@ -89,7 +92,8 @@ pub struct RunArgs {
 
     /// TCP keepalive armed on every watched socket, as IDLE,INTERVAL,COUNT, or `off`, also
     /// against the application's own later keepalive calls. An application's stricter values
-    /// are kept; COUNT is the kernel's own last resort and must exceed --silent-probes.
+    /// are kept; COUNT is the kernel's own last resort and must exceed --silent-probes. The
+    /// application's own values are recorded and put back when lifeline stops.
     #[arg(long, value_name = "IDLE,INTERVAL,COUNT", default_value = "1s,1s,20", value_parser = parse_keepalive)]
     pub keepalive: KeepaliveSpec,
 
@@ -114,7 +118,8 @@ pub struct RunArgs {
 
     /// Also set TCP_USER_TIMEOUT on watched sockets (lowering only), so the kernel itself
     /// aborts a connection whose data stays unacknowledged this long, even if the agent is
-    /// gone. Off by default.
+    /// gone. Off by default. Not armed with --dry-run; while the guard holds, a socket in
+    /// trouble gets the application's own value back.
     #[arg(long, value_name = "DURATION", value_parser = parse_user_timeout)]
     pub user_timeout: Option<Duration>,
 
@@ -169,7 +174,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub sweep_interval: Duration,
 
-    /// Decide and log, but never kill.
+    /// Decide and log, but never kill, and let no probing of lifeline's end a connection:
+    /// once a silent socket's evidence is in (logged as `outcome: dry-run`), its keepalive is
+    /// re-timed so the kernel aborts it no sooner than the application's own settings would
+    /// (never, where it set none), and --user-timeout is not armed. The same while the guard
+    /// holds (no endpoint address accepts a connection). Before Linux 5.15 (no TCP iterator
+    /// to take it back) a dry run arms no keepalive at all.
     #[arg(long)]
     pub dry_run: bool,
 

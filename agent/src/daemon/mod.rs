@@ -18,10 +18,14 @@ use crate::{
     report::status::Snapshot,
 };
 
+pub mod defer;
+mod defer_apply;
+mod defer_log;
 mod execute;
 mod fast;
 mod path;
 mod publish;
+mod restore;
 mod table;
 mod visit;
 
@@ -56,6 +60,8 @@ pub struct Daemon {
     inbox_dropped: u64,
     /// Sockets in a fast keepalive phase, and the iterator passes that poke them.
     fast: fast::FastPhases,
+    /// Keepalive deferred to the application's own deadline while lifeline only observes.
+    defer: defer::Deferrals,
     /// The endpoint addresses whose path the probe's `PATH_ALIVE` follows.
     path_peers: path::PathPeers,
 }
@@ -87,6 +93,7 @@ impl Daemon {
             probe_stats: Default::default(),
             inbox_dropped: 0,
             fast: fast::FastPhases::default(),
+            defer: parts.defer,
             path_peers: path::PathPeers::default(),
         }
     }
@@ -145,6 +152,7 @@ impl Daemon {
                 self.gone(cookie);
                 continue;
             };
+            self.defer_look(cookie, &rec, read.as_ref());
             if let (Some(ask), Some(f)) = (look.probe, self.follow.as_ref()) {
                 f.prober.request(rec.peer(), ask, f.endpoints.targets());
             }
@@ -157,6 +165,7 @@ impl Daemon {
             kills.extend(look.kill);
         }
         self.execute(&kills).await;
+        self.defer_sweep();
         let end = self.judge.end_sweep(clock::now_ns(), Instant::now());
         if let Some(w) = end.wake {
             wake = wake.min(w);
@@ -180,6 +189,7 @@ impl Daemon {
         self.polled.remove(&cookie);
         self.unreadable.remove(&cookie);
         self.fast.forget(cookie);
+        self.defer.forget(cookie);
     }
 
     /// The kernel's `tcp_info` for one socket.
@@ -207,4 +217,5 @@ pub struct Parts {
     pub watching: crate::watch::Watching,
     pub news: crate::kernel::readers::Inbox,
     pub counts: act::Counts,
+    pub defer: defer::Deferrals,
 }

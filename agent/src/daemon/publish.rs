@@ -32,6 +32,8 @@ impl Daemon {
             silent_timeout_ms: self.judge.silence().map(|s| ms(s.after)),
             kills: self.judge.kills(),
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
+            restore_on_stop: self.defer.restore_text().to_owned(),
+            deferred: self.defer.count(),
             path_down_ms: self.judge.path_down_since().map(|t| ms(t.elapsed())),
             endpoint_source: self.follow.as_ref().map(crate::endpoint::Follow::describe),
             sockets_full: self.sockets_full,

@@ -44,8 +44,8 @@ impl Table<'_> {
 /// endpoint's) and its peer.
 type EndpointKey = (Option<usize>, SocketAddr);
 
-/// The keepalive column's key: the result and the values in force.
-type KaKey = (i32, u32, u32, u32);
+/// The keepalive column's key: the result, the values in force and the deferral.
+type KaKey = (i32, u32, u32, u32, i32);
 
 impl Daemon {
     /// The JSON answer to `lifeline status`.
@@ -84,7 +84,7 @@ impl Daemon {
             let rec = *rec;
             let k = &rec.keepalive;
             keepalive
-                .entry((rec.ka_result, k.idle_s, k.intvl_s, k.cnt))
+                .entry((rec.ka_result, k.idle_s, k.intvl_s, k.cnt, rec.defer))
                 .or_insert_with(|| {
                     judge::idle::describe(rec, self.judge.keepalive(), self.probe.can_adopt)
                 });
@@ -119,7 +119,7 @@ impl Daemon {
                     kernel: seen,
                     owner: owners.of(rec, seen),
                     keepalive: keepalive
-                        .get(&(rec.ka_result, k.idle_s, k.intvl_s, k.cnt))
+                        .get(&(rec.ka_result, k.idle_s, k.intvl_s, k.cnt, rec.defer))
                         .map_or("", String::as_str),
                     endpoint: members
                         .get(&(member, rec.peer()))

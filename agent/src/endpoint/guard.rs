@@ -69,6 +69,13 @@ impl Guard {
         Verdict::Hold
     }
 
+    /// Whether the last check found no endpoint address accepting, so kills are held (the
+    /// daemon defers the kernel's own keepalive aborts meanwhile, `daemon/defer.rs`).
+    #[must_use]
+    pub fn holding(&self) -> bool {
+        matches!(self.last, Some((false, _)))
+    }
+
     /// Forget the last answer: the path was found down since (a peer probe found no address
     /// accepting), so a healthy answer from before it no longer stands.
     pub fn forget(&mut self) {

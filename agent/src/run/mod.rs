@@ -64,18 +64,7 @@ pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async {
-        let keepalive = args.watch.keepalive_map();
-        let cfg = ProbeConfig {
-            root: &root,
-            ports: &ports,
-            targets: &targets,
-            max_sockets: args.watch.max_sockets,
-            keepalive,
-            silent_probes: args.watch.silent_probes,
-            linear_timeouts: args.judge.stall_unanswered > 0,
-            fast_probes: args.watch.fast_probes,
-        };
-        let mut probe = Probe::load(&cfg)?;
+        let (mut probe, keepalive, silence) = load_probe(args, &root, &ports, &targets, silence)?;
         // The one set of metrics: each part that counts gets its handle.
         let metrics = Metrics::new();
         readers::spawn_probe_logger(&mut probe)?;
@@ -105,6 +94,12 @@ pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
         let gate = metrics.gate(servers::STATUS, status::server::MAX_CLIENTS);
         status::server::serve(&args.report.status_socket, ask_tx, gate)?;
         let judge = new_judge(args, silence, keepalive, restarts.is_some(), &probe);
+        let defer = crate::daemon::defer::Deferrals::new(
+            args.judge.dry_run,
+            probe.can_adopt,
+            args.watch.silent_probes,
+        );
+        let restores = probe.can_adopt;
         let mut daemon = Daemon::new(crate::daemon::Parts {
             probe,
             diag,
@@ -116,19 +111,16 @@ pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
             watching,
             news: inbox,
             counts: metrics.counts(),
+            defer,
         });
-        tracing::info!(
-            event = "ready",
-            targets = ?described,
-            ports = ?ports,
-            stall_timeout_ms = u64::try_from(args.judge.stall_timeout.as_millis()).unwrap_or(u64::MAX),
-            stall_unanswered = args.judge.stall_unanswered,
-            keepalive = %args.watch.keepalive_text(),
-            silent_timeout_ms = silence.map(|s| u64::try_from(s.after.as_millis()).unwrap_or(u64::MAX)),
-            silent_probes = silence.map(|s| s.probes),
-            dry_run = args.judge.dry_run,
-            endpoints = ?endpoints.list(),
-            "probe attached to the cgroup v2 root; watching"
+        log_ready(
+            args,
+            &described,
+            &ports,
+            silence,
+            keepalive,
+            restores,
+            endpoints.list(),
         );
         // The first snapshot (with the targets' states) before READY, so that STATUS and
         // `lifeline status` say at once what is watched and what is waiting.
@@ -138,10 +130,73 @@ pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
             sweep_until_signal(&mut daemon, args.sweep.interval, wait, &wake, &mut asks).await;
         node.stop();
         let _ = std::fs::remove_file(&args.report.status_socket);
+        // The application's socket options back, before the last program goes.
+        daemon.restore();
         drop(daemon); // closes the links: every program is detached
         tracing::info!(event = "stopped", "probe detached");
         result
     })
+}
+
+/// Load and attach the probe; what it arms (a dry run arms nothing it could not take back),
+/// and the silent rule that goes with it.
+fn load_probe(
+    args: &Run,
+    root: &std::fs::File,
+    ports: &[u16],
+    targets: &Targets,
+    silence: Option<judge::Silence>,
+) -> Result<(Probe, Keepalive, Option<judge::Silence>)> {
+    let cfg = ProbeConfig {
+        root,
+        ports,
+        targets,
+        max_sockets: args.watch.max_sockets,
+        keepalive: args.watch.keepalive_map(),
+        silent_probes: args.watch.silent_probes,
+        linear_timeouts: args.judge.stall_unanswered > 0,
+        fast_probes: args.watch.fast_probes,
+        dry_run: args.judge.dry_run,
+        recover: true,
+    };
+    let probe = Probe::load(&cfg)?;
+    if let Err(why) = &probe.pinned {
+        tracing::info!(reason = %why, "what lifeline changes on sockets is not kept for the next start: after a crash they keep its values until they close");
+    }
+    let keepalive = probe.keepalive;
+    Ok((probe, keepalive, silence.filter(|_| keepalive.idle_s != 0)))
+}
+
+/// The `ready` event: what is watched, and with what.
+fn log_ready(
+    args: &Run,
+    described: &[String],
+    ports: &[u16],
+    silence: Option<judge::Silence>,
+    keepalive: Keepalive,
+    restores: bool,
+    endpoints: &[(String, u16)],
+) {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let armed = if keepalive.idle_s == 0 && args.watch.keepalive_map().idle_s != 0 {
+        "off (--dry-run without the TCP iterator)".to_owned()
+    } else {
+        args.watch.keepalive_text()
+    };
+    tracing::info!(
+        event = "ready",
+        targets = ?described,
+        ports = ?ports,
+        stall_timeout_ms = ms(args.judge.stall_timeout),
+        stall_unanswered = args.judge.stall_unanswered,
+        keepalive = %armed,
+        silent_timeout_ms = silence.map(|s| ms(s.after)),
+        silent_probes = silence.map(|s| s.probes),
+        dry_run = args.judge.dry_run,
+        restore_on_stop = restores,
+        endpoints = ?endpoints,
+        "probe attached to the cgroup v2 root; watching"
+    );
 }
 
 /// The judge, from the flags; `restarts`: a restarter runs (`--restart-unit`).

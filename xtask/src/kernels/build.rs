@@ -34,6 +34,8 @@ pub fn build(ws: &Path) -> Result<Built> {
         "building the lab's fixtures",
         &["build", "-p", "lifeline-tests", "--bins"],
     )?;
+    // The Go client (`restore`'s test dials with Go's own net.Dialer).
+    crate::gofixture::build(ws)?;
     let mut args = vec!["test", "-p", "lifeline-tests", "--no-run"];
     args.push("--message-format=json-render-diagnostics");
     for (bin, _) in TESTS {

@@ -80,7 +80,11 @@ pub const SERIES: [Series; 5] = [
 /// The lab subset run in every guest: every kernel-dependent path (`lifeline_common::
 /// features`) and the watch model, longest first so two at a time finish together.
 /// (test binary, test name).
-pub const TESTS: [(&str, &str); 12] = [
+pub const TESTS: [(&str, &str); 14] = [
+    (
+        "dry_run",
+        "dry_run_never_aborts_sooner_than_the_applications_own_settings",
+    ),
     ("idle", "idle_long_poll_blackholed_is_killed_as_silent"),
     (
         "keepalive_news",
@@ -106,6 +110,10 @@ pub const TESTS: [(&str, &str); 12] = [
         "dead_peer_is_confirmed_by_the_probe_within_7s",
     ),
     ("preexisting", "preexisting_socket_is_killed"),
+    (
+        "restore",
+        "a_clean_stop_gives_the_applications_their_own_options_back",
+    ),
     ("blackhole", "blackhole_is_killed"),
     ("blackhole", "blackhole_v6_is_killed"),
 ];

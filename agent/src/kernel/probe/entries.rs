@@ -84,6 +84,7 @@ impl Probe {
             }
         }
         self.remove_entry(maps::ENDPOINT_QUOTA, cookie);
+        self.forget_restore(cookie);
     }
 
     fn remove_entry(&mut self, name: &str, cookie: u64) {

@@ -15,7 +15,12 @@ use lifeline_common::{
 
 use super::{ProbeConfig, attach::program};
 
-pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
+/// Fill the configuration maps; `keepalive`: what to arm watched sockets with.
+pub(super) fn configure(
+    ebpf: &mut Ebpf,
+    cfg: &ProbeConfig<'_>,
+    keepalive: Keepalive,
+) -> Result<()> {
     let mut ports: HashMap<&mut MapData, u16, u8> =
         HashMap::try_from(ebpf.map_mut(maps::PORTS).context("PORTS")?)?;
     for p in cfg.ports {
@@ -57,10 +62,32 @@ pub(super) fn configure(ebpf: &mut Ebpf, cfg: &ProbeConfig<'_>) -> Result<()> {
         key[..n].copy_from_slice(&t.key.as_bytes()[..n]);
         paths.insert(key, u32::try_from(i)?, 0)?;
     }
-    let mut keepalive: Array<&mut MapData, Keepalive> =
+    let mut keepalive_map: Array<&mut MapData, Keepalive> =
         Array::try_from(ebpf.map_mut(maps::KEEPALIVE).context("KEEPALIVE")?)?;
-    keepalive.set(0, cfg.keepalive, 0)?;
+    keepalive_map.set(0, keepalive, 0)?;
     Ok(())
+}
+
+/// The values the probe arms: the flag's, less in a dry run what it observes nothing with
+/// (`TCP_USER_TIMEOUT`), and nothing at all in a dry run that could not take it back.
+pub(super) fn armed_keepalive(cfg: &ProbeConfig<'_>, iterator: bool) -> Keepalive {
+    if !cfg.dry_run {
+        return cfg.keepalive;
+    }
+    if !iterator {
+        if cfg.keepalive != Keepalive::default() {
+            tracing::warn!(
+                "--dry-run without the TCP iterator (needs Linux {}.{}): no keepalive is armed, since nothing could take it back before the kernel aborts a silent socket with it; idle dead peers are not judged in this dry run",
+                lifeline_common::features::DEFER.since.0,
+                lifeline_common::features::DEFER.since.1
+            );
+        }
+        return Keepalive::default();
+    }
+    Keepalive {
+        user_timeout_ms: 0,
+        ..cfg.keepalive
+    }
 }
 
 pub(super) fn load_iter(ebpf: &mut Ebpf) -> Result<()> {

@@ -22,13 +22,16 @@ mod keepalive_fn;
 mod maps_setup;
 mod object;
 mod path_alive;
+pub mod pin;
 mod records;
+mod restore;
 mod sockopt;
 mod unanswered;
 mod watch_maps;
 pub use fast::{FastProbes, FastUnavailable};
-use maps_setup::{configure, load_iter, raise_memlock};
+use maps_setup::{armed_keepalive, configure, load_iter, raise_memlock};
 pub use object::object;
+pub use restore::RestoreSummary;
 pub use sockopt::AppKeepalive;
 
 pub struct ProbeConfig<'a> {
@@ -46,6 +49,14 @@ pub struct ProbeConfig<'a> {
     pub linear_timeouts: bool,
     /// `--fast-probes`; `None`: off.
     pub fast_probes: Option<std::time::Duration>,
+    /// `--dry-run`: lifeline only observes. Without the TCP iterator (before 5.15) nothing
+    /// could take its keepalive back before the kernel aborts a silent socket with it, so
+    /// none is armed then (nor `TCP_USER_TIMEOUT`, never armed in a dry run: it observes
+    /// nothing).
+    pub dry_run: bool,
+    /// `lifeline run`: put back what a previous agent that did not stop cleanly changed
+    /// (its pinned originals), and pin this agent's (`pin.rs`). `check` does neither.
+    pub recover: bool,
 }
 
 pub struct Probe {
@@ -69,6 +80,11 @@ pub struct Probe {
     pub unanswered_hook: Result<Hook, String>,
     /// The fast keepalive probes' tc program and its devices, or why there are none.
     pub fast: Result<FastProbes, FastUnavailable>,
+    /// What the probe arms watched sockets with (`ProbeConfig::keepalive`, or nothing in a
+    /// dry run that could not take it back).
+    pub keepalive: Keepalive,
+    /// Where this agent's originals are pinned for the next start, or why they are not.
+    pub pinned: Result<std::path::PathBuf, String>,
 }
 
 /// `OWNERS` has one LRU list per CPU, each with an equal share of the entries: 1,024 per
@@ -105,12 +121,25 @@ impl Probe {
         let mut ebpf = loader
             .map_max_entries(maps::SOCKETS, cfg.max_sockets)
             .map_max_entries(maps::TUPLES, cfg.max_sockets)
+            .map_max_entries(maps::ORIGINALS, cfg.max_sockets)
             .map_max_entries(maps::OWNERS, owners_entries())
             .map_max_entries(maps::PEER_OWNERS, owners_entries())
             .map_max_entries(maps::ENDPOINT_QUOTA, endpoint_quota(cfg.max_sockets))
             .load(object)
             .map_err(|e| crate::kernel::errors::explain_load(&e))?;
-        configure(&mut ebpf, cfg)?;
+        // The iterator first: a dry run arms keepalive only where it can take it back, what
+        // a crashed agent changed is put back before this one arms anything, and the
+        // keepalive news fallback may need it.
+        let can_adopt = match load_iter(&mut ebpf) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "TCP iterator unavailable (keepalive on sockets that predate the agent needs Linux {}.{} and BTF, their callbacks {}.{}): they are polled through sock_diag, without keepalive; nothing lifeline sets is put back when it stops",
+                    ITER_KEEPALIVE.since.0, ITER_KEEPALIVE.since.1, ITER_CALLBACKS.since.0, ITER_CALLBACKS.since.1);
+                false
+            }
+        };
+        let keepalive = armed_keepalive(cfg, can_adopt);
+        configure(&mut ebpf, cfg, keepalive)?;
         // Before anything that selects sockets: target cgroups made from now on are seen.
         let tracking_error = if cfg.targets.cgroups.is_empty() {
             None
@@ -119,18 +148,15 @@ impl Probe {
                 .err()
                 .map(|e| format!("{e:#}"))
         };
+        let pinned = if cfg.recover {
+            pin::log(pin::recover(&mut ebpf, can_adopt));
+            pin::pin(&ebpf).map_err(|e| format!("{e:#}"))
+        } else {
+            Err("not asked for".to_owned())
+        };
         let cgroup = cfg.root.as_fd();
         attach::cgroup_root(&mut ebpf, cgroup)?;
         let app_keepalive = sockopt::load(&mut ebpf, cgroup);
-        // The iterator first: the keepalive news fallback may need it.
-        let can_adopt = match load_iter(&mut ebpf) {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "TCP iterator unavailable (keepalive on sockets that predate the agent needs Linux {}.{} and BTF, their callbacks {}.{}): they are polled through sock_diag, without keepalive",
-                    ITER_KEEPALIVE.since.0, ITER_KEEPALIVE.since.1, ITER_CALLBACKS.since.0, ITER_CALLBACKS.since.1);
-                false
-            }
-        };
         let unanswered_hook = unanswered::attach(&mut ebpf, &news_globals, can_adopt);
         let fast = fast::load(
             &mut ebpf,
@@ -146,6 +172,8 @@ impl Probe {
             unanswered_news: unanswered_hook.is_ok(),
             unanswered_hook,
             fast,
+            keepalive,
+            pinned,
         })
     }
 }

@@ -26,6 +26,13 @@ pub struct Snapshot {
     pub kills: u64,
     /// Batches of kills held back because no endpoint address accepted a connection.
     pub holds: u64,
+    /// What a clean stop puts back on the sockets lifeline armed, or why nothing can be, and
+    /// what a dry run or a hold does to the kernel's own keepalive aborts.
+    #[serde(default)]
+    pub restore_on_stop: String,
+    /// Sockets whose keepalive is deferred to the application's own deadline now.
+    #[serde(default)]
+    pub deferred: u64,
     /// How long the path to the endpoint has been found down (no address accepted a
     /// connection): no kill until it is back. Left out while it works.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -65,6 +65,7 @@ pub fn render(s: &Snapshot) -> String {
             e.failures
         );
     }
+    restore_lines(&mut out, s);
     if s.holds > 0 {
         let _ = writeln!(out, "kills held (no healthy endpoint): {}", s.holds);
     }
@@ -201,3 +202,18 @@ fn secs(ms: u64) -> String {
 #[cfg(test)]
 #[path = "table_tests.rs"]
 mod tests;
+
+/// What a stop puts back, and the sockets deferred now (`daemon/defer.rs`).
+fn restore_lines(out: &mut String, s: &Snapshot) {
+    use std::fmt::Write as _;
+    if !s.restore_on_stop.is_empty() {
+        let _ = writeln!(out, "restore on stop: {}", s.restore_on_stop);
+    }
+    if s.deferred > 0 {
+        let _ = writeln!(
+            out,
+            "keepalive deferred to the application's own deadline (lifeline only observes): {} socket(s)",
+            s.deferred
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! Carrying deferrals out (`defer.rs` decides them): one TCP iterator pass for everything
+//! pending at the end of a sweep, each result logged; and the once-a-second read of deferred
+//! sockets, which answer with no news.
+
+use std::time::{Duration, Instant};
+
+use lifeline_common::restore::Defer;
+
+use super::{Daemon, defer_log::log};
+
+/// Deferred sockets are read at most this often to see whether they answer again.
+const POLL: Duration = Duration::from_secs(1);
+
+impl Daemon {
+    /// Deferred sockets answer with no news: read them, at most every `POLL`.
+    pub(super) fn poll_deferred(&mut self) {
+        if self.defer.deferred.is_empty()
+            || self.defer.last_poll.is_some_and(|t| t.elapsed() < POLL)
+        {
+            return;
+        }
+        self.defer.last_poll = Some(Instant::now());
+        let cookies: Vec<u64> = self.defer.deferred.keys().copied().collect();
+        for c in cookies {
+            let Some(rec) = self.mirror.get(c).copied() else {
+                self.defer.forget(c);
+                continue;
+            };
+            match self.diag.get(rec.local(), rec.peer(), c) {
+                Ok(None) => self.defer.forget(c),
+                Ok(Some(s)) => {
+                    if let Some(info) = s.info {
+                        self.defer_seen(c, &rec, &info);
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    pub(super) fn apply_pending(&mut self) {
+        let pending = std::mem::take(&mut self.defer.pending);
+        if pending.is_empty() {
+            return;
+        }
+        let entries: Vec<(u64, Defer)> = pending.iter().map(|(c, e, _)| (*c, *e)).collect();
+        let after = match self.probe.defer(&entries) {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), sockets = entries.len(),
+                    "cannot re-time keepalive through the TCP iterator: the kernel may abort these sockets at lifeline's own count");
+                return;
+            }
+        };
+        for ((cookie, entry, say), (_, rec)) in pending.into_iter().zip(after) {
+            let Some(rec) = rec else {
+                self.defer.forget(cookie);
+                continue;
+            };
+            self.mirror.upsert(cookie, rec);
+            log(&rec, &entry, &say);
+        }
+    }
+}
