@@ -15,6 +15,9 @@ use std::{
 // A sibling file, declared beside the set whose rule it names (re-exported through it).
 #[path = "membership.rs"]
 mod membership;
+// What arming reads of the set (`arming.rs`): a child, so it sees the set's own fields.
+#[path = "set_arming.rs"]
+mod set_arming;
 pub use membership::{Membership, Standing};
 
 /// An address absent from the answers this long is forgotten.
@@ -160,21 +163,6 @@ impl EndpointSet {
                 (Some(t), Some(l)) if l.saturating_duration_since(*t) < grace => Some(*ip),
                 _ => None,
             })
-    }
-
-    /// Addresses given as IP literals (a proxy's list names them): trusted as the first
-    /// answer is, since no DNS answer brought them.
-    pub fn literals(&mut self, ips: impl IntoIterator<Item = IpAddr>) {
-        self.trusted.extend(ips);
-    }
-
-    /// Each address `within_grace`, when an answer last held it, and whether it is trusted
-    /// at once (`trusted`): what the endpoint-client watch arms (`arming.rs`).
-    pub fn arming(&self, grace: Duration) -> impl Iterator<Item = (IpAddr, Instant, bool)> + '_ {
-        self.within_grace(grace).filter_map(|ip| {
-            let held = *self.held_at.get(&ip)?;
-            Some((ip, held, self.fixed || self.trusted.contains(&ip)))
-        })
     }
 
     /// Where `ip` stands, with the grace applied. Only what the answers held counts: an

@@ -7,12 +7,12 @@
 //! filter narrows it: `kill`, `tkill`, `tgkill`, `rt_sigqueueinfo` and `rt_tgsigqueueinfo`
 //! only with the agent's own pid as their first argument (the kernel reads it as a 32-bit
 //! `pid_t`, so only the low word is compared), `pidfd_send_signal` never (a pidfd names
-//! any process), each refused with `EPERM`. On x86_64 the x32 ABI (system call numbers
+//! any process), each refused with `EPERM`. On `x86_64` the x32 ABI (system call numbers
 //! with bit 30 set, same audit arch) is refused whole: lifeline never uses it. Another
 //! architecture's calls (none: the binary is native) pass to the filters already there.
 //!
 //! Filters only ever add restrictions, and one without `CAP_SYS_ADMIN` needs
-//! `no_new_privs` (`seccomp(2)`, "SECCOMP_SET_MODE_FILTER"), which lifeline sets itself: it
+//! `no_new_privs` (`seccomp(2)`, `SECCOMP_SET_MODE_FILTER`), which lifeline sets itself: it
 //! executes no program, so the bit changes nothing else (the unit and the pod set it too).
 
 use std::io;

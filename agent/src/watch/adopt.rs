@@ -184,17 +184,24 @@ pub fn adopt(
             ITER_CALLBACKS.since.1
         );
     }
-    // `already_armed`: sockets a previous agent armed (it was killed before they closed);
-    // their callback flags and keepalive values were left exactly as they were.
-    tracing::info!(
-        adopted = cookies.len(),
-        armed = cookies.len() - polled.len(),
-        already_armed = already,
-        polled = polled.len(),
-        "pre-existing sockets adopted"
-    );
-    Ok(Adopted {
+    let adopted = Adopted {
         polled,
         all: cookies.into_iter().collect(),
-    })
+    };
+    adopted.log(already);
+    Ok(adopted)
+}
+
+impl Adopted {
+    /// `already_armed`: sockets a previous agent armed (it was killed before they closed);
+    /// their callback flags and keepalive values were left exactly as they were.
+    fn log(&self, already_armed: usize) {
+        tracing::info!(
+            adopted = self.all.len(),
+            armed = self.all.len() - self.polled.len(),
+            already_armed,
+            polled = self.polled.len(),
+            "pre-existing sockets adopted"
+        );
+    }
 }
