@@ -13,20 +13,25 @@
 //! limit, and nothing reaches the application. The octet is zero (the peer never reads it).
 //!
 //! Runs for every packet leaving the devices it is attached to (the ones the watched peers
-//! are routed through), so the order is by cost: the length, then the socket's cookie in
-//! `POKE` (empty unless a probe of a watched socket went unanswered), then the headers.
+//! are routed through), so the order is by cost: one add to this CPU's `TC_SEEN` slot (how
+//! the agent knows the program runs at all), the length, then the socket's cookie in `POKE`
+//! (empty unless a probe of a watched socket went unanswered), then the headers.
 //! Ethernet devices only (the agent attaches nothing else): the IP header starts at 14.
+//!
+//! A neighbour in the device's chain (a CNI's, a host firewall's programs): it never drops,
+//! redirects or ends the chain, whatever happens (`lifeline_common::tc::PASS_ON`).
 
 use aya_ebpf::{
-    bindings::{BPF_F_PSEUDO_HDR, TC_ACT_OK, bpf_sock},
+    bindings::{BPF_F_PSEUDO_HDR, bpf_sock},
     helpers::generated::{
-        bpf_get_socket_cookie, bpf_sk_fullsock, bpf_skb_change_tail, bpf_tcp_sock,
+        bpf_get_socket_cookie, bpf_ktime_get_ns, bpf_sk_fullsock, bpf_skb_change_tail, bpf_tcp_sock,
     },
     macros::classifier,
     programs::TcContext,
 };
+use lifeline_common::{poke::BOUND_NS, tc};
 
-use crate::maps::{POKE, SOCKETS};
+use crate::maps::{POKE, SOCKETS, TC_SEEN};
 
 const ETH_LEN: usize = 14;
 const ETH_P_IP: u32 = 0x0800;
@@ -37,11 +42,27 @@ const TCP_FLAG_ACK: u8 = 0x10;
 const MAX_BARE_ACK: u32 = 14 + 60 + 60;
 
 /// tc egress (Linux 4.1; the helpers used: `bpf_skb_change_tail` 4.9, `bpf_get_socket_cookie`
-/// 4.12, `bpf_tcp_sock` 5.1). Never drops or redirects: whatever happens, the packet leaves.
+/// 4.12, `bpf_tcp_sock` 5.1). Never drops or redirects, and never ends the chain: it returns
+/// `TC_ACT_UNSPEC`, `TCX_NEXT` in tcx (both -1), so every program and filter after it on the
+/// device still sees the packet (`tcx_run()`, `sch_handle_egress()` in
+/// <https://github.com/torvalds/linux/blob/v6.18/net/core/dev.c>; `cls_bpf_classify()` in
+/// <https://github.com/torvalds/linux/blob/v6.18/net/sched/cls_bpf.c>). `TC_ACT_OK` would
+/// end it: the neighbours' egress datapath (masquerading, host firewall) would be skipped.
 #[classifier]
 pub fn lifeline_probe_byte(ctx: TcContext) -> i32 {
+    seen(&ctx);
     let _ = try_probe_byte(&ctx);
-    TC_ACT_OK
+    tc::PASS_ON
+}
+
+/// One more packet seen leaving this device.
+fn seen(ctx: &TcContext) {
+    // SAFETY: the context's `ifindex`, a plain field of `__sk_buff`.
+    let ifindex = unsafe { (*ctx.skb.skb).ifindex };
+    if let Some(n) = TC_SEEN.get_ptr_mut(tc::slot(ifindex)) {
+        // SAFETY: this CPU's slot; nothing else writes it while the program runs here.
+        unsafe { *n = (*n).wrapping_add(1) };
+    }
 }
 
 /// Where the TCP header is, and the lengths to fix, of a bare ACK (`None`: not one).
@@ -68,7 +89,15 @@ fn try_probe_byte(ctx: &TcContext) -> Option<()> {
     }
     // SAFETY: the helper takes the skb context.
     let cookie = unsafe { bpf_get_socket_cookie(skb.cast()) };
-    POKE.get_ptr(cookie)?;
+    // SAFETY: a map value of the right type, read only.
+    let started = unsafe { (*POKE.get_ptr(cookie)?).started_ns };
+    // A phase older than its bound is over, whoever should have closed it: an agent killed
+    // with phases open (its filter outlives it before tcx) must not leave octets added to
+    // that socket's probes for good. Only a packet of a socket with an entry gets here.
+    // SAFETY: a helper without arguments.
+    if unsafe { bpf_ktime_get_ns() }.wrapping_sub(started) > BOUND_NS {
+        return None;
+    }
     // SAFETY: `sk` was checked non-NULL; the helper returns NULL unless it is a full socket.
     let full = unsafe { bpf_sk_fullsock(sk) };
     if full.is_null() {

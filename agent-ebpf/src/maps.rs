@@ -11,6 +11,7 @@ use lifeline_common::{
     poke::{POKE_ENTRIES, Poke},
     restore::{Defer, Original},
     sockopt::{AppSet, SockKey},
+    tc::SEEN_SLOTS,
     watch::{CGROUP_PATH_LEN, PeerKey, WatchConfig},
 };
 
@@ -119,6 +120,13 @@ pub static KEEPALIVE: Array<Keepalive> = Array::with_max_entries(1, 0);
 /// program, read by the tc egress program, advanced and closed by the TCP iterator.
 #[map]
 pub static POKE: LruHashMap<u64, Poke> = LruHashMap::with_max_entries(POKE_ENTRIES, 0);
+
+/// Packets the tc egress program saw leaving each device it is attached to, by
+/// `lifeline_common::tc::slot(ifindex)`: the agent compares them with the device's transmit
+/// counter to tell whether another program ahead of it in the chain hides it. Per CPU: one
+/// add to this CPU's slot per packet, no shared cache line.
+#[map]
+pub static TC_SEEN: PerCpuArray<u64> = PerCpuArray::with_max_entries(SEEN_SLOTS, 0);
 
 /// Pre-existing sockets the agent asks the TCP iterator to arm.
 #[map]

@@ -185,6 +185,16 @@ pub const DEFER: Feature = Feature {
     required: false,
 };
 
+/// tcx (`BPF_TCX_EGRESS` links, 6.6): the fast probes' tc program attached first in the
+/// device's egress chain (`kernel/probe/fast/attach.rs`); before it, a clsact filter.
+pub const TCX: Feature = Feature {
+    id: "tcx",
+    gives: "the fast probes' tc program is a tcx link first in the device's egress chain: a program attached later at the tail (Cilium's, Calico's) cannot hide it, and a killed agent's link goes with it",
+    since: (6, 6),
+    without: "a clsact filter at a priority and handle of lifeline's own (below every other filter's, or the newest at Cilium's priority 1): a filter that ends the chain attached in front of it later hides it (status: `fast probes hidden by another program on DEVICE`; a restart puts it ahead again), and a killed agent's filter stays until the next start removes it",
+    required: false,
+};
+
 /// `SOCK_DESTROY` over `sock_diag` (4.5, `CONFIG_INET_DIAG_DESTROY=y`).
 pub const SOCK_DESTROY: Feature = Feature {
     id: "sock_destroy",
@@ -195,7 +205,7 @@ pub const SOCK_DESTROY: Feature = Feature {
 };
 
 /// Every feature, oldest first.
-pub const ALL: [Feature; 15] = [
+pub const ALL: [Feature; 16] = [
     SOCK_DESTROY,
     APP_KEEPALIVE,
     CGROUP_TRACEPOINTS,
@@ -210,6 +220,7 @@ pub const ALL: [Feature; 15] = [
     APP_KEEPALIVE_NETNS,
     KEEPALIVE_READ,
     LINEAR_TIMEOUTS,
+    TCX,
     ITER_CALLBACKS,
 ];
 

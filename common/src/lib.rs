@@ -15,6 +15,7 @@ pub mod poke;
 pub mod restore;
 pub mod sock;
 pub mod sockopt;
+pub mod tc;
 pub mod watch;
 
 pub use config::{COMM_LEN, Owner};
@@ -43,6 +44,7 @@ pub mod maps {
     pub const ORIGINALS: &str = "ORIGINALS";
     pub const DEFER: &str = "DEFER";
     pub const PATH_ALIVE: &str = "PATH_ALIVE";
+    pub const TC_SEEN: &str = "TC_SEEN";
 }
 
 /// Names of the probe's load-time globals (`EbpfLoader::override_global`): the keepalive

@@ -41,7 +41,13 @@ const NEEDED: &[(&str, &str)] = &[
     // started by the test in a lab namespace; the package's own service is not started).
     ("promtool", "prometheus"),
     ("prometheus", "prometheus"),
+    // The lab's neighbour in a device's tc chain (tests/bpf/neighbour.c, built by the
+    // lab-tc fixture with `clang -target bpf`; its headers are libbpf-dev's, below).
+    ("clang", "clang"),
 ];
+
+/// libbpf-dev has no command: checked by the header the neighbour includes.
+const LIBBPF_HEADER: &str = "/usr/include/bpf/bpf_helpers.h";
 
 /// What the kernel matrix needs on the host (`cargo xtask test --kernel`): qemu (with
 /// virtiofsd), the initramfs' static busybox, and the tools that unpack a kernel package.
@@ -81,6 +87,9 @@ pub fn ensure() -> Result<()> {
     // A dynamic module, no command of its own: checked by the file the lab loads.
     if !std::path::Path::new(NGINX_STREAM_MODULE).exists() {
         pkgs.push("libnginx-mod-stream");
+    }
+    if !std::path::Path::new(LIBBPF_HEADER).exists() {
+        pkgs.push("libbpf-dev");
     }
     if pkgs.is_empty() {
         return Ok(());

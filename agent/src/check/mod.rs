@@ -8,6 +8,7 @@
 mod destroy;
 mod endpoint;
 mod host;
+mod interrupt;
 mod probe;
 mod row;
 mod running;

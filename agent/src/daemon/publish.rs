@@ -50,6 +50,7 @@ impl Daemon {
                 .counts()
                 .map(|(v, n)| (v.label().to_owned(), n))
                 .collect(),
+            fast_probes: self.probe.fast_status(),
             probe_stats: self.probe_stats,
             kernel_error: None,
             sockets: Vec::new(),

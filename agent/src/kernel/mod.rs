@@ -11,4 +11,5 @@ pub mod probe;
 pub mod readers;
 pub mod routes;
 pub mod sockopts;
+pub mod tc;
 pub mod tracefs;

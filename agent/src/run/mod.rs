@@ -159,7 +159,7 @@ fn load_probe(
         dry_run: args.judge.dry_run,
         recover: true,
     };
-    let probe = Probe::load(&cfg)?;
+    let probe = Probe::load(&cfg).map(Probe::without_stale_tc)?;
     if let Err(why) = &probe.pinned {
         tracing::info!(reason = %why, "what lifeline changes on sockets is not kept for the next start: after a crash they keep its values until they close");
     }

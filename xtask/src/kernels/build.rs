@@ -79,7 +79,7 @@ fn executables(json: &str) -> Vec<(String, PathBuf)> {
 
 /// Modules the lab needs that are not built into Debian's cloud kernels.
 const MODULES: &str = "inet_diag tcp_diag udp_diag raw_diag veth bridge nf_tables nft_counter \
-                       nft_ct nft_numgen nft_reject_inet nf_conntrack_bridge\n";
+                       nft_ct nft_numgen nft_reject_inet nf_conntrack_bridge sch_ingress cls_bpf\n";
 const RUNNER: &str = include_str!("../../guest/run.sh");
 /// Tests at once in a guest (they mostly wait; 2 vCPUs).
 const PARALLEL: u32 = 2;

@@ -80,10 +80,18 @@ pub const SERIES: [Series; 5] = [
 /// The lab subset run in every guest: every kernel-dependent path (`lifeline_common::
 /// features`) and the watch model, longest first so two at a time finish together.
 /// (test binary, test name).
-pub const TESTS: [(&str, &str); 14] = [
+pub const TESTS: [(&str, &str); 18] = [
     (
         "dry_run",
         "dry_run_never_aborts_sooner_than_the_applications_own_settings",
+    ),
+    (
+        "tc_neighbour",
+        "a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_says_so",
+    ),
+    (
+        "tc_leftovers",
+        "a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop",
     ),
     ("idle", "idle_long_poll_blackholed_is_killed_as_silent"),
     (
@@ -116,6 +124,14 @@ pub const TESTS: [(&str, &str); 14] = [
     ),
     ("blackhole", "blackhole_is_killed"),
     ("blackhole", "blackhole_v6_is_killed"),
+    (
+        "tc_neighbour",
+        "neighbours_attached_before_keep_their_verdicts_and_lifeline_s_octets_go_out",
+    ),
+    (
+        "tc_leftovers",
+        "an_interrupted_check_leaves_nothing_on_the_device",
+    ),
 ];
 
 /// `--kernel` values: one series, a comma-separated list, or `all`.

@@ -28,7 +28,7 @@ mod restore;
 mod sockopt;
 mod unanswered;
 mod watch_maps;
-pub use fast::{FastProbes, FastUnavailable};
+pub use fast::{FastProbes, FastState, FastStatus, FastUnavailable, Reach};
 use maps_setup::{armed_keepalive, configure, load_iter, raise_memlock};
 pub use object::object;
 pub use restore::RestoreSummary;

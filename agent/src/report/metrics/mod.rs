@@ -4,6 +4,7 @@
 //! endpoint refreshers through their own counter; the socket gauges and the probe's counters
 //! follow the daemon's status snapshots; the servers' refusals through their gates.
 
+mod fast;
 pub mod http;
 pub mod probe;
 pub mod servers;
@@ -20,7 +21,7 @@ use crate::{
     act::Counts,
     report::{
         gate::Gate,
-        metrics::{probe::ProbeCounters, servers::ServerCounters},
+        metrics::{fast::FastGauge, probe::ProbeCounters, servers::ServerCounters},
         status::Snapshot,
     },
 };
@@ -48,6 +49,7 @@ struct Inner {
     counts: Counts,
     dns_failures: Counter,
     probe: ProbeCounters,
+    fast: FastGauge,
     servers: ServerCounters,
 }
 
@@ -111,6 +113,8 @@ impl Metrics {
             counts.latency.clone(),
         );
         r.register_collector(Box::new(probe.clone()));
+        let fast = FastGauge::default();
+        fast.register(&mut r);
         let servers = ServerCounters::default();
         servers.register(&mut r);
         Self(Arc::new(Inner {
@@ -122,6 +126,7 @@ impl Metrics {
             counts,
             dns_failures,
             probe,
+            fast,
             servers,
         }))
     }
@@ -159,6 +164,7 @@ impl Metrics {
     pub fn observe(&self, s: &Snapshot, seen: &mut HashSet<String>) {
         let m = &*self.0;
         m.probe.observe(&s.probe_stats, s.capacity.inbox_dropped);
+        m.fast.observe(&s.fast_probes);
         m.watched.set(i64::try_from(s.watched).unwrap_or(i64::MAX));
         m.path_down.set(i64::from(s.path_down_ms.is_some()));
         seen.extend(s.verdicts.keys().cloned());

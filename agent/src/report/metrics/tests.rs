@@ -98,3 +98,31 @@ fn gauges_and_probe_counters_follow_the_snapshots() {
             .contains("lifeline_sockets{verdict=\"idle\"} 0\n")
     );
 }
+
+#[test]
+fn a_hidden_device_is_1_an_unhidden_one_0_and_a_device_left_drops_out() {
+    let m = Metrics::new();
+    let mut s = Snapshot {
+        fast_probes: serde_json::from_str(
+            r#"{"state":"hidden","devices":[
+            {"device":"eth0","chain":{"kind":"tcx"},"reach":"hidden","seen":0,"sent":9},
+            {"device":"eth1","chain":{"kind":"tcx"},"reach":"out","seen":5,"sent":5}]}"#,
+        )
+        .unwrap(),
+        ..Snapshot::default()
+    };
+    m.observe(&s, &mut HashSet::new());
+    let text = m.encode();
+    assert!(
+        text.contains("lifeline_fast_probes_hidden{device=\"eth0\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("lifeline_fast_probes_hidden{device=\"eth1\"} 0\n"),
+        "{text}"
+    );
+    s.fast_probes.devices.remove(0);
+    m.observe(&s, &mut HashSet::new());
+    let text = m.encode();
+    assert!(!text.contains("device=\"eth0\""), "{text}");
+}

@@ -53,6 +53,11 @@ pub struct Snapshot {
     pub watched: u64,
     #[serde(default)]
     pub verdicts: std::collections::BTreeMap<String, u64>,
+    /// The fast probes: off, unavailable (why), or the devices their tc program is on and
+    /// whether its octets go out there ("hidden": another program ahead of it ends the
+    /// chain).
+    #[serde(default)]
+    pub fast_probes: crate::kernel::probe::FastStatus,
     /// The probe's counters (`STATS`, indexed by `lifeline_common::config::stats`) as read
     /// at the sweep: for the metrics, not part of what `lifeline status` shows.
     #[serde(skip)]

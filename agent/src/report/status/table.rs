@@ -66,6 +66,8 @@ pub fn render(s: &Snapshot) -> String {
         );
     }
     restore_lines(&mut out, s);
+    // Off, unavailable (why), on which devices, or hidden by another program on one.
+    let _ = writeln!(out, "{}", s.fast_probes);
     if s.holds > 0 {
         let _ = writeln!(out, "kills held (no healthy endpoint): {}", s.holds);
     }

@@ -93,3 +93,21 @@ fn losses_are_warnings_and_skipped_connects_a_plain_line() {
         "{table}"
     );
 }
+
+#[test]
+fn the_fast_probes_line_names_a_hidden_device() {
+    let mut s = snapshot(&[]);
+    assert!(
+        render(&s).contains("\nfast probes: off (--fast-probes off)\n"),
+        "an older daemon's answer without the field reads as off"
+    );
+    s.fast_probes = serde_json::from_str(
+        r#"{"state":"hidden","devices":[{"device":"eth0","chain":{"kind":"tcx"},"reach":"hidden","seen":0,"sent":9}]}"#,
+    )
+    .unwrap();
+    let table = render(&s);
+    assert!(
+        table.contains("\nfast probes hidden by another program on eth0 (tcx, first: the program saw none of the 9 packets eth0 sent;"),
+        "{table}"
+    );
+}
