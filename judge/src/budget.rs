@@ -7,8 +7,10 @@
 use std::{
     collections::{HashMap, VecDeque},
     fmt,
-    time::{Duration, Instant},
+    time::Duration,
 };
+
+use super::Mono;
 
 /// The target whose kill budget a kill spends: the most specific that selects the socket
 /// (a target cgroup holding its cgroup, then its process name, then the endpoint's clients).
@@ -61,7 +63,7 @@ const MINUTE: Duration = Duration::from_mins(1);
 /// One sliding-minute kill budget per target, each `max` kills.
 pub(super) struct KillBudgets {
     max: usize,
-    spent: HashMap<Budget, VecDeque<Instant>>,
+    spent: HashMap<Budget, VecDeque<Mono>>,
 }
 
 impl KillBudgets {
@@ -73,7 +75,7 @@ impl KillBudgets {
     }
 
     /// Takes one kill from `budget` at `now`, or says it is spent.
-    pub(super) fn try_take(&mut self, budget: &Budget, now: Instant) -> bool {
+    pub(super) fn try_take(&mut self, budget: &Budget, now: Mono) -> bool {
         // Forget what aged out everywhere, so the map holds only the last minute's targets.
         self.spent.retain(|_, times| {
             while times
@@ -100,7 +102,7 @@ mod tests {
     #[test]
     fn each_target_has_its_own_sliding_minute() {
         let mut b = KillBudgets::new(2);
-        let t0 = Instant::now();
+        let t0 = Mono::from_secs(100);
         let noisy = Budget::Comm("noisy".into());
         let kubelet = Budget::Cgroup("/system.slice/kubelet.service".into());
         assert!(b.try_take(&noisy, t0));

@@ -4,16 +4,18 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::{Cookie, Mono};
+
 #[derive(Debug, Default)]
 pub(crate) struct DueQueue {
-    /// (due time in `CLOCK_MONOTONIC` ns, cookie), ordered.
-    order: BTreeSet<(u64, u64)>,
-    at: HashMap<u64, u64>,
+    /// (due time, cookie), ordered.
+    order: BTreeSet<(Mono, Cookie)>,
+    at: HashMap<Cookie, Mono>,
 }
 
 impl DueQueue {
     /// Due at `t` (replacing any earlier or later time).
-    pub fn set(&mut self, cookie: u64, t: u64) {
+    pub fn set(&mut self, cookie: Cookie, t: Mono) {
         if let Some(old) = self.at.insert(cookie, t) {
             self.order.remove(&(old, cookie));
         }
@@ -21,32 +23,34 @@ impl DueQueue {
     }
 
     /// Due at `t`, or at the time already set if that is earlier.
-    pub fn set_earlier(&mut self, cookie: u64, t: u64) {
+    pub fn set_earlier(&mut self, cookie: Cookie, t: Mono) {
         if self.at.get(&cookie).is_none_or(|old| t < *old) {
             self.set(cookie, t);
         }
     }
 
-    pub fn remove(&mut self, cookie: u64) {
+    pub fn remove(&mut self, cookie: Cookie) {
         if let Some(old) = self.at.remove(&cookie) {
             self.order.remove(&(old, cookie));
         }
     }
 
     #[must_use]
-    pub fn get(&self, cookie: u64) -> Option<u64> {
+    pub fn get(&self, cookie: Cookie) -> Option<Mono> {
         self.at.get(&cookie).copied()
     }
 
     /// Every cookie due at `now` or before, earliest first; they stay queued until
     /// rescheduled or removed.
-    pub fn due(&self, now: u64) -> impl Iterator<Item = u64> + '_ {
-        self.order.range(..=(now, u64::MAX)).map(|(_, c)| *c)
+    pub fn due(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
+        self.order
+            .range(..=(now, Cookie(u64::MAX)))
+            .map(|(_, c)| *c)
     }
 
     /// The earliest due time.
     #[must_use]
-    pub fn first(&self) -> Option<u64> {
+    pub fn first(&self) -> Option<Mono> {
         self.order.first().map(|(t, _)| *t)
     }
 
@@ -64,19 +68,26 @@ mod tests {
     #[test]
     fn earliest_first_one_time_per_cookie() {
         let mut q = DueQueue::default();
-        q.set(1, 30);
-        q.set(2, 10);
-        q.set(3, 20);
-        q.set(1, 5);
-        assert_eq!(q.due(15).collect::<Vec<_>>(), [1, 2]);
-        assert_eq!(q.first(), Some(5));
-        q.set_earlier(2, 50);
-        assert_eq!(q.get(2), Some(10), "a later time does not postpone");
-        q.set_earlier(3, 1);
-        assert_eq!(q.due(1).collect::<Vec<_>>(), [3]);
-        q.remove(3);
-        q.remove(1);
-        assert_eq!(q.due(u64::MAX).collect::<Vec<_>>(), [2]);
+        q.set(Cookie(1), Mono::from_nanos(30));
+        q.set(Cookie(2), Mono::from_nanos(10));
+        q.set(Cookie(3), Mono::from_nanos(20));
+        q.set(Cookie(1), Mono::from_nanos(5));
+        assert_eq!(
+            q.due(Mono::from_nanos(15)).collect::<Vec<_>>(),
+            [Cookie(1), Cookie(2)]
+        );
+        assert_eq!(q.first(), Some(Mono::from_nanos(5)));
+        q.set_earlier(Cookie(2), Mono::from_nanos(50));
+        assert_eq!(
+            q.get(Cookie(2)),
+            Some(Mono::from_nanos(10)),
+            "a later time does not postpone"
+        );
+        q.set_earlier(Cookie(3), Mono::from_nanos(1));
+        assert_eq!(q.due(Mono::from_nanos(1)).collect::<Vec<_>>(), [Cookie(3)]);
+        q.remove(Cookie(3));
+        q.remove(Cookie(1));
+        assert_eq!(q.due(Mono::MAX).collect::<Vec<_>>(), [Cookie(2)]);
         assert_eq!(q.len(), 1);
     }
 }

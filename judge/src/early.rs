@@ -11,11 +11,9 @@
 //! answers keeps the slow migration. It still passes the guard (a current address must
 //! accept) and the kill budget like every kill.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lifeline_common::SockState;
-
-use super::{Judge, TcpInfo};
+use super::{Cookie, Judge, Mono, Record, TcpInfo};
 
 /// An early migration happens within this of the look that found it due: enough to keep a
 /// node's sockets of one endpoint from re-dialling in the same millisecond, small beside the
@@ -55,11 +53,7 @@ impl Trouble {
 /// <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>), so half an
 /// interval beyond that is a round trip no healthy path takes.
 #[must_use]
-pub fn trouble(
-    info: &TcpInfo,
-    rec: &SockState,
-    want: &lifeline_common::Keepalive,
-) -> Option<Trouble> {
+pub fn trouble(info: &TcpInfo, rec: &Record, want: &lifeline_common::Keepalive) -> Option<Trouble> {
     if info.unacked > 0 && info.retransmits > 0 {
         return Some(Trouble::Retransmitting);
     }
@@ -79,10 +73,10 @@ impl Judge {
     /// trouble, and forgotten when a look finds it over.
     pub(super) fn early_due(
         &mut self,
-        cookie: u64,
+        cookie: Cookie,
         trouble: Option<Trouble>,
-        at: Instant,
-    ) -> Option<(Trouble, Instant)> {
+        at: Mono,
+    ) -> Option<(Trouble, Mono)> {
         let Some(t) = trouble else {
             self.early.remove(&cookie);
             return None;

@@ -2,10 +2,11 @@
 //! orphaned peer (its address left the endpoint's address set for longer than the grace). Both
 //! only for the endpoint's own sockets (`Socket::member`, the fact `endpoint::Members` keeps).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{
-    Judge, Membership, ProbeAsk, Reason, Socket, TcpInfo, Verdict, early, evidence::SLACK, life,
+    Cookie, Judge, Membership, Mono, ProbeAsk, Reason, Socket, TcpInfo, Verdict, early,
+    evidence::SLACK, life,
 };
 
 /// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
@@ -27,10 +28,10 @@ impl Seed {
     /// number generators", OOPSLA 2014; constants from <https://prng.di.unimi.it/splitmix64.c>):
     /// consecutive cookies land far apart, and the value is the same on every Rust release.
     #[must_use]
-    pub fn jitter(self, cookie: u64, max: Duration) -> Duration {
+    pub fn jitter(self, cookie: Cookie, max: Duration) -> Duration {
         let mut z = self
             .0
-            .wrapping_add(cookie.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            .wrapping_add(cookie.0.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
@@ -53,13 +54,13 @@ pub(crate) struct EndpointCall {
 
 impl Judge {
     /// How long after its peer was found dead a socket is killed (within `DEAD_PEER_JITTER`).
-    pub(super) fn dead_peer_delay(&self, cookie: u64) -> Duration {
+    pub(super) fn dead_peer_delay(&self, cookie: Cookie) -> Duration {
         self.settings.seed.jitter(cookie, DEAD_PEER_JITTER)
     }
 
     /// When the orphan `cookie` is due to migrate: a random point of `--migrate-spread`
     /// after it was first found orphaned, fixed from then on.
-    pub(super) fn migration_time(&mut self, cookie: u64, at: Instant) -> Instant {
+    pub(super) fn migration_time(&mut self, cookie: Cookie, at: Mono) -> Mono {
         let (spread, seed) = (self.settings.spread, self.settings.seed);
         *self
             .migrations
@@ -73,7 +74,7 @@ impl Judge {
         s: &Socket<'_>,
         verdict: Verdict,
         info: Option<&TcpInfo>,
-        at: Instant,
+        at: Mono,
     ) -> EndpointCall {
         let mut call = EndpointCall::default();
         // DNS and the peer probe judge the endpoint's own sockets only; any other socket on
@@ -83,7 +84,7 @@ impl Judge {
         };
         // First sign of trouble: an RTO or retransmission with no ACK progress since (the
         // probe clears it on progress), or keepalive probes out unanswered.
-        let trouble = verdict != Verdict::Healthy && s.rec.trouble_ns != 0
+        let trouble = verdict != Verdict::Healthy && s.rec.trouble.is_some()
             || info.is_some_and(|i| i.probes > 0 || i.unacked > 0 && i.retransmits > 0);
         // How long the peer has been out of the endpoint's answers, when it is.
         let left = match standing {
@@ -144,7 +145,7 @@ impl Judge {
                     return call;
                 }
                 call.wake = Some(call.wake.unwrap_or(FAR).min(due - at));
-            } else if s.rec.trouble_ns != 0 && i.unacked > 0 {
+            } else if s.rec.trouble.is_some() && i.unacked > 0 {
                 // Retransmitting (the record's episode) but no RTO yet (a tail loss probe
                 // came first): one is due within the RTO, and brings no news of its own.
                 call.wake = Some(call.wake.unwrap_or(FAR).min(QUIET_RECHECK));

@@ -3,15 +3,9 @@
 //! minute, `--dry-run`, and `--action restart` (for the unit's own sockets only). Outcomes
 //! come back typed and feed the backoff and the escalation.
 
-use std::{
-    borrow::Cow,
-    collections::HashMap,
-    time::{Duration, Instant},
-};
+use std::{borrow::Cow, collections::HashMap, time::Duration};
 
-use lifeline_common::SockState;
-
-use super::{Judge, TcpInfo, Verdict};
+use super::{Cookie, Judge, Mono, Record, TcpInfo, Verdict};
 
 /// Why a socket is to be killed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,7 +24,7 @@ pub enum Reason {
     /// before the probe began.
     DeadPeer {
         endpoint: Option<String>,
-        probe_started: Instant,
+        probe_started: Mono,
     },
 }
 
@@ -66,10 +60,8 @@ impl Reason {
 /// A confirmed reason to kill one socket, with its evidence.
 #[derive(Clone, Debug)]
 pub struct Kill {
-    pub cookie: u64,
-    /// The sweep's clock (`CLOCK_MONOTONIC` ns), to age the record's times.
-    pub now_ns: u64,
-    pub rec: SockState,
+    pub cookie: Cookie,
+    pub rec: Record,
     pub info: TcpInfo,
     pub reason: Reason,
     /// When the evidence was confirmed, the socket's last sign of life then, and when the
@@ -131,7 +123,7 @@ impl Outcome {
 /// per socket after any attempt that did not end it (5 s doubling to 5 min).
 pub(super) struct Gate {
     budgets: KillBudgets,
-    backoff: HashMap<u64, (Instant, Duration)>,
+    backoff: HashMap<Cookie, (Mono, Duration)>,
     pub kills: u64,
 }
 
@@ -147,11 +139,11 @@ impl Gate {
         }
     }
 
-    pub(super) fn retain(&mut self, live: impl Fn(u64) -> bool) {
+    pub(super) fn retain(&mut self, live: impl Fn(Cookie) -> bool) {
         self.backoff.retain(|c, _| live(*c));
     }
 
-    pub(super) fn backoff_cookies(&self) -> impl Iterator<Item = &u64> {
+    pub(super) fn backoff_cookies(&self) -> impl Iterator<Item = &Cookie> {
         self.backoff.keys()
     }
 }
@@ -160,7 +152,7 @@ impl Judge {
     /// Still backing off after an earlier attempt on this socket: nothing to do or say (the
     /// daemon skips finding out whose it is).
     #[must_use]
-    pub fn quiet(&self, cookie: u64, at: Instant) -> bool {
+    pub fn quiet(&self, cookie: Cookie, at: Mono) -> bool {
         self.gate
             .backoff
             .get(&cookie)
@@ -169,7 +161,7 @@ impl Judge {
 
     /// The action for a confirmed kill. `endpoint_healthy`: the guard's answer for this
     /// batch (`true` without a configured endpoint).
-    pub(crate) fn gate(&mut self, kill: &Kill, endpoint_healthy: bool, at: Instant) -> Action {
+    pub(crate) fn gate(&mut self, kill: &Kill, endpoint_healthy: bool, at: Mono) -> Action {
         if self.quiet(kill.cookie, at) {
             return Action::Quiet;
         }
@@ -205,7 +197,7 @@ impl Judge {
         &mut self,
         kill: &Kill,
         outcome: &Outcome,
-        at: Instant,
+        at: Mono,
     ) -> Option<super::RestartRequest> {
         match outcome {
             Outcome::Killed => self.gate.kills += 1,
@@ -215,7 +207,7 @@ impl Judge {
         self.escalation.as_mut()?.after_outcome(kill, outcome, at)
     }
 
-    fn back_off(&mut self, cookie: u64, at: Instant) {
+    fn back_off(&mut self, cookie: Cookie, at: Mono) {
         let delay = self
             .gate
             .backoff

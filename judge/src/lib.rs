@@ -28,19 +28,19 @@ pub mod idle;
 mod inputs;
 mod look;
 mod path;
+mod record;
 mod stall;
 mod stall_rule;
 mod surface;
 mod tally;
 mod ticket;
+mod time;
 pub mod verdict;
 
 use std::{
     collections::{HashMap, HashSet},
-    time::{Duration, Instant},
+    time::Duration,
 };
-
-use lifeline_common::SockState;
 
 pub use budget::{Budget, UnitOwned, Whose};
 pub use early::Trouble;
@@ -48,11 +48,15 @@ pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
 pub use evidence::{DeadPeer, Evidence, PeerProbe, ProbeAsk, SLACK, life};
 pub use gate::{Action, Kill, Outcome, Reason};
-pub use inputs::{ActionMode, Membership, Read, Seen, Socket, TcpInfo, age_ms};
+pub use inputs::{ActionMode, Membership, Read, Seen, Socket, TcpInfo};
 pub use path::{FRESH_PROBES, FRESH_RTOS};
+pub use record::{
+    Adoption, Arming, Comm, Deferred, Errno, LinearTimeouts, Origin, Record, TcpState,
+};
 pub use stall_rule::Stall;
 pub use surface::{Decision, Look, SweepEnd};
 pub use ticket::Stage;
+pub use time::{Cookie, Mono};
 pub use verdict::Verdict;
 
 /// Everything the rules depend on, fixed at start from the flags and the config file.
@@ -88,14 +92,14 @@ pub struct Judge {
     idle: idle::IdleWatch,
     stall: stall::StallWatch,
     /// Stalled or silent in the previous sweep: a kill needs two looks in a row.
-    seen_dead: HashSet<u64>,
-    dead_now: HashSet<u64>,
+    seen_dead: HashSet<Cookie>,
+    dead_now: HashSet<Cookie>,
     /// When each orphaned socket is due to be migrated.
-    migrations: HashMap<u64, Instant>,
+    migrations: HashMap<Cookie, Mono>,
     /// When each socket whose peer left and whose round trip failed migrates (`early.rs`).
-    early: HashMap<u64, Instant>,
+    early: HashMap<Cookie, Mono>,
     /// Orphans already reported under `--on-orphan log`.
-    orphans_logged: HashSet<u64>,
+    orphans_logged: HashSet<Cookie>,
     gate: gate::Gate,
     escalation: Option<Escalation>,
     /// Each socket's verdict from its last look, and the count per verdict.
@@ -142,7 +146,7 @@ impl Judge {
     }
 
     /// Everything kept about a socket that is gone.
-    pub fn forget(&mut self, cookie: u64) {
+    pub fn forget(&mut self, cookie: Cookie) {
         self.seen_dead.remove(&cookie);
         self.dead_now.remove(&cookie);
         self.gate.retain(|c| c != cookie);
@@ -158,37 +162,36 @@ impl Judge {
         }
     }
 
-    /// Sockets a rule has business with at `now_ns` whatever the news: a dead verdict
+    /// Sockets a rule has business with at `now` whatever the news: a dead verdict
     /// awaiting its confirming look, a migration due, a kill backing off, a look the idle
     /// rules scheduled, a healthy socket whose record turns idle (the counts). The sweep
     /// visits them all.
-    pub fn due(&self, now_ns: u64) -> impl Iterator<Item = u64> + '_ {
+    pub fn due(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
         self.seen_dead
             .iter()
             .chain(self.migrations.keys())
             .chain(self.early.keys())
             .chain(self.gate.backoff_cookies())
             .copied()
-            .chain(self.idle.due_now(now_ns))
-            .chain(self.tally.settle.due(now_ns))
+            .chain(self.idle.due_now(now))
+            .chain(self.tally.settle.due(now))
     }
 
     /// Whether a record with a trouble episode still needs visiting: no look has found the
     /// episode over (nothing outstanding).
     #[must_use]
-    pub fn in_trouble(&self, cookie: u64, rec: &SockState, now_ns: u64) -> bool {
-        rec.trouble_ns != 0
-            && self.stall.held(cookie, rec.trouble_ns, now_ns) != Some(Verdict::Idle)
+    pub fn in_trouble(&self, cookie: Cookie, rec: &Record, now: Mono) -> bool {
+        rec.trouble
+            .is_some_and(|t| self.stall.held(cookie, t, now) != Some(Verdict::Idle))
     }
 
     /// The verdict `lifeline status` shows for a socket not visited in the last sweep: the
     /// record's, or the last look's while it holds.
     #[must_use]
-    pub(crate) fn between(&self, cookie: u64, rec: &SockState, now_ns: u64) -> Verdict {
-        let from_record = verdict::from_record(rec, now_ns, self.settings.stall);
-        (rec.trouble_ns != 0)
-            .then(|| self.stall.held(cookie, rec.trouble_ns, now_ns))
-            .flatten()
+    pub(crate) fn between(&self, cookie: Cookie, rec: &Record, now: Mono) -> Verdict {
+        let from_record = verdict::from_record(rec, now, self.settings.stall);
+        rec.trouble
+            .and_then(|t| self.stall.held(cookie, t, now))
             .unwrap_or(from_record)
     }
 }

@@ -4,10 +4,8 @@
 //! recovery (no callback per ACK), so a look that finds the socket well holds until a stall
 //! is possible again (`stall.rs`).
 
-use std::time::Instant;
-
 use super::{
-    Judge, Membership, Read, Socket, TcpInfo, life,
+    Cookie, Judge, Membership, Mono, Read, Socket, TcpInfo, life,
     verdict::{self, Verdict},
 };
 
@@ -22,28 +20,27 @@ struct Nomination {
 }
 
 impl Judge {
-    fn nominate(&self, s: &Socket<'_>, now_ns: u64) -> Nomination {
-        let from_record = verdict::from_record(s.rec, now_ns, self.settings.stall);
-        let between = self.between(s.cookie, s.rec, now_ns);
-        let held = s.rec.trouble_ns != 0
-            && self
-                .stall
-                .held(s.cookie, s.rec.trouble_ns, now_ns)
-                .is_some();
+    fn nominate(&self, s: &Socket<'_>, now: Mono) -> Nomination {
+        let from_record = verdict::from_record(s.rec, now, self.settings.stall);
+        let between = self.between(s.cookie, s.rec, now);
+        let held = s
+            .rec
+            .trouble
+            .is_some_and(|t| self.stall.held(s.cookie, t, now).is_some());
         Nomination {
             between,
             stall: !held && from_record == Verdict::Stalled,
             idle: !s.polled
                 && matches!(between, Verdict::Idle | Verdict::Healthy)
-                && self.idle.due(s.cookie, s.rec, now_ns),
+                && self.idle.due(s.cookie, s.rec, now),
         }
     }
 
     /// Whether the socket's `tcp_info` must be read this sweep: the record nominates it,
     /// or it is idle long enough to be due a keepalive look, or it is polled, or an
     /// endpoint rule is due (a dead peer's jitter has passed, an orphan's migration is due).
-    pub fn wants_info(&mut self, s: &Socket<'_>, now_ns: u64, at: Instant) -> bool {
-        let n = self.nominate(s, now_ns);
+    pub fn wants_info(&mut self, s: &Socket<'_>, at: Mono) -> bool {
+        let n = self.nominate(s, at);
         s.polled
             || n.stall
             || n.idle
@@ -54,7 +51,7 @@ impl Judge {
             || self.settings.migrate && left(s)
     }
 
-    fn migration_due(&mut self, s: &Socket<'_>, at: Instant) -> bool {
+    fn migration_due(&mut self, s: &Socket<'_>, at: Mono) -> bool {
         matches!(s.member, Some((_, Membership::Orphaned { .. })))
             && self.settings.migrate
             && at >= self.migration_time(s.cookie, at)
@@ -68,10 +65,9 @@ impl Judge {
         &mut self,
         s: &Socket<'_>,
         read: Option<&Read>,
-        now_ns: u64,
-        at: Instant,
+        at: Mono,
     ) -> Option<(Verdict, Option<TcpInfo>)> {
-        let n = self.nominate(s, now_ns);
+        let n = self.nominate(s, at);
         let info = match read {
             Some(Read::Gone) => return None,
             Some(Read::Info(i)) => Some(*i),
@@ -79,7 +75,7 @@ impl Judge {
         };
         if !(s.polled || n.idle || n.stall) {
             if let Some(i) = &info {
-                self.idle.looked(s.cookie, i, now_ns);
+                self.idle.looked(s.cookie, i, at);
             }
             return Some((n.between, info));
         }
@@ -89,10 +85,9 @@ impl Judge {
         let kernel = verdict::from_info(&i, self.settings.stall, self.idle.silent);
         let kernel = self.path.fresh(s.cookie, &i, life(&i, at), kernel);
         // Whatever the look was for, it says when silence is possible at the earliest.
-        self.idle.looked(s.cookie, &i, now_ns);
-        if s.rec.trouble_ns != 0 && !s.polled {
-            self.stall
-                .looked(s.cookie, s.rec.trouble_ns, &i, kernel, now_ns);
+        self.idle.looked(s.cookie, &i, at);
+        if let (Some(trouble), false) = (s.rec.trouble, s.polled) {
+            self.stall.looked(s.cookie, trouble, &i, kernel, at);
         }
         let v = match kernel {
             _ if s.polled => kernel,
@@ -112,7 +107,12 @@ impl Judge {
 
     /// A dead verdict confirmed by the previous look too (and with the kernel's view).
     #[must_use]
-    pub(crate) fn confirmed(&self, cookie: u64, verdict: Verdict, info: Option<&TcpInfo>) -> bool {
+    pub(crate) fn confirmed(
+        &self,
+        cookie: Cookie,
+        verdict: Verdict,
+        info: Option<&TcpInfo>,
+    ) -> bool {
         verdict.is_dead() && info.is_some() && self.seen_dead.contains(&cookie)
     }
 }

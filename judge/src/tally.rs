@@ -6,16 +6,15 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use lifeline_common::SockState;
-
 use super::{
+    Cookie, Record,
     due::DueQueue,
     verdict::{self, Verdict},
 };
 
 #[derive(Default)]
 pub(crate) struct Tally {
-    verdicts: HashMap<u64, Verdict>,
+    verdicts: HashMap<Cookie, Verdict>,
     counts: [u64; Verdict::ALL.len()],
     /// Healthy sockets, due when their record turns idle.
     pub settle: DueQueue,
@@ -23,7 +22,7 @@ pub(crate) struct Tally {
 
 impl Tally {
     /// The verdict of a look.
-    pub fn set(&mut self, cookie: u64, v: Verdict, rec: &SockState, stall: Duration) {
+    pub fn set(&mut self, cookie: Cookie, v: Verdict, rec: &Record, stall: Duration) {
         if let Some(old) = self.verdicts.insert(cookie, v) {
             self.counts[old.index()] -= 1;
         }
@@ -34,7 +33,7 @@ impl Tally {
         }
     }
 
-    pub fn remove(&mut self, cookie: u64) {
+    pub fn remove(&mut self, cookie: Cookie) {
         if let Some(old) = self.verdicts.remove(&cookie) {
             self.counts[old.index()] -= 1;
         }
@@ -42,7 +41,7 @@ impl Tally {
     }
 
     #[must_use]
-    pub fn get(&self, cookie: u64) -> Option<Verdict> {
+    pub fn get(&self, cookie: Cookie) -> Option<Verdict> {
         self.verdicts.get(&cookie).copied()
     }
 
@@ -57,35 +56,36 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const S: u64 = 1_000_000_000;
+    use crate::{Mono, TcpState};
 
     #[test]
     fn counts_follow_changes_and_healthy_is_queued_to_settle() {
         let mut t = Tally::default();
-        let rec = SockState {
-            state: 1, // ESTABLISHED
-            last_ack_ns: 100 * S,
-            ..SockState::default()
+        let rec = Record {
+            state: TcpState::Established,
+            last_ack: Mono::from_secs(100),
+            ..Record::default()
         };
         let stall = crate::Stall::new(Duration::from_secs(10), 8);
-        t.set(1, Verdict::Healthy, &rec, stall.after);
-        t.set(2, Verdict::Healthy, &rec, stall.after);
-        assert_eq!(t.settle.due(110 * S).collect::<Vec<_>>(), [1, 2]);
+        let (one, two) = (Cookie(1), Cookie(2));
+        t.set(one, Verdict::Healthy, &rec, stall.after);
+        t.set(two, Verdict::Healthy, &rec, stall.after);
+        let at = Mono::from_secs(110);
+        assert_eq!(t.settle.due(at).collect::<Vec<_>>(), [one, two]);
         assert_eq!(
-            verdict::from_record(&rec, 110 * S, stall),
+            verdict::from_record(&rec, at, stall),
             Verdict::Idle,
             "due exactly when the record's rule says idle"
         );
         assert_eq!(
-            verdict::from_record(&rec, 110 * S - 1, stall),
+            verdict::from_record(&rec, Mono::from_nanos(at.as_nanos() - 1), stall),
             Verdict::Healthy
         );
-        t.set(1, Verdict::Idle, &rec, stall.after);
-        t.remove(2);
+        t.set(one, Verdict::Idle, &rec, stall.after);
+        t.remove(two);
         let counts: Vec<_> = t.counts().filter(|(_, n)| *n > 0).collect();
         assert_eq!(counts, [(Verdict::Idle, 1)]);
         assert_eq!(t.settle.len(), 0);
-        assert_eq!(t.get(1), Some(Verdict::Idle));
+        assert_eq!(t.get(one), Some(Verdict::Idle));
     }
 }

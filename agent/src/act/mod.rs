@@ -21,7 +21,7 @@ use crate::{
 /// `Action::Quiet` and `Action::Restart` are not carried out here.
 pub fn execute(diag: &mut SockDiag, kill: &Kill, action: Action) -> Option<Outcome> {
     Some(match action {
-        Action::Kill => destroyed(diag.destroy(kill.rec.local(), kill.rec.peer(), kill.cookie)),
+        Action::Kill => destroyed(diag.destroy(kill.rec.local, kill.rec.peer, kill.cookie.0)),
         Action::DryRun => Outcome::DryRun,
         Action::RateLimited => Outcome::RateLimited,
         Action::Hold => Outcome::Held,

@@ -9,13 +9,10 @@
 
 use std::{collections::HashSet, path::Path};
 
-use lifeline_common::{
-    SockState,
-    watch::{BY_COMM, BY_ENDPOINT},
-};
+use lifeline_common::watch::{BY_COMM, BY_ENDPOINT};
 
 use crate::{
-    judge::{Budget, UnitOwned, Whose},
+    judge::{Budget, Record, UnitOwned, Whose},
     settings::Targets,
     watch::cgroup,
 };
@@ -47,7 +44,7 @@ impl Scopes {
     /// Whose the socket with record `rec` is; `cgroup_id`: its cgroup from `sock_diag`,
     /// None when it could not be read (the socket closed, an old kernel).
     #[must_use]
-    pub fn whose(&self, cgroup_id: Option<u64>, rec: &SockState) -> Whose {
+    pub fn whose(&self, cgroup_id: Option<u64>, rec: &Record) -> Whose {
         let in_target = cgroup_id.and_then(|id| {
             self.targets
                 .iter()
@@ -80,12 +77,12 @@ mod tests {
 
     use super::*;
 
-    fn rec(comm: &str, reasons: u32) -> SockState {
-        let mut r = SockState {
+    fn rec(comm: &str, reasons: u32) -> Record {
+        let mut r = Record {
             reasons,
-            ..SockState::default()
+            ..Record::default()
         };
-        r.owner_comm[..comm.len()].copy_from_slice(comm.as_bytes());
+        r.owner_comm.0[..comm.len()].copy_from_slice(comm.as_bytes());
         r
     }
 

@@ -7,20 +7,16 @@
 //! deferral is one log line with its evidence (target `lifeline::defer`), beside the
 //! decision's own (`outcome: dry-run` or `held`).
 
-use std::{collections::HashMap, time::Instant};
+use std::collections::HashMap;
 
-use lifeline_common::{
-    Keepalive, SockState,
-    keepalive::{KA_OFF, ka_armed},
-    restore::Defer,
-};
+use lifeline_common::{Keepalive, restore::Defer};
 
 use super::{
     Daemon,
     defer_log::{Observe, Say},
 };
 use crate::judge::{
-    Read, TcpInfo,
+    Arming, Cookie, Mono, Read, Record, TcpInfo,
     defer::{self, App},
 };
 
@@ -34,10 +30,10 @@ pub struct Deferrals {
     /// `--silent-probes`: a socket is deferred once its evidence is in (`defer::due_from`).
     pub(super) silent_probes: u8,
     /// Deferred sockets: lifeline's values to bring back, and the application's view.
-    pub(super) deferred: HashMap<u64, (Keepalive, App)>,
+    pub(super) deferred: HashMap<Cookie, (Keepalive, App)>,
     /// To apply at the end of this sweep, with what to say.
-    pub(super) pending: Vec<(u64, Defer, Say)>,
-    pub(super) last_poll: Option<Instant>,
+    pub(super) pending: Vec<(Cookie, Defer, Say)>,
+    pub(super) last_poll: Option<Mono>,
 }
 
 impl Deferrals {
@@ -62,7 +58,7 @@ impl Deferrals {
         }
     }
 
-    pub fn forget(&mut self, cookie: u64) {
+    pub fn forget(&mut self, cookie: Cookie) {
         self.deferred.remove(&cookie);
     }
 
@@ -86,7 +82,7 @@ impl Deferrals {
 impl Daemon {
     /// After a socket's look: defer it when lifeline only observes and its evidence is in,
     /// or bring lifeline's values back when it answers again.
-    pub(super) fn defer_look(&mut self, cookie: u64, rec: &SockState, read: Option<&Read>) {
+    pub(super) fn defer_look(&mut self, cookie: Cookie, rec: &Record, read: Option<&Read>) {
         if let Some(Read::Info(info)) = read {
             self.defer_seen(cookie, rec, info);
         }
@@ -95,7 +91,7 @@ impl Daemon {
     /// What a read of `cookie`'s `tcp_info` means for its deferral: bring lifeline's values
     /// back once it answers; plan again when the application set other values since; defer
     /// it when lifeline only observes and its evidence is in.
-    pub(super) fn defer_seen(&mut self, cookie: u64, rec: &SockState, info: &TcpInfo) {
+    pub(super) fn defer_seen(&mut self, cookie: Cookie, rec: &Record, info: &TcpInfo) {
         let app_now = || self.probe.original(cookie).map(|o| App::from_original(&o));
         let mut ours = rec.keepalive;
         if let Some((was, app)) = self.defer.deferred.get(&cookie).copied() {
@@ -115,9 +111,9 @@ impl Daemon {
             return;
         };
         let from = defer::due_from(d.silent_probes, rec.keepalive.cnt);
-        let silent = u32::from(info.probes) >= from && ka_armed(rec.ka_result);
+        let silent = u32::from(info.probes) >= from && rec.arming.in_force();
         let stalled = info.unacked > 0 && info.retransmits > 0;
-        if !d.possible || !(silent || stalled) || rec.ka_result == KA_OFF {
+        if !d.possible || !(silent || stalled) || rec.arming == Arming::Off {
             return;
         }
         let Some(app) = app_now() else {
@@ -130,7 +126,7 @@ impl Daemon {
         if stalled && plan.user_timeout_ms.is_none() {
             return;
         }
-        tracing::debug!(cookie, mode = mode.label(), "deferral due");
+        tracing::debug!(cookie = cookie.0, mode = mode.label(), "deferral due");
         self.defer.deferred.insert(cookie, (ours, app));
         let say = Say::Deferred {
             mode,
@@ -152,7 +148,7 @@ impl Daemon {
         let ended = self.defer.holding && !holding;
         self.defer.holding = holding;
         if ended && !self.defer.dry_run {
-            let all: Vec<u64> = self.defer.deferred.keys().copied().collect();
+            let all: Vec<Cookie> = self.defer.deferred.keys().copied().collect();
             for c in all {
                 self.resume(c, "the hold ended");
             }
@@ -162,7 +158,7 @@ impl Daemon {
     }
 
     /// Bring lifeline's own values back on `cookie` (at the end of the sweep).
-    pub(super) fn resume(&mut self, cookie: u64, why: &'static str) {
+    pub(super) fn resume(&mut self, cookie: Cookie, why: &'static str) {
         let Some((ours, app)) = self.defer.deferred.remove(&cookie) else {
             return;
         };

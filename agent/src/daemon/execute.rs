@@ -2,8 +2,6 @@
 //! after finding out whose the socket is: its target's kill budget, whether it is
 //! `--restart-unit`'s) and restart requests, and the escalation's check after every sweep.
 
-use std::time::Instant;
-
 use crate::{
     act::{self, owner::Scopes},
     endpoint::guard,
@@ -28,7 +26,7 @@ impl Daemon {
         }
         let mut scopes: Option<Scopes> = None;
         for kill in kills {
-            let at = Instant::now();
+            let at = self.clock.now();
             if self.judge.quiet(kill.cookie, at) || !self.judge.current(kill) {
                 continue; // backing off, or earned again after the path's return
             }
@@ -64,12 +62,12 @@ impl Daemon {
         let Some(f) = self.follow.as_mut() else {
             return guard::Verdict::Go;
         };
-        let started = match f.guard.before(!f.endpoints.is_empty(), Instant::now()) {
+        let started = match f.guard.before(!f.endpoints.is_empty(), self.clock.now()) {
             guard::Step::Known(v) => return v,
-            guard::Step::Check => Instant::now(),
+            guard::Step::Check => self.clock.now(),
         };
         let accepted = f.endpoints.any_accepts().await;
-        let verdict = f.guard.after(accepted.is_some(), Instant::now());
+        let verdict = f.guard.after(accepted.is_some(), self.clock.now());
         match accepted {
             Some(via) => {
                 self.heard(via, started);
@@ -85,18 +83,18 @@ impl Daemon {
     fn still_dead(&mut self, kill: &Kill) -> Option<Fresh> {
         let read = self
             .diag
-            .get(kill.rec.local(), kill.rec.peer(), kill.cookie)
+            .get(kill.rec.local, kill.rec.peer, kill.cookie.0)
             .ok()
             .flatten();
         if let (Some(i), true) = (
             read.as_ref().and_then(|d| d.info),
             kill.reason.rests_on_silence(),
         ) {
-            let now = Instant::now();
+            let now = self.clock.now();
             let life = crate::judge::life(&i, now);
             if !kill.evidence.holds(life) {
-                tracing::info!(peer = %kill.rec.peer(), local = %kill.rec.local(), verdict = kill.reason.verdict(),
-                    life_age_ms = u64::try_from(now.saturating_duration_since(life).as_millis()).unwrap_or(u64::MAX),
+                tracing::info!(peer = %kill.rec.peer, local = %kill.rec.local, verdict = kill.reason.verdict(),
+                    life_age_ms = u64::try_from((now - life).as_millis()).unwrap_or(u64::MAX),
                     "heard from its peer after the evidence against it: not killed, judged afresh");
                 return None;
             }
@@ -138,7 +136,7 @@ impl Daemon {
                 kill.whose.budget
             )
         };
-        tracing::info!(unit, budget = %kill.whose.budget, peer = %kill.rec.peer(), owner_pid = kill.rec.owner_pid,
+        tracing::info!(unit, budget = %kill.whose.budget, peer = %kill.rec.peer, owner_pid = kill.rec.owner_pid,
             "{is}: their failures are killed (from their own kill budget), never a restart of {unit}");
     }
 

@@ -8,14 +8,12 @@
 //! time apart (at most 2 % of a core, whatever the node), and never closer than the
 //! interval. A phase the agent knows of is dropped at `BOUND_NS` whatever the kernel says.
 
-use std::{
-    collections::HashMap,
-    time::{Duration, Instant},
-};
+use std::{collections::HashMap, time::Duration};
 
 use lifeline_common::poke::BOUND_NS;
 
 use super::Daemon;
+use crate::judge::{Cookie, Mono};
 
 /// Passes are at least this many times their own CPU time apart.
 const SHARE: u32 = 50;
@@ -23,8 +21,8 @@ const SHARE: u32 = 50;
 #[derive(Default)]
 pub struct FastPhases {
     /// Open phases the agent learned of (news of a first unanswered probe), and when.
-    open: HashMap<u64, Instant>,
-    last_pass: Option<Instant>,
+    open: HashMap<Cookie, Mono>,
+    last_pass: Option<Mono>,
     /// The last pass's CPU time.
     last_cost: Duration,
 }
@@ -33,42 +31,44 @@ impl FastPhases {
     /// The kernel opened `cookie`'s phase (its first keepalive probe went unanswered). Its
     /// first poke is due an interval later: when no phase was open, the next pass is
     /// counted from now, not from the last one.
-    pub fn opened(&mut self, cookie: u64, at: Instant) {
+    pub fn opened(&mut self, cookie: Cookie, at: Mono) {
         if self.open.is_empty() {
             self.last_pass = Some(at);
         }
         self.open.entry(cookie).or_insert(at);
     }
 
-    pub fn forget(&mut self, cookie: u64) {
+    pub fn forget(&mut self, cookie: Cookie) {
         self.open.remove(&cookie);
     }
 
-    /// When the next pass is due; `None` while no phase is open.
+    /// When the next pass is due (`now` when none ran yet); `None` while no phase is open.
     #[must_use]
-    pub fn due(&self, interval: Duration) -> Option<Instant> {
+    pub fn due(&self, interval: Duration, now: Mono) -> Option<Mono> {
         if self.open.is_empty() {
             return None;
         }
         let Some(last) = self.last_pass else {
-            return Some(Instant::now());
+            return Some(now);
         };
         Some(last + interval.max(self.last_cost * SHARE))
     }
 }
 
 impl Daemon {
-    /// When the run loop should call `fast_pass`; `None`: no phase open, or no fast probes.
+    /// How soon the run loop should call `fast_pass`; `None`: no phase open, or no fast
+    /// probes.
     #[must_use]
-    pub fn fast_due(&self) -> Option<Instant> {
+    pub fn fast_due(&self) -> Option<Duration> {
         let interval = self.probe.fast.as_ref().ok()?.interval;
-        self.fast.due(interval)
+        let now = self.clock.now();
+        self.fast.due(interval, now).map(|t| t - now)
     }
 
     /// One pass of the TCP iterator (it pokes the sockets that are due), then forget the
     /// phases the kernel closed and close those past their bound.
     pub fn fast_pass(&mut self) {
-        let start = Instant::now();
+        let start = self.clock.now();
         let cpu = thread_cpu();
         if let Err(e) = self.probe.fast_pass() {
             tracing::warn!(error = %format!("{e:#}"), "fast keepalive probes: the TCP iterator failed; probes stay at the kernel's cadence");
@@ -76,9 +76,10 @@ impl Daemon {
         self.fast.last_cost = thread_cpu().saturating_sub(cpu);
         self.fast.last_pass = Some(start);
         let bound = Duration::from_nanos(BOUND_NS);
-        let open: Vec<(u64, Instant)> = self.fast.open.iter().map(|(c, t)| (*c, *t)).collect();
+        let open: Vec<(Cookie, Mono)> = self.fast.open.iter().map(|(c, t)| (*c, *t)).collect();
+        let now = self.clock.now();
         for (cookie, since) in open {
-            if since.elapsed() > bound {
+            if now - since > bound {
                 self.probe.fast_close(cookie);
                 self.fast.forget(cookie);
             } else if !self.probe.fast_open(cookie) {
@@ -112,23 +113,23 @@ mod tests {
     fn passes_wait_for_the_interval_or_fifty_times_their_cost() {
         let mut f = FastPhases::default();
         let ms = Duration::from_millis;
-        assert_eq!(f.due(ms(100)), None, "no phase, no pass");
-        let t = Instant::now();
-        f.opened(7, t);
+        let t = Mono::from_secs(100);
+        assert_eq!(f.due(ms(100), t), None, "no phase, no pass");
+        f.opened(Cookie(7), t);
         assert_eq!(
-            f.due(ms(100)),
+            f.due(ms(100), t),
             Some(t + ms(100)),
             "the first poke, an interval on"
         );
         f.last_cost = ms(1);
-        assert_eq!(f.due(ms(100)), Some(t + ms(100)));
+        assert_eq!(f.due(ms(100), t), Some(t + ms(100)));
         f.last_cost = ms(4);
         assert_eq!(
-            f.due(ms(100)),
+            f.due(ms(100), t),
             Some(t + ms(200)),
             "a 4 ms pass: 200 ms apart"
         );
-        f.forget(7);
-        assert_eq!(f.due(ms(100)), None);
+        f.forget(Cookie(7));
+        assert_eq!(f.due(ms(100), t), None);
     }
 }

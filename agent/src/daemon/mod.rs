@@ -3,18 +3,18 @@
 
 use std::{
     collections::HashSet,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use anyhow::Result;
-use lifeline_common::SockState;
 use tokio::sync::watch;
 
 use crate::{
     act,
     endpoint::{Follow, Members},
-    judge::{Judge, Read, Socket},
-    kernel::{clock, diag::SockDiag, mirror::Mirror, probe::Probe},
+    judge::{Cookie, Judge, Read, Record, Socket},
+    kernel::{clock::Clock, diag::SockDiag, mirror::Mirror, probe::Probe},
     report::status::Snapshot,
 };
 
@@ -33,12 +33,14 @@ pub struct Daemon {
     probe: Probe,
     diag: SockDiag,
     /// Pre-existing sockets the probe could not arm: judged from `tcp_info` alone.
-    polled: HashSet<u64>,
+    polled: HashSet<Cookie>,
     judge: Judge,
+    /// The one clock of the sweeps (and of the peer probes' findings).
+    clock: Arc<dyn Clock>,
     status: watch::Sender<Snapshot>,
     sockets_full: u64,
     /// Sockets whose state could not be read, already reported (reported once each).
-    unreadable: HashSet<u64>,
+    unreadable: HashSet<Cookie>,
     /// Restart requests to the restarter task, and the unit's cgroup; None without
     /// --restart-unit.
     restarts: Option<crate::act::restart::restarter::Restarts>,
@@ -80,6 +82,7 @@ impl Daemon {
             diag: parts.diag,
             polled: parts.polled,
             judge: parts.judge,
+            clock: parts.clock,
             status: parts.status,
             sockets_full: 0,
             unreadable: HashSet::new(),
@@ -112,17 +115,16 @@ impl Daemon {
                 .sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
         self.polled.extend(adopted.iter().copied());
         let news = self.news.take();
-        let now = clock::now_ns();
-        let at = Instant::now();
+        let now = self.clock.now();
         let lost = self.check_capacity()?;
-        let visit = self.visits(&news, &adopted, lost, now, at)?;
+        let visit = self.visits(&news, &adopted, lost, now)?;
         // After the news: a socket recorded in this sweep has its peer's device ready
         // before its first keepalive probe.
         self.probe
             .fast_devices(self.mirror.peers().map(|(p, _)| p.ip()));
         if let Some(f) = self.follow.as_ref() {
             self.members
-                .sync(&f.endpoints, f.grace, self.mirror.peers(), at);
+                .sync(&f.endpoints, f.grace, self.mirror.peers(), Instant::now());
         }
         self.path_findings();
         let mut kills = Vec::new();
@@ -131,7 +133,7 @@ impl Daemon {
             let Some(rec) = self.mirror.get(cookie).copied() else {
                 continue;
             };
-            let (member, peer) = self.endpoint_fact(cookie, &rec, at);
+            let (member, peer) = self.endpoint_fact(cookie, &rec);
             let s = Socket {
                 cookie,
                 rec: &rec,
@@ -142,19 +144,19 @@ impl Daemon {
             };
             let read = self
                 .judge
-                .wants_info(&s, now, at)
+                .wants_info(&s, now)
                 .then(|| self.read(cookie, &rec));
             if let (Some(Read::Info(i)), true) = (&read, member.is_some()) {
-                self.heard(rec.peer(), crate::judge::life(i, at));
+                self.heard(rec.peer, crate::judge::life(i, now));
             }
-            let Some(look) = self.judge.look(&s, read.as_ref(), now, at) else {
+            let Some(look) = self.judge.look(&s, read.as_ref(), now) else {
                 self.probe.forget(cookie);
                 self.gone(cookie);
                 continue;
             };
             self.defer_look(cookie, &rec, read.as_ref());
             if let (Some(ask), Some(f)) = (look.probe, self.follow.as_ref()) {
-                f.prober.request(rec.peer(), ask, f.endpoints.targets());
+                f.prober.request(rec.peer, ask, f.endpoints.targets());
             }
             if let Some((endpoint, absent_for)) = &look.report_orphan {
                 act::log_orphan_report(&self.counts, &rec, endpoint, *absent_for);
@@ -166,15 +168,12 @@ impl Daemon {
         }
         self.execute(&kills).await;
         self.defer_sweep();
-        let end = self.judge.end_sweep(clock::now_ns(), Instant::now());
+        let end = self.judge.end_sweep(self.clock.now());
         if let Some(w) = end.wake {
             wake = wake.min(w);
         }
         if let Some(t) = self.follow.as_ref().and_then(|f| f.guard.next_check()) {
-            wake = wake.min(
-                t.saturating_duration_since(Instant::now())
-                    .max(Duration::from_millis(50)),
-            );
+            wake = wake.min((t - self.clock.now()).max(Duration::from_millis(50)));
         }
         self.after_sweep(end);
         self.publish();
@@ -182,7 +181,7 @@ impl Daemon {
     }
 
     /// Everything kept about a socket that is gone.
-    fn gone(&mut self, cookie: u64) {
+    fn gone(&mut self, cookie: Cookie) {
         self.mirror.remove(cookie);
         self.members.forget(cookie);
         self.judge.forget(cookie);
@@ -193,8 +192,8 @@ impl Daemon {
     }
 
     /// The kernel's `tcp_info` for one socket.
-    fn read(&mut self, cookie: u64, rec: &SockState) -> Read {
-        match self.diag.get(rec.local(), rec.peer(), cookie) {
+    fn read(&mut self, cookie: Cookie, rec: &Record) -> Read {
+        match self.diag.get(rec.local, rec.peer, cookie.0) {
             Ok(None) => Read::Gone,
             Ok(Some(d)) => d.info.map_or(Read::NoInfo, Read::Info),
             Err(e) => {
@@ -209,8 +208,9 @@ impl Daemon {
 pub struct Parts {
     pub probe: Probe,
     pub diag: SockDiag,
-    pub polled: HashSet<u64>,
+    pub polled: HashSet<Cookie>,
     pub judge: Judge,
+    pub clock: Arc<dyn Clock>,
     pub status: watch::Sender<Snapshot>,
     pub restarts: Option<crate::act::restart::restarter::Restarts>,
     pub follow: Option<Follow>,

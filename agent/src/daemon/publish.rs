@@ -5,10 +5,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use lifeline_common::{SockState, config::stats};
+use lifeline_common::config::stats;
 
 use crate::{
     act::{Class, Decided, Did},
+    judge::{Cookie, Record},
     report::status::{Capacity, Snapshot},
 };
 
@@ -34,7 +35,10 @@ impl Daemon {
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             restore_on_stop: self.defer.restore_text().to_owned(),
             deferred: self.defer.count(),
-            path_down_ms: self.judge.path_down_since().map(|t| ms(t.elapsed())),
+            path_down_ms: self
+                .judge
+                .path_down_since()
+                .map(|t| ms(self.clock.now() - t)),
             endpoint_source: self.follow.as_ref().map(crate::endpoint::Follow::describe),
             sockets_full: self.sockets_full,
             capacity: Capacity::new(&self.probe_stats, self.inbox_dropped),
@@ -59,8 +63,8 @@ impl Daemon {
 
     pub(crate) fn report_unreadable(
         &mut self,
-        cookie: u64,
-        rec: &SockState,
+        cookie: Cookie,
+        rec: &Record,
         e: &crate::kernel::diag::DiagError,
     ) {
         if self.unreadable.insert(cookie) {
@@ -71,7 +75,7 @@ impl Daemon {
                 trouble_age_ms: 0,
             };
             self.counts.count(&d);
-            tracing::warn!(target: "lifeline::decision", peer = %rec.peer(), local = %rec.local(), action = d.did.label(),
+            tracing::warn!(target: "lifeline::decision", peer = %rec.peer, local = %rec.local, action = d.did.label(),
                 outcome = d.class.text(), error = %e, "cannot read the kernel's state of a suspect socket; not acting on it");
         }
     }

@@ -19,6 +19,7 @@ use std::{
 };
 
 use super::{Endpoints, Membership};
+use crate::judge::Cookie;
 
 /// A never-held peer is logged again after this, if sockets to it are still seen.
 const REPORT_AGAIN: Duration = Duration::from_hours(1);
@@ -28,7 +29,7 @@ const REPORTED_MAX: usize = 4096;
 #[derive(Default)]
 pub struct Members {
     /// Cookie -> the endpoint (index) the socket is the connection of.
-    facts: HashMap<u64, usize>,
+    facts: HashMap<Cookie, usize>,
     /// Every current answer's address at the last `sync`: an address not here is a join.
     current: BTreeSet<(usize, SocketAddr)>,
     /// Never-held peers logged, and when.
@@ -41,7 +42,7 @@ impl Members {
     /// address joins between two `sync`s is not missed.
     pub fn see(
         &mut self,
-        cookie: u64,
+        cookie: Cookie,
         peer: SocketAddr,
         endpoints: &Endpoints,
         grace: Duration,
@@ -60,11 +61,11 @@ impl Members {
 
     /// The endpoint `cookie` is the connection of, as recorded.
     #[must_use]
-    pub fn endpoint_of(&self, cookie: u64) -> Option<usize> {
+    pub fn endpoint_of(&self, cookie: Cookie) -> Option<usize> {
         self.facts.get(&cookie).copied()
     }
 
-    pub fn forget(&mut self, cookie: u64) {
+    pub fn forget(&mut self, cookie: Cookie) {
         self.facts.remove(&cookie);
     }
 
@@ -76,7 +77,7 @@ impl Members {
         &mut self,
         endpoints: &Endpoints,
         grace: Duration,
-        peers: impl Iterator<Item = (&'a SocketAddr, &'a HashSet<u64>)>,
+        peers: impl Iterator<Item = (&'a SocketAddr, &'a HashSet<Cookie>)>,
         at: Instant,
     ) {
         let now = endpoints.current();

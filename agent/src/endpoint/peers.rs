@@ -15,13 +15,16 @@ use std::{
     collections::HashMap,
     net::SocketAddr,
     sync::{Arc, Mutex, PoisonError},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use tokio::sync::Notify;
 
 use super::connect::{self, Reach};
-use lifeline_judge::{DeadPeer, PeerProbe, ProbeAsk, SLACK};
+use crate::{
+    judge::{DeadPeer, Mono, PeerProbe, ProbeAsk, SLACK},
+    kernel::clock::Clock,
+};
 
 /// How long a result stands before a new request probes again.
 const FRESH_ALIVE: Duration = Duration::from_secs(5);
@@ -58,24 +61,24 @@ impl Finding {
 #[derive(Clone, Copy, Debug)]
 struct Result {
     finding: Finding,
-    started: Instant,
-    at: Instant,
+    started: Mono,
+    at: Mono,
 }
 
 impl Result {
-    fn fresh(&self) -> bool {
+    fn fresh(&self, now: Mono) -> bool {
         let keep = match self.finding {
             Finding::Dead | Finding::PathDown => FRESH_DEAD,
             Finding::Alive | Finding::Refused | Finding::Failed => FRESH_ALIVE,
         };
-        self.at.elapsed() < keep
+        now - self.at < keep
     }
 }
 
 #[derive(Default)]
 struct Entry {
     /// A probe in flight, since.
-    running: Option<Instant>,
+    running: Option<Mono>,
     result: Option<Result>,
 }
 
@@ -83,9 +86,9 @@ struct Entry {
 struct State {
     by_peer: HashMap<SocketAddr, Entry>,
     /// The earliest start of a probe that found the path down, not yet taken by the loop.
-    path_down: Option<Instant>,
+    path_down: Option<Mono>,
     /// The latest answer of a probe that found its peer alive, not yet taken by the loop.
-    alive: Option<(SocketAddr, Instant)>,
+    alive: Option<(SocketAddr, Mono)>,
 }
 
 #[derive(Clone)]
@@ -93,14 +96,17 @@ pub struct Prober {
     inner: Arc<Mutex<State>>,
     /// Woken when a probe finishes, so the daemon acts on a dead peer at once.
     wake: Arc<Notify>,
+    /// The moments a probe starts and ends at, on the loop's clock.
+    clock: Arc<dyn Clock>,
 }
 
 impl Prober {
     #[must_use]
-    pub fn new(wake: Arc<Notify>) -> Self {
+    pub fn new(wake: Arc<Notify>, clock: Arc<dyn Clock>) -> Self {
         Self {
             inner: Arc::default(),
             wake,
+            clock,
         }
     }
 
@@ -112,20 +118,21 @@ impl Prober {
     /// after `ask.after`, when given). `others`: the endpoint's current addresses, tried when
     /// `peer` times out.
     pub fn request(&self, peer: SocketAddr, ask: ProbeAsk, others: Vec<SocketAddr>) {
+        let now = self.clock.now();
         let mut inner = self.lock();
         let e = inner.by_peer.entry(peer).or_default();
         let answered = e
             .result
-            .is_some_and(|r| r.fresh() && ask.after.is_none_or(|t| r.started + SLACK >= t));
+            .is_some_and(|r| r.fresh(now) && ask.after.is_none_or(|t| r.started + SLACK >= t));
         if e.running.is_some() || answered {
             return;
         }
-        let (this, started, reason) = (self.clone(), Instant::now(), ask.why);
+        let (this, started, reason) = (self.clone(), now, ask.why);
         e.running = Some(started);
         drop(inner);
         tokio::spawn(async move {
             let finding = find(peer, &others).await;
-            let at = Instant::now();
+            let at = this.clock.now();
             tracing::info!(target: "lifeline::endpoint", peer = %peer, result = finding.label(), reason,
                 took_ms = u64::try_from((at - started).as_millis()).unwrap_or(u64::MAX), "peer probe");
             let mut inner = this.lock();
@@ -151,12 +158,13 @@ impl Prober {
     /// The latest probe of `peer`: running, or its fresh finding.
     #[must_use]
     pub fn finding(&self, peer: SocketAddr) -> Option<PeerProbe> {
+        let now = self.clock.now();
         let inner = self.lock();
         let e = inner.by_peer.get(&peer)?;
         if let Some(started) = e.running {
             return Some(PeerProbe::Running { started });
         }
-        let r = e.result.filter(Result::fresh)?;
+        let r = e.result.filter(|r| r.fresh(now))?;
         let started = r.started;
         Some(match r.finding {
             Finding::Alive | Finding::Refused => PeerProbe::Alive { started },
@@ -173,9 +181,10 @@ impl Prober {
     /// The latest fresh finding that `peer` is dead, with when its probe began.
     #[must_use]
     pub fn dead(&self, peer: SocketAddr) -> Option<DeadPeer> {
+        let now = self.clock.now();
         let inner = self.lock();
         let r = inner.by_peer.get(&peer)?.result?;
-        (r.finding == Finding::Dead && r.fresh()).then_some(DeadPeer {
+        (r.finding == Finding::Dead && r.fresh(now)).then_some(DeadPeer {
             probe_started: r.started,
             found: r.at,
         })
@@ -183,7 +192,7 @@ impl Prober {
 
     /// `peer` was heard from at `at` (a socket received from it, or it accepted a
     /// connection): a dead or path-down finding of a probe that began before is dropped.
-    pub fn heard(&self, peer: SocketAddr, at: Instant) {
+    pub fn heard(&self, peer: SocketAddr, at: Mono) {
         let mut inner = self.lock();
         if let Some(e) = inner.by_peer.get_mut(&peer)
             && e.result.is_some_and(|r| {
@@ -207,21 +216,22 @@ impl Prober {
     }
 
     /// The latest peer a probe found alive since the last call, and when.
-    pub fn take_alive(&self) -> Option<(SocketAddr, Instant)> {
+    pub fn take_alive(&self) -> Option<(SocketAddr, Mono)> {
         self.lock().alive.take()
     }
 
     /// The start of the earliest probe that found the path down since the last call.
-    pub fn take_path_down(&self) -> Option<Instant> {
+    pub fn take_path_down(&self) -> Option<Mono> {
         self.lock().path_down.take()
     }
 
     /// Forget peers nobody asked about for a while.
     pub fn prune(&self) {
+        let now = self.clock.now();
         self.lock().by_peer.retain(|_, e| {
             e.running.is_some()
                 || e.result
-                    .is_some_and(|r| r.at.elapsed() < Duration::from_mins(1))
+                    .is_some_and(|r| now - r.at < Duration::from_mins(1))
         });
     }
 }

@@ -119,6 +119,7 @@ pub fn start(
     args: &Settings,
     found: &Configured,
     wake: &Arc<Notify>,
+    clock: &Arc<dyn crate::kernel::clock::Clock>,
     dns_failures: &prometheus_client::metrics::counter::Counter,
 ) -> Result<Option<Follow>> {
     const OFF: &str = "DNS following, peer probes and the healthy-endpoint check are off";
@@ -184,7 +185,7 @@ pub fn start(
     Ok(Some(Follow {
         source: followed,
         endpoints,
-        prober: Prober::new(Arc::clone(wake)),
+        prober: Prober::new(Arc::clone(wake), Arc::clone(clock)),
         guard: Guard::default(),
         grace: args.orphan_grace,
         hop,

@@ -9,6 +9,7 @@ pub mod mirror;
 pub mod owners;
 pub mod probe;
 pub mod readers;
+pub mod record;
 pub mod routes;
 pub mod sockopts;
 pub mod tc;

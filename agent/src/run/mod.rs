@@ -75,8 +75,14 @@ pub fn run(args: &Run) -> Result<()> {
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
         let armed = keepalive != Keepalive::default();
         let polled = adopt::adopt(&mut probe, &mut diag, &watching.selector(), armed)?;
-        let follow =
-            endpoint::setup::start(&args.endpoint, &endpoints, &wake, &metrics.dns_failures())?;
+        let clock = crate::kernel::clock::system();
+        let follow = endpoint::setup::start(
+            &args.endpoint,
+            &endpoints,
+            &wake,
+            &clock,
+            &metrics.dns_failures(),
+        )?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let no_endpoints = endpoint::Endpoints::default();
         let (node, restarts) = node::Node::start(
@@ -102,6 +108,7 @@ pub fn run(args: &Run) -> Result<()> {
             diag,
             polled,
             judge,
+            clock,
             status: tx,
             restarts,
             follow,
@@ -248,10 +255,7 @@ async fn sweep_until_signal(
     // Far enough never to come: no fast phase is open.
     let never = Duration::from_hours(24);
     loop {
-        let fast = daemon.fast_due().map_or_else(
-            || tokio::time::Instant::now() + never,
-            tokio::time::Instant::from_std,
-        );
+        let fast = tokio::time::Instant::now() + daemon.fast_due().unwrap_or(never);
         tokio::select! {
             () = tokio::time::sleep_until(next) => {}
             // A keepalive probe went unanswered: the TCP iterator pokes the next one.

@@ -17,6 +17,7 @@ use lifeline_common::{
 };
 
 use crate::{
+    judge::Cookie,
     kernel::{
         clock,
         diag::{DiagSock, STATE_ESTABLISHED, SockDiag},
@@ -72,7 +73,7 @@ pub fn adopt(
     diag: &mut SockDiag,
     select: &Selector<'_>,
     keepalive: bool,
-) -> Result<HashSet<u64>> {
+) -> Result<HashSet<Cookie>> {
     let mut found: Vec<DiagSock> = Vec::new();
     for family in [libc::AF_INET, libc::AF_INET6] {
         let family = u8::try_from(family).unwrap_or_default();
@@ -83,7 +84,7 @@ pub fn adopt(
     let found_owners = owners::by_inode(&inodes);
     found_owners.warn_unnamed(inodes.len());
     let owners = &found_owners.by_inode;
-    let now = clock::now_ns();
+    let now = clock::now().as_nanos();
     let mut cookies = Vec::new();
     for d in &found {
         let owner = owners.get(&d.inode);
@@ -175,5 +176,5 @@ pub fn adopt(
         polled = polled.len(),
         "pre-existing sockets adopted"
     );
-    Ok(polled)
+    Ok(polled.into_iter().map(Cookie).collect())
 }

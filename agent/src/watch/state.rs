@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashSet};
 use super::{CgroupWatch, PeerSync, TargetStatus};
 use crate::{
     endpoint::Follow,
+    judge::Cookie,
     kernel::{diag::SockDiag, probe::Probe},
     settings::Targets,
     watch::{
@@ -67,7 +68,7 @@ impl Watching {
         diag: &mut SockDiag,
         follow: Option<&Follow>,
         keepalive: bool,
-    ) -> HashSet<u64> {
+    ) -> HashSet<Cookie> {
         self.status = self.cgroups.sync(probe, false);
         self.status.extend(self.other_status(follow));
         if let Some(f) = follow {

@@ -83,7 +83,7 @@ impl Restarter {
     async fn run(self, mut rx: mpsc::UnboundedReceiver<Request>) {
         let mut policy = RestartPolicy::new(self.max_per_hour, self.first_pause);
         let mut bus: Option<Bus> = None;
-        let mut last_restart: Option<Instant> = None;
+        let mut last_restart: Option<crate::judge::Mono> = None;
         self.learn_cgroup(&mut bus).await;
         let mut recheck = tokio::time::interval(CGROUP_RECHECK);
         recheck.reset(); // the first tick is now: already asked
@@ -121,7 +121,7 @@ impl Restarter {
                     let outcome = self.restart(&mut bus).await;
                     // Failed attempts count too: a restart that fails must not loop.
                     policy.record(Instant::now(), jitter());
-                    last_restart = Some(Instant::now());
+                    last_restart = Some(crate::kernel::clock::now());
                     self.log(&req, &outcome, None);
                     req.ticket.close();
                     self.learn_cgroup(&mut bus).await;

@@ -8,6 +8,10 @@ use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
 use lifeline_common::{SockState, config::stats, maps, sock::ADOPT_PENDING};
 
 use super::{Probe, batch, counters};
+use crate::{
+    judge::{Cookie, Record},
+    kernel::record::decode,
+};
 
 impl Probe {
     /// Hand the probe's log ring buffer to a task that forwards it into `tracing`.
@@ -31,21 +35,27 @@ impl Probe {
         Ok(RingBuf::try_from(map)?)
     }
 
-    /// Every record in `SOCKETS`.
+    /// Every record in `SOCKETS`, decoded.
     ///
     /// # Errors
     /// When the map cannot be read.
-    pub fn sockets(&self) -> Result<Vec<(u64, SockState)>> {
+    pub fn sockets(&self) -> Result<Vec<(Cookie, Record)>> {
         let found = self.map(maps::SOCKETS)?;
-        if let aya::maps::Map::HashMap(data) = found {
-            let max = data.info().map_or(0, |i| i.max_entries());
-            if let Ok(all) = batch::lookup_all(data, max) {
-                return Ok(all);
+        let raw = match found {
+            aya::maps::Map::HashMap(data) => {
+                let max = data.info().map_or(0, |i| i.max_entries());
+                batch::lookup_all(data, max).ok()
             }
-        }
-        let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(found)?;
-        // A record removed between key and value lookups is skipped, not an error.
-        Ok(map.iter().filter_map(Result::ok).collect())
+            _ => None,
+        };
+        let raw = if let Some(all) = raw {
+            all
+        } else {
+            let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(found)?;
+            // A record removed between key and value lookups is skipped, not an error.
+            map.iter().filter_map(Result::ok).collect()
+        };
+        Ok(raw.iter().map(|(c, s)| (Cookie(*c), decode(s))).collect())
     }
 
     /// Counters summed over CPUs, indexed by `lifeline_common::config::stats`.

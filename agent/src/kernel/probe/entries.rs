@@ -13,6 +13,7 @@ use lifeline_common::{
 };
 
 use super::Probe;
+use crate::judge::Cookie;
 
 /// `BPF_NOEXIST` (include/uapi/linux/bpf.h): insert only if the key is absent.
 const BPF_NOEXIST: u64 = 1;
@@ -68,7 +69,8 @@ impl Probe {
     }
 
     /// Drop a record whose socket no longer exists, with its other entries.
-    pub fn forget(&mut self, cookie: u64) {
+    pub fn forget(&mut self, cookie: Cookie) {
+        let cookie = cookie.0;
         if let Ok(m) = self.map_mut(maps::SOCKETS)
             && let Ok(mut map) = HashMap::<&mut MapData, u64, SockState>::try_from(m)
             && let Ok(rec) = map.get(&cookie, 0)

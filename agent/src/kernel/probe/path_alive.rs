@@ -11,6 +11,7 @@ use aya::maps::{HashMap, MapData};
 use lifeline_common::{maps, watch::PeerKey};
 
 use super::Probe;
+use crate::judge::Mono;
 
 impl Probe {
     fn path_alive_map(&mut self) -> Result<HashMap<&mut MapData, PeerKey, u64>> {
@@ -31,9 +32,10 @@ impl Probe {
         map.insert(key, 0, 0).context("PATH_ALIVE")
     }
 
-    /// The path to `peer` worked at `ns` (`CLOCK_MONOTONIC`); only a followed peer, and only
-    /// a later moment, is written.
-    pub fn path_alive(&mut self, peer: SocketAddr, ns: u64) {
+    /// The path to `peer` worked at `at`; only a followed peer, and only a later moment, is
+    /// written.
+    pub fn path_alive(&mut self, peer: SocketAddr, at: Mono) {
+        let ns = at.as_nanos();
         let Ok(mut map) = self.path_alive_map() else {
             return;
         };

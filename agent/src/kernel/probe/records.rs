@@ -8,16 +8,20 @@ use aya::maps::{HashMap, MapData};
 use lifeline_common::{SockState, maps, watch::WATCH_ENDPOINT};
 
 use super::Probe;
+use crate::{
+    judge::{Cookie, Record},
+    kernel::record::decode,
+};
 
 impl Probe {
-    /// One record; `None` when the socket closed (its record is gone).
+    /// One record, decoded; `None` when the socket closed (its record is gone).
     ///
     /// # Errors
     /// When the map cannot be read.
-    pub fn get(&self, cookie: u64) -> Result<Option<SockState>> {
+    pub fn get(&self, cookie: Cookie) -> Result<Option<Record>> {
         let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(self.map(maps::SOCKETS)?)?;
-        match map.get(&cookie, 0) {
-            Ok(rec) => Ok(Some(rec)),
+        match map.get(&cookie.0, 0) {
+            Ok(rec) => Ok(Some(decode(&rec))),
             Err(aya::maps::MapError::KeyNotFound) => Ok(None),
             Err(e) => Err(e).context("reading a SOCKETS record"),
         }

@@ -11,7 +11,6 @@ use aya::{
     programs::Program,
 };
 use lifeline_common::{
-    SockState,
     hooks::Hook,
     maps,
     restore::{Defer, Original, RESTORE_DONE, opt},
@@ -19,6 +18,7 @@ use lifeline_common::{
 };
 
 use super::{Probe, keepalive_fn};
+use crate::judge::{Cookie, Record};
 
 /// What a restore pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -80,10 +80,10 @@ impl RestoreSummary {
 impl Probe {
     /// What the application had on `cookie` (and what lifeline changed), when recorded.
     #[must_use]
-    pub fn original(&self, cookie: u64) -> Option<Original> {
+    pub fn original(&self, cookie: Cookie) -> Option<Original> {
         let map = self.map(maps::ORIGINALS).ok()?;
         let map: HashMap<&MapData, u64, Original> = HashMap::try_from(map).ok()?;
-        map.get(&cookie, 0).ok()
+        map.get(&cookie.0, 0).ok()
     }
 
     /// Every entry of `ORIGINALS`.
@@ -96,16 +96,16 @@ impl Probe {
     }
 
     /// Apply deferrals through one TCP iterator pass; returns each socket's record after it
-    /// (`SockState::defer` says how it went), `None` when it is gone.
+    /// (its `deferred` says how it went), `None` when it is gone.
     ///
     /// # Errors
     /// When the map cannot be written or the iterator cannot run.
-    pub fn defer(&mut self, entries: &[(u64, Defer)]) -> Result<Vec<(u64, Option<SockState>)>> {
+    pub fn defer(&mut self, entries: &[(Cookie, Defer)]) -> Result<Vec<(Cookie, Option<Record>)>> {
         {
             let mut map: HashMap<&mut MapData, u64, Defer> =
                 HashMap::try_from(self.map_mut(maps::DEFER)?)?;
             for (cookie, d) in entries {
-                map.insert(cookie, d, 0)
+                map.insert(cookie.0, d, 0)
                     .with_context(|| format!("writing the deferral of socket {cookie}"))?;
             }
         }

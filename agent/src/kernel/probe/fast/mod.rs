@@ -171,21 +171,21 @@ impl Probe {
 
     /// Whether `cookie`'s fast phase is still open (the kernel closes it).
     #[must_use]
-    pub fn fast_open(&self, cookie: u64) -> bool {
+    pub fn fast_open(&self, cookie: crate::judge::Cookie) -> bool {
         self.ebpf
             .map(maps::POKE)
             .and_then(|m| BpfHashMap::<&MapData, u64, Poke>::try_from(m).ok())
-            .is_some_and(|m| m.get(&cookie, 0).is_ok())
+            .is_some_and(|m| m.get(&cookie.0, 0).is_ok())
     }
 
     /// Close `cookie`'s fast phase (its time bound passed, or the socket is gone).
-    pub fn fast_close(&mut self, cookie: u64) {
+    pub fn fast_close(&mut self, cookie: crate::judge::Cookie) {
         if let Some(mut m) = self
             .ebpf
             .map_mut(maps::POKE)
             .and_then(|m| BpfHashMap::<&mut MapData, u64, Poke>::try_from(m).ok())
         {
-            let _ = m.remove(&cookie);
+            let _ = m.remove(&cookie.0);
         }
     }
 }
