@@ -9,7 +9,7 @@ use super::{
     count::Counts,
     decided::{Class, Decided, Did},
 };
-use crate::judge::{Action, Kill, Outcome, Reason, Record, TcpInfo, Trouble, Verdict};
+use crate::judge::{Action, Budget, Kill, Outcome, Reason, Record, TcpInfo, Trouble, Verdict};
 
 /// The decision event for a kill decided and carried out (or held back).
 pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcome) {
@@ -17,10 +17,13 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
     let failed = matches!(outcome, Outcome::Failed(_));
     let hold = match (action, outcome) {
         (Action::Hold, _) => "; no healthy endpoint, holding".to_owned(),
-        (_, Outcome::RateLimited) => format!(
-            " (the kill budget of {} is spent for this minute)",
-            ev.whose.budget
-        ),
+        (_, Outcome::RateLimited) => match &ev.whose.budget {
+            // Within its own budget it may still meet a shared bound (`judge::budget`).
+            b @ Budget::EndpointClient { .. } => format!(
+                " (the kill budget of {b}, its cgroup's or all endpoint clients' together, is spent for this minute)"
+            ),
+            b => format!(" (the kill budget of {b} is spent for this minute)"),
+        },
         _ => String::new(),
     };
     let did = Did::from(action);
