@@ -119,7 +119,6 @@ pub fn start(
     args: &Settings,
     found: &Configured,
     wake: &Arc<Notify>,
-    clock: &Arc<dyn crate::kernel::clock::Clock>,
     dns_failures: &prometheus_client::metrics::counter::Counter,
 ) -> Result<Option<Follow>> {
     const OFF: &str = "DNS following, peer probes and the healthy-endpoint check are off";
@@ -185,7 +184,8 @@ pub fn start(
     Ok(Some(Follow {
         source: followed,
         endpoints,
-        prober: Prober::new(Arc::clone(wake), Arc::clone(clock)),
+        // The system's clock: the daemon's own (`run` hands it the same).
+        prober: Prober::new(Arc::clone(wake), crate::kernel::clock::system()),
         guard: Guard::default(),
         grace: args.orphan_grace,
         hop,

@@ -78,14 +78,8 @@ pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
         let armed = keepalive != Keepalive::default();
         let polled = adopt::adopt(&mut probe, &mut diag, &watching.selector(), armed)?.polled;
-        let clock = crate::kernel::clock::system();
-        let follow = endpoint::setup::start(
-            &args.endpoint,
-            &endpoints,
-            &wake,
-            &clock,
-            &metrics.dns_failures(),
-        )?;
+        let follow =
+            endpoint::setup::start(&args.endpoint, &endpoints, &wake, &metrics.dns_failures())?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let no_endpoints = endpoint::Endpoints::default();
         let (node, restarts) = node::Node::start(
@@ -111,7 +105,7 @@ pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
             diag,
             polled,
             judge,
-            clock,
+            clock: crate::kernel::clock::system(),
             status: tx,
             restarts,
             follow,
