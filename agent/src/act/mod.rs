@@ -15,14 +15,14 @@ pub use log::{log_decision, log_orphan_report};
 
 use crate::{
     judge::{Action, Kill, Outcome},
-    kernel::diag::{Destroyed, DiagError, SockDiag},
+    kernel::diag::{Destroyed, Diag, DiagError},
 };
 
 /// The outcome of `action` on `kill`; only `Action::Kill` touches the socket.
 /// `Action::Quiet` and `Action::Restart` are not carried out here.
-pub fn execute(diag: &mut SockDiag, kill: &Kill, action: Action) -> Option<Outcome> {
+pub fn execute(diag: &mut dyn Diag, kill: &Kill, action: Action) -> Option<Outcome> {
     Some(match action {
-        Action::Kill => destroyed(diag.destroy(kill.rec.local, kill.rec.peer, kill.cookie.0)),
+        Action::Kill => destroyed(diag.destroy(kill.rec.local, kill.rec.peer, kill.cookie)),
         Action::DryRun => Outcome::DryRun,
         Action::RateLimited => Outcome::RateLimited,
         Action::Hold => Outcome::Held,

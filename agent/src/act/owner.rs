@@ -14,6 +14,7 @@ use lifeline_common::watch::{BY_COMM, BY_ENDPOINT};
 use super::group::Groups;
 use crate::{
     judge::{Budget, Record, UnitOwned, Whose},
+    kernel::diag::CgroupId,
     settings::Targets,
     watch::cgroup,
 };
@@ -22,18 +23,18 @@ use crate::{
 /// could not say (the socket closed, an old kernel).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Seen {
-    pub cgroup_id: Option<u64>,
+    pub cgroup_id: Option<CgroupId>,
     pub uid: Option<u32>,
 }
 
 /// The subtrees of one batch of kills.
 pub struct Scopes {
     /// Each target cgroup's key and the cgroup ids of its subtree now.
-    targets: Vec<(String, HashSet<u64>)>,
+    targets: Vec<(String, HashSet<CgroupId>)>,
     comms: Vec<String>,
     /// `--restart-unit`'s subtree now; None without a restarter or while its cgroup is
     /// not known.
-    unit: Option<HashSet<u64>>,
+    unit: Option<HashSet<CgroupId>>,
     /// Endpoint clients' groups, found once per batch.
     groups: Groups,
 }
@@ -72,7 +73,7 @@ impl Scopes {
         let groups = &mut self.groups;
         let client = || {
             let uid = uid.filter(|_| rec.reasons & BY_ENDPOINT != 0)?;
-            let group = cgroup_id.and_then(|id| groups.group(id, rec.owner_pid));
+            let group = cgroup_id.and_then(|id| groups.group(id.0, rec.owner_pid));
             Some(Budget::EndpointClient { group, uid })
         };
         let budget = in_target

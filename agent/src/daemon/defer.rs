@@ -92,7 +92,7 @@ impl Daemon {
     /// back once it answers; plan again when the application set other values since; defer
     /// it when lifeline only observes and its evidence is in.
     pub(super) fn defer_seen(&mut self, cookie: Cookie, rec: &Record, info: &TcpInfo) {
-        let app_now = || self.probe.original(cookie).map(|o| App::from_original(&o));
+        let app_now = || self.kernel.original(cookie).map(|o| App::from_original(&o));
         let mut ours = rec.keepalive;
         if let Some((was, app)) = self.defer.deferred.get(&cookie).copied() {
             if info.probes == 0 && info.retransmits == 0 {

@@ -26,7 +26,7 @@ impl Daemon {
                 self.defer.forget(c);
                 continue;
             };
-            match self.diag.get(rec.local, rec.peer, c.0) {
+            match self.kernel.get(rec.local, rec.peer, c) {
                 Ok(None) => self.defer.forget(c),
                 Ok(Some(s)) => {
                     if let Some(info) = s.info {
@@ -44,7 +44,7 @@ impl Daemon {
             return;
         }
         let entries: Vec<(Cookie, Defer)> = pending.iter().map(|(c, e, _)| (*c, *e)).collect();
-        let after = match self.probe.defer(&entries) {
+        let after = match self.kernel.defer(&entries) {
             Ok(a) => a,
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), sockets = entries.len(),

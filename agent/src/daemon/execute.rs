@@ -50,7 +50,7 @@ impl Daemon {
                 self.request_restart(decision.restart);
                 continue;
             }
-            let Some(outcome) = act::execute(&mut self.diag, &kill, action) else {
+            let Some(outcome) = act::execute(self.kernel.as_mut(), &kill, action) else {
                 continue;
             };
             act::log_decision(&self.counts, &kill, action, &outcome);
@@ -69,7 +69,7 @@ impl Daemon {
             guard::Step::Known(v) => return v,
             guard::Step::Check => self.clock.now(),
         };
-        let accepted = f.endpoints.any_accepts().await;
+        let accepted = f.connect.any_accepts(f.endpoints.targets()).await;
         let verdict = f.guard.after(accepted.is_some(), self.clock.now());
         match accepted {
             Some(via) => {
@@ -85,8 +85,8 @@ impl Daemon {
     /// heard from its peer since the look (judged afresh next sweep).
     fn still_dead(&mut self, kill: &Kill) -> Option<Seen> {
         let read = self
-            .diag
-            .get(kill.rec.local, kill.rec.peer, kill.cookie.0)
+            .kernel
+            .get(kill.rec.local, kill.rec.peer, kill.cookie)
             .ok()
             .flatten();
         if let (Some(i), true) = (
@@ -115,7 +115,7 @@ impl Daemon {
             .as_ref()
             .and_then(|r| r.scope.dir())
             .map(|(dir, _)| dir);
-        Scopes::read(&self.watching.targets, unit_dir.as_deref())
+        self.kernel.scopes(unit_dir.as_deref())
     }
 
     /// Once per target (the judge says when): its sockets' failures are killed but never

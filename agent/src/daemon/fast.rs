@@ -60,7 +60,7 @@ impl Daemon {
     /// probes.
     #[must_use]
     pub fn fast_due(&self) -> Option<Duration> {
-        let interval = self.probe.fast.as_ref().ok()?.interval;
+        let interval = self.kernel.fast_interval()?;
         let now = self.clock.now();
         self.fast.due(interval, now).map(|t| t - now)
     }
@@ -70,7 +70,7 @@ impl Daemon {
     pub fn fast_pass(&mut self) {
         let start = self.clock.now();
         let cpu = thread_cpu();
-        if let Err(e) = self.probe.fast_pass() {
+        if let Err(e) = self.kernel.fast_pass() {
             tracing::warn!(error = %format!("{e:#}"), "fast keepalive probes: the TCP iterator failed; probes stay at the kernel's cadence");
         }
         self.fast.last_cost = thread_cpu().saturating_sub(cpu);
@@ -80,9 +80,9 @@ impl Daemon {
         let now = self.clock.now();
         for (cookie, since) in open {
             if now - since > bound {
-                self.probe.fast_close(cookie);
+                self.kernel.fast_close(cookie);
                 self.fast.forget(cookie);
-            } else if !self.probe.fast_open(cookie) {
+            } else if !self.kernel.fast_open(cookie) {
                 self.fast.forget(cookie);
             }
         }

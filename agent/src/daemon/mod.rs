@@ -14,7 +14,7 @@ use crate::{
     act,
     endpoint::{Follow, Members},
     judge::{Cookie, Judge, Read, Record, Socket},
-    kernel::{clock::Clock, diag::SockDiag, mirror::Mirror, probe::Probe},
+    kernel::{clock::Clock, mirror::Mirror},
     report::status::Snapshot,
 };
 
@@ -23,15 +23,19 @@ mod defer_apply;
 mod defer_log;
 mod execute;
 mod fast;
+pub mod kernel;
+mod live;
 mod path;
 mod publish;
 mod restore;
 mod table;
 mod visit;
 
+pub use live::Live;
+
 pub struct Daemon {
-    probe: Probe,
-    diag: SockDiag,
+    /// The probe, `sock_diag` and the watch stage's bookkeeping (`kernel.rs`).
+    kernel: Box<dyn kernel::Kernel>,
     /// Pre-existing sockets the probe could not arm: judged from `tcp_info` alone.
     polled: HashSet<Cookie>,
     judge: Judge,
@@ -46,10 +50,6 @@ pub struct Daemon {
     restarts: Option<crate::act::restart::restarter::Restarts>,
     /// Following the API endpoint; `None` when no endpoint is configured.
     follow: Option<Follow>,
-    /// Target cgroups and endpoint peers, kept current every sweep.
-    watching: crate::watch::Watching,
-    /// The probe's news, collected by the ring-buffer reader.
-    news: crate::kernel::readers::Inbox,
     /// The probe's records, kept current by its news.
     mirror: Mirror,
     /// Which sockets are the endpoint's connections (the fact recorded per socket).
@@ -78,8 +78,7 @@ impl Daemon {
     #[must_use]
     pub fn new(parts: Parts) -> Self {
         Self {
-            probe: parts.probe,
-            diag: parts.diag,
+            kernel: parts.kernel,
             polled: parts.polled,
             judge: parts.judge,
             clock: parts.clock,
@@ -88,8 +87,6 @@ impl Daemon {
             unreadable: HashSet::new(),
             restarts: parts.restarts,
             follow: parts.follow,
-            watching: parts.watching,
-            news: parts.news,
             mirror: Mirror::default(),
             members: Members::default(),
             counts: parts.counts,
@@ -110,18 +107,16 @@ impl Daemon {
     /// When the probe's maps cannot be read.
     pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
         let armed = *self.judge.keepalive() != lifeline_common::Keepalive::default();
-        let adopted =
-            self.watching
-                .sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
+        let adopted = self.kernel.watch(self.follow.as_ref(), armed);
         self.polled.extend(adopted.polled.iter().copied());
-        let news = self.news.take();
+        let news = self.kernel.news();
         let now = self.clock.now();
         let lost = self.check_capacity()?;
         let visit = self.visits(&news, &adopted.all, lost, now)?;
         // After the news: a socket recorded in this sweep has its peer's device ready
         // before its first keepalive probe.
-        self.probe
-            .fast_devices(self.mirror.peers().map(|(p, _)| p.ip()));
+        let devices = self.mirror.peers().map(|(p, _)| p.ip()).collect();
+        self.kernel.fast_devices(devices);
         if let Some(f) = self.follow.as_ref() {
             self.members
                 .sync(&f.endpoints, f.grace, self.mirror.peers(), Instant::now());
@@ -150,7 +145,7 @@ impl Daemon {
                 self.heard(rec.peer, crate::judge::life(i, now));
             }
             let Some(look) = self.judge.look(&s, read.as_ref(), now) else {
-                self.probe.forget(cookie);
+                self.kernel.forget(cookie);
                 self.gone(cookie);
                 continue;
             };
@@ -193,7 +188,7 @@ impl Daemon {
 
     /// The kernel's `tcp_info` for one socket.
     fn read(&mut self, cookie: Cookie, rec: &Record) -> Read {
-        match self.diag.get(rec.local, rec.peer, cookie.0) {
+        match self.kernel.get(rec.local, rec.peer, cookie) {
             Ok(None) => Read::Gone,
             Ok(Some(d)) => d.info.map_or(Read::NoInfo, Read::Info),
             Err(e) => {
@@ -206,16 +201,13 @@ impl Daemon {
 
 /// What a daemon is made of, from `run`.
 pub struct Parts {
-    pub probe: Probe,
-    pub diag: SockDiag,
+    pub kernel: Box<dyn kernel::Kernel>,
     pub polled: HashSet<Cookie>,
     pub judge: Judge,
     pub clock: Arc<dyn Clock>,
     pub status: watch::Sender<Snapshot>,
     pub restarts: Option<crate::act::restart::restarter::Restarts>,
     pub follow: Option<Follow>,
-    pub watching: crate::watch::Watching,
-    pub news: crate::kernel::readers::Inbox,
     pub counts: act::Counts,
     pub defer: defer::Deferrals,
 }

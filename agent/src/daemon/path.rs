@@ -24,11 +24,11 @@ impl Daemon {
         };
         let want = f.endpoints.peers_within_grace(f.grace);
         for gone in self.path_peers.installed.difference(&want) {
-            self.probe.remove_path_peer(*gone);
+            self.kernel.remove_path_peer(*gone);
         }
         let mut installed = BTreeSet::new();
         for peer in want {
-            match self.probe.add_path_peer(peer) {
+            match self.kernel.add_path_peer(peer) {
                 Ok(()) => {
                     installed.insert(peer);
                 }
@@ -74,7 +74,7 @@ impl Daemon {
         if let Some(f) = self.follow.as_ref() {
             f.prober.heard(peer, at);
         }
-        self.probe.path_alive(peer, at);
+        self.kernel.path_alive(peer, at);
         if self
             .judge
             .path_down_since()

@@ -47,14 +47,14 @@ impl Daemon {
                 .as_ref()
                 .map(|f| f.endpoints.status(Instant::now()))
                 .unwrap_or_default(),
-            targets: self.watching.status.clone(),
+            targets: self.kernel.target_status(),
             watched: u64::try_from(self.mirror.len()).unwrap_or(u64::MAX),
             verdicts: self
                 .judge
                 .counts()
                 .map(|(v, n)| (v.label().to_owned(), n))
                 .collect(),
-            fast_probes: self.probe.fast_status(),
+            fast_probes: self.kernel.fast_status(),
             probe_stats: self.probe_stats,
             kernel_error: None,
             sockets: Vec::new(),
@@ -85,10 +85,10 @@ impl Daemon {
     /// counters for the summary; returns the news lost in the kernel and in the inbox
     /// (either way the whole map is re-read).
     pub(super) fn check_capacity(&mut self) -> Result<u64> {
-        let counters = self.probe.stats()?;
+        let counters = self.kernel.stats()?;
         let was = Capacity::new(&self.probe_stats, self.inbox_dropped);
         self.probe_stats = counters;
-        self.inbox_dropped = self.news.dropped();
+        self.inbox_dropped = self.kernel.news_dropped();
         let now = Capacity::new(&counters, self.inbox_dropped);
         let full = counters[stats::SOCKETS_FULL as usize];
         if full > self.sockets_full {

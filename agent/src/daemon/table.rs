@@ -52,7 +52,10 @@ impl Daemon {
     /// When the answer cannot be serialised.
     pub fn status_body(&mut self) -> Result<Vec<u8>> {
         let t0 = std::time::Instant::now();
-        let (kernel, kernel_error) = match snapshot::kernel::view(&mut self.diag, &self.mirror) {
+        let (kernel, kernel_error) = match snapshot::kernel::view(
+            self.kernel.as_mut(),
+            &self.mirror,
+        ) {
             Ok(k) => {
                 // The answer's cost in the kernel, apart (the status thread logs the whole).
                 tracing::debug!(
@@ -68,6 +71,7 @@ impl Daemon {
             }
         };
         let now = self.clock.now();
+        let can_adopt = self.kernel.can_adopt();
         // Left out: a record whose socket the kernel no longer has (closed since the sweep).
         let records: Vec<(Cookie, &Record)> = self
             .mirror
@@ -83,9 +87,7 @@ impl Daemon {
             let k = &rec.keepalive;
             keepalive
                 .entry((rec.arming, k.idle_s, k.intvl_s, k.cnt, rec.deferred))
-                .or_insert_with(|| {
-                    judge::idle::describe(rec, self.judge.keepalive(), self.probe.can_adopt)
-                });
+                .or_insert_with(|| judge::idle::describe(rec, self.judge.keepalive(), can_adopt));
             let member = self.members.endpoint_of(*cookie);
             members.entry((member, rec.peer)).or_insert_with(|| {
                 let f = self.follow.as_ref()?;

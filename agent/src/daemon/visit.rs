@@ -14,7 +14,10 @@
 //! - what a whole read of the map finds new or changed, when news was lost or `RECONCILE`
 //!   passed (the first sweep reads the whole map, so it visits every socket).
 
-use std::{collections::HashSet, time::Instant};
+use std::{
+    collections::{BTreeSet, HashSet},
+    time::Instant,
+};
 
 use anyhow::Result;
 use lifeline_common::news::{self, News};
@@ -33,11 +36,11 @@ impl Daemon {
         lost: u64,
         now: Mono,
     ) -> Result<Vec<Cookie>> {
-        let mut read: HashSet<Cookie> = adopted.clone();
-        let mut fresh = HashSet::new();
+        let mut read: BTreeSet<Cookie> = adopted.iter().copied().collect();
+        let mut fresh = BTreeSet::new();
         let at = Instant::now();
         if self.mirror.whole_read_due(at, lost) {
-            let (gone, changed) = self.mirror.replace(self.probe.sockets()?, at, lost);
+            let (gone, changed) = self.mirror.replace(self.kernel.records()?, at, lost);
             for c in gone {
                 self.gone(c);
             }
@@ -55,7 +58,7 @@ impl Daemon {
                     self.gone(cookie);
                 }
                 news::UNANSWERED => {
-                    if n.arg == 1 && self.probe.fast.is_ok() {
+                    if n.arg == 1 && self.kernel.fast_interval().is_some() {
                         self.fast.opened(cookie, now);
                     }
                     self.judge.unanswered(cookie, now);
@@ -88,8 +91,10 @@ impl Daemon {
         // Re-read what the probe may have changed without news: a trouble episode's record
         // changes on every retransmission, and a look decides on the record as it is now.
         read.extend(visit.difference(&fresh).copied());
+        // Visited, and so killed, in the order of their cookies: which sockets a short
+        // budget lets through is the same on every run.
         for c in read {
-            if let Some(rec) = self.probe.get(c)? {
+            if let Some(rec) = self.kernel.record(c)? {
                 self.mirror.upsert(c, rec);
                 self.judge.recorded(c, &rec);
             } else {

@@ -4,9 +4,35 @@
 //! timeout means nothing answers at that address, a refusal means a host answers but nothing
 //! listens, an accepted connection (closed at once, no byte sent) means the peer is alive.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{future::Future, net::SocketAddr, pin::Pin, time::Duration};
 
 use tokio::{net::TcpStream, time::timeout};
+
+/// A connect check on its way: boxed, so the checks can sit behind a trait object.
+pub type Connecting<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The connect-based parts the loop relies on: the peer probe's tries and the guard's
+/// check. `Network` makes real connections; the daemon's sweep tests answer from a table.
+pub trait Connect: Send + Sync {
+    /// The peer probe of `peer` (`probe` below).
+    fn probe(&self, peer: SocketAddr) -> Connecting<Reach>;
+
+    /// The first of `targets` to accept a connection within 1 s (`any_accepts` below).
+    fn any_accepts(&self, targets: Vec<SocketAddr>) -> Connecting<Option<SocketAddr>>;
+}
+
+/// Real connections, from this network namespace.
+pub struct Network;
+
+impl Connect for Network {
+    fn probe(&self, peer: SocketAddr) -> Connecting<Reach> {
+        Box::pin(probe(peer))
+    }
+
+    fn any_accepts(&self, targets: Vec<SocketAddr>) -> Connecting<Option<SocketAddr>> {
+        Box::pin(async move { any_accepts(&targets).await })
+    }
+}
 
 /// How long one try waits for the handshake.
 pub const TRY_TIMEOUT: Duration = Duration::from_secs(1);

@@ -303,6 +303,8 @@ pub struct Follow {
     pub endpoints: Endpoints,
     pub prober: Prober,
     pub guard: Guard,
+    /// How the guard checks the endpoint (and the prober tries its peers).
+    pub connect: Arc<dyn connect::Connect>,
     pub grace: Duration,
     /// kubelet's local proxy, when its endpoint is one (`lifeline status` shows the hop).
     pub hop: Option<proxy::follow::Shared>,

@@ -20,7 +20,7 @@ use std::{
 
 use tokio::sync::Notify;
 
-use super::connect::{self, Reach};
+use super::connect::{Connect, Reach};
 use crate::{
     judge::{DeadPeer, Mono, PeerProbe, ProbeAsk, SLACK},
     kernel::clock::Clock,
@@ -98,15 +98,18 @@ pub struct Prober {
     wake: Arc<Notify>,
     /// The moments a probe starts and ends at, on the loop's clock.
     clock: Arc<dyn Clock>,
+    /// How the tries are made.
+    connect: Arc<dyn Connect>,
 }
 
 impl Prober {
     #[must_use]
-    pub fn new(wake: Arc<Notify>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(wake: Arc<Notify>, clock: Arc<dyn Clock>, connect: Arc<dyn Connect>) -> Self {
         Self {
             inner: Arc::default(),
             wake,
             clock,
+            connect,
         }
     }
 
@@ -131,7 +134,7 @@ impl Prober {
         e.running = Some(started);
         drop(inner);
         tokio::spawn(async move {
-            let finding = find(peer, &others).await;
+            let finding = find(this.connect.as_ref(), peer, &others).await;
             let at = this.clock.now();
             tracing::info!(target: "lifeline::endpoint", peer = %peer, result = finding.label(), reason,
                 took_ms = u64::try_from((at - started).as_millis()).unwrap_or(u64::MAX), "peer probe");
@@ -237,14 +240,14 @@ impl Prober {
 }
 
 /// The probe of `peer`; when every try timed out, whether any of `others` accepts.
-async fn find(peer: SocketAddr, others: &[SocketAddr]) -> Finding {
-    match connect::probe(peer).await {
+async fn find(connect: &dyn Connect, peer: SocketAddr, others: &[SocketAddr]) -> Finding {
+    match connect.probe(peer).await {
         Reach::Accepted => Finding::Alive,
         Reach::Refused => Finding::Refused,
         Reach::Failed => Finding::Failed,
         Reach::TimedOut => {
             let others: Vec<SocketAddr> = others.iter().copied().filter(|a| *a != peer).collect();
-            if connect::any_accepts(&others).await.is_some() {
+            if connect.any_accepts(others).await.is_some() {
                 Finding::Dead
             } else {
                 Finding::PathDown

@@ -181,11 +181,17 @@ pub fn start(
         )
         .spawn();
     }
+    let connect: Arc<dyn super::connect::Connect> = Arc::new(super::connect::Network);
     Ok(Some(Follow {
         source: followed,
         endpoints,
         // The system's clock: the daemon's own (`run` hands it the same).
-        prober: Prober::new(Arc::clone(wake), crate::kernel::clock::system()),
+        prober: Prober::new(
+            Arc::clone(wake),
+            crate::kernel::clock::system(),
+            connect.clone(),
+        ),
+        connect,
         guard: Guard::default(),
         grace: args.orphan_grace,
         hop,

@@ -87,7 +87,7 @@ impl Trust {
     /// The ids (directory inode numbers, as `sock_diag` reports a socket's cgroup) of
     /// kubelet's cgroups and their subtrees now: a socket created in one is kubelet's.
     #[must_use]
-    pub fn ids(&self) -> std::collections::HashSet<u64> {
+    pub fn ids(&self) -> std::collections::HashSet<crate::kernel::diag::CgroupId> {
         use std::os::unix::fs::MetadataExt as _;
         let mut out = std::collections::HashSet::new();
         let mut queue: Vec<(PathBuf, u32)> =
@@ -100,7 +100,7 @@ impl Trust {
             let Ok(m) = std::fs::metadata(&dir) else {
                 continue;
             };
-            out.insert(m.ino());
+            out.insert(crate::kernel::diag::CgroupId(m.ino()));
             if depth < 8
                 && let Ok(rd) = std::fs::read_dir(&dir)
             {

@@ -100,17 +100,20 @@ pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
             args.watch.silent_probes,
         );
         let restores = probe.can_adopt;
-        let mut daemon = Daemon::new(crate::daemon::Parts {
+        let kernel = crate::daemon::Live {
             probe,
             diag,
+            watching,
+            news: inbox,
+        };
+        let mut daemon = Daemon::new(crate::daemon::Parts {
+            kernel: Box::new(kernel),
             polled,
             judge,
             clock: crate::kernel::clock::system(),
             status: tx,
             restarts,
             follow,
-            watching,
-            news: inbox,
             counts: metrics.counts(),
             defer,
         });

@@ -32,7 +32,7 @@ pub struct Selector<'a> {
     pub ports: &'a [u16],
     pub targets: &'a Targets,
     /// Ids of the present target cgroups and their descendants.
-    pub cgroup_ids: HashSet<u64>,
+    pub cgroup_ids: HashSet<crate::kernel::diag::CgroupId>,
     /// Endpoint peers to select (those just added to the endpoint-client target).
     pub peers: BTreeSet<SocketAddr>,
 }

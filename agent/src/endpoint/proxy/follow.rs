@@ -169,7 +169,7 @@ fn look(
     api_ports: &[u16],
     trust: &Trust,
 ) -> (Step, Vec<String>) {
-    let kubelet: HashSet<u64> = trust.ids();
+    let kubelet: HashSet<crate::kernel::diag::CgroupId> = trust.ids();
     let mut lines = Vec::new();
     if let Some(w) = was {
         match super::reread(&w, api_ports, &kubelet) {

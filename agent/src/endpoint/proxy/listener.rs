@@ -10,7 +10,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::kernel::diag::{DiagSock, STATE_ESTABLISHED, STATE_LISTEN, SockDiag};
+use crate::kernel::diag::{CgroupId, DiagSock, STATE_ESTABLISHED, STATE_LISTEN, SockDiag};
 
 /// At most this many cgroup directories are looked at to find one by its id.
 const MAX_CGROUPS: usize = 50_000;
@@ -52,7 +52,7 @@ pub fn listening_on(addr: SocketAddr) -> Result<Vec<DiagSock>, crate::kernel::di
 /// # Errors
 /// When `sock_diag` cannot be used.
 pub fn upstream_peers(
-    id: u64,
+    id: CgroupId,
     ports: &[u16],
 ) -> Result<Vec<SocketAddr>, crate::kernel::diag::DiagError> {
     let mut diag = SockDiag::open()?;
@@ -76,7 +76,7 @@ pub fn upstream_peers(
 /// The cgroup2 directory whose inode number is `id`, and its path from the hierarchy's
 /// root; a breadth-first walk of the mount, bounded.
 #[must_use]
-pub fn cgroup_dir(id: u64) -> Option<(PathBuf, String)> {
+pub fn cgroup_dir(id: CgroupId) -> Option<(PathBuf, String)> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let mount = crate::node::mounts::mount_point_of(&info, "cgroup2")?;
     let mut queue = std::collections::VecDeque::from([mount.clone()]);
@@ -86,7 +86,7 @@ pub fn cgroup_dir(id: u64) -> Option<(PathBuf, String)> {
         if seen > MAX_CGROUPS {
             return None;
         }
-        if std::fs::metadata(&dir).is_ok_and(|m| m.ino() == id) {
+        if std::fs::metadata(&dir).is_ok_and(|m| m.ino() == id.0) {
             let rel = dir.strip_prefix(&mount).unwrap_or(&dir);
             return Some((dir.clone(), format!("/{}", rel.display())));
         }

@@ -58,7 +58,7 @@ pub struct Proxy {
     pub start: u64,
     /// The cgroup of the server's end of kubelet's connection (its listener's): id, path
     /// from the hierarchy's root, directory here.
-    pub cgroup_id: u64,
+    pub cgroup_id: crate::kernel::diag::CgroupId,
     pub cgroup: String,
     pub dir: PathBuf,
     /// What makes it a node component (`component.rs`).
@@ -133,7 +133,7 @@ mod tests {
             name: "nginx".into(),
             pid: 812,
             start: 1,
-            cgroup_id: 9,
+            cgroup_id: crate::kernel::diag::CgroupId(9),
             cgroup: "/system.slice/nginx.service".into(),
             dir: "/sys/fs/cgroup/system.slice/nginx.service".into(),
             component: Component::Unit("nginx.service".into()),

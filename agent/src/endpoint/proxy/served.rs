@@ -12,7 +12,7 @@
 
 use std::{collections::HashSet, net::SocketAddr, path::Path};
 
-use crate::kernel::diag::{DiagError, DiagSock, STATE_ESTABLISHED, SockDiag};
+use crate::kernel::diag::{CgroupId, DiagError, DiagSock, STATE_ESTABLISHED, SockDiag};
 
 /// One of kubelet's connections to the address and the server's end of it.
 #[derive(Clone, Debug)]
@@ -26,7 +26,7 @@ pub struct Served {
 ///
 /// # Errors
 /// When `sock_diag` cannot be used.
-pub fn served(listen: SocketAddr, kubelet: &HashSet<u64>) -> Result<Vec<Served>, DiagError> {
+pub fn served(listen: SocketAddr, kubelet: &HashSet<CgroupId>) -> Result<Vec<Served>, DiagError> {
     let mut diag = SockDiag::open()?;
     let family = u8::try_from(if listen.is_ipv4() {
         libc::AF_INET
@@ -55,7 +55,10 @@ pub fn served(listen: SocketAddr, kubelet: &HashSet<u64>) -> Result<Vec<Served>,
 ///
 /// # Errors
 /// As `served`.
-pub fn served_soon(listen: SocketAddr, kubelet: &HashSet<u64>) -> Result<Vec<Served>, DiagError> {
+pub fn served_soon(
+    listen: SocketAddr,
+    kubelet: &HashSet<CgroupId>,
+) -> Result<Vec<Served>, DiagError> {
     for _ in 0..10 {
         let found = served(listen, kubelet)?;
         if !found.is_empty() {

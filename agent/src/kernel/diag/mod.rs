@@ -14,7 +14,9 @@ use std::{
 };
 
 pub use tcp_info::TcpInfo;
-pub use wire::DiagSock;
+
+use crate::judge::Cookie;
+pub use wire::{CgroupId, DiagSock};
 use wire::{
     NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDRLEN, SOCK_DESTROY,
     SOCK_DIAG_BY_FAMILY, family_of, parse_msg, request,
@@ -44,9 +46,75 @@ pub enum Destroyed {
     Gone,
 }
 
+/// What the daemon asks of `sock_diag`: one socket's view, a dump, a kill. `SockDiag` is the
+/// kernel's; the daemon's sweep tests answer with a fake (`daemon/fake.rs`).
+pub trait Diag {
+    /// The socket `local -> peer` with this cookie, or `None` when it no longer exists.
+    ///
+    /// # Errors
+    /// On netlink failure or when the kernel refuses the request.
+    fn get(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: Cookie,
+    ) -> Result<Option<DiagSock>, DiagError>;
+
+    /// Every TCP socket of `family` in `states`, handed to `each` as it is decoded.
+    ///
+    /// # Errors
+    /// On netlink failure.
+    fn dump_each(
+        &mut self,
+        family: u8,
+        states: u32,
+        each: &mut dyn FnMut(DiagSock),
+    ) -> Result<(), DiagError>;
+
+    /// Abort the socket (`SOCK_DESTROY`).
+    ///
+    /// # Errors
+    /// On netlink failure, or the kernel's refusal.
+    fn destroy(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: Cookie,
+    ) -> Result<Destroyed, DiagError>;
+}
+
 pub struct SockDiag {
     fd: OwnedFd,
     seq: u32,
+}
+
+impl Diag for SockDiag {
+    fn get(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: Cookie,
+    ) -> Result<Option<DiagSock>, DiagError> {
+        Self::get(self, local, peer, cookie.0)
+    }
+
+    fn dump_each(
+        &mut self,
+        family: u8,
+        states: u32,
+        each: &mut dyn FnMut(DiagSock),
+    ) -> Result<(), DiagError> {
+        Self::dump_each(self, family, states, each)
+    }
+
+    fn destroy(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: Cookie,
+    ) -> Result<Destroyed, DiagError> {
+        Self::destroy(self, local, peer, cookie.0)
+    }
 }
 
 impl SockDiag {

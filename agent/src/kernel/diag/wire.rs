@@ -22,6 +22,18 @@ pub const SOCKID_LEN: usize = 48;
 const REQ_LEN: usize = 8 + SOCKID_LEN;
 const MSG_LEN: usize = 4 + SOCKID_LEN + 20;
 
+/// A cgroup v2 id: the inode number of its directory, as `INET_DIAG_CGROUP_ID` reports a
+/// socket's (`sock_cgroup_id()`, <https://github.com/torvalds/linux/blob/v6.18/include/linux/cgroup.h>)
+/// and `stat(2)` a directory's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CgroupId(pub u64);
+
+impl std::fmt::Display for CgroupId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// One socket as `sock_diag` reports it.
 #[derive(Clone, Debug)]
 pub struct DiagSock {
@@ -36,7 +48,7 @@ pub struct DiagSock {
     /// Bytes written and not yet acknowledged (`idiag_wqueue`: `write_seq - snd_una`, what
     /// `ss` shows as Send-Q).
     pub send_q: u32,
-    pub cgroup_id: Option<u64>,
+    pub cgroup_id: Option<CgroupId>,
     pub info: Option<TcpInfo>,
 }
 
@@ -137,7 +149,7 @@ pub fn parse_msg(p: &[u8]) -> Option<DiagSock> {
             INET_DIAG_CGROUP_ID if payload.len() >= 8 => {
                 let mut a = [0u8; 8];
                 a.copy_from_slice(&payload[..8]);
-                sock.cgroup_id = Some(u64::from_ne_bytes(a));
+                sock.cgroup_id = Some(CgroupId(u64::from_ne_bytes(a)));
             }
             _ => {}
         }

@@ -7,6 +7,8 @@ use std::{collections::HashSet, fs::File, os::unix::fs::MetadataExt as _, path::
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
+use crate::kernel::diag::CgroupId;
+
 pub use crate::watch::cgroup::root::cgroup2_mount;
 
 /// Open a cgroup directory (the hierarchy's root, where the probe attaches), checking that
@@ -51,7 +53,7 @@ pub(crate) fn statfs_magic(path: &Path) -> Result<u64> {
 
 /// Ids of the cgroup and its descendants: a socket belongs to the target when its
 /// `INET_DIAG_CGROUP_ID` is one of them (a cgroup's id is its directory's inode).
-pub fn subtree_ids(root: &Path) -> HashSet<u64> {
+pub fn subtree_ids(root: &Path) -> HashSet<CgroupId> {
     let mut ids = HashSet::new();
     let mut stack = vec![root.to_path_buf()];
     // Bounded: a node has hundreds of cgroups, not hundreds of thousands.
@@ -62,7 +64,7 @@ pub fn subtree_ids(root: &Path) -> HashSet<u64> {
         let Ok(meta) = std::fs::metadata(&dir) else {
             continue;
         };
-        ids.insert(meta.ino());
+        ids.insert(CgroupId(meta.ino()));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
