@@ -22,12 +22,24 @@ pub mod defer;
 mod defer_apply;
 mod defer_log;
 mod execute;
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod fake_kernel;
+#[cfg(test)]
+mod fake_net;
+#[cfg(test)]
+mod fake_world;
 mod fast;
 pub mod kernel;
 mod live;
 mod path;
 mod publish;
 mod restore;
+#[cfg(test)]
+mod sweep_blip_tests;
+#[cfg(test)]
+mod sweep_tests;
 mod table;
 mod visit;
 
