@@ -33,6 +33,11 @@ async fn a_blip_with_recovery_kills_nothing() {
         Vec::<u64>::new(),
         "no kill while the path is down"
     );
+    assert!(
+        w.decisions("stalled", "hold", "held") >= 1 && during.holds >= 1,
+        "the kill was decided and held by the guard: {} held",
+        during.holds
+    );
 
     w.net.down.store(false, Ordering::SeqCst);
     w.silent(1, false);
