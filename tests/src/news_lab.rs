@@ -1,4 +1,4 @@
-//! Keepalive news, the scenario (`tests/tests/keepalive_news.rs` as root,
+//! Keepalive news, the scenario (`tests/tests/lab/keepalive_news.rs` as root,
 //! `keepalive_news_confined.rs` with the unit's three capabilities, as in the pod): the kernel
 //! itself reports a watched idle socket whose keepalive probes go unanswered
 //! (`news::UNANSWERED`, counted in `lifeline_probe_unanswered_news_total`), and says nothing
@@ -38,7 +38,7 @@ fn news(ns: &str, addr: SocketAddr) -> Result<u64> {
     Ok(v as u64)
 }
 
-/// The scenario of `tests/tests/keepalive_news.rs`, with the agent `paths::lifeline` names
+/// The scenario of `tests/tests/lab/keepalive_news.rs`, with the agent `paths::lifeline` names
 /// (`LIFELINE_BIN`: the confined variant points it at a wrapper).
 ///
 /// # Errors
