@@ -39,6 +39,7 @@ pub fn lint(ws: &Path) -> Result<()> {
     // Reads sources only: seconds, so before the builds as well.
     crate::imports::check(ws)?;
     crate::layout::check(ws)?;
+    crate::lab_tree::check(ws)?;
     // Reads the dependency graph only: seconds too.
     crate::purity::check(ws)?;
     // After the formatting gate (it needs no build, and fails in seconds): the host clippy
