@@ -29,6 +29,8 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             info.to_string().replace('\n', " ")
         );
     }));
+    // First, while this is the only thread: every thread inherits the filter.
+    let signals = node::signals::install();
     let command = match settings::command::read(args) {
         Ok(command) => command,
         Err(settings::config::CliError::Clap(e)) if !e.use_stderr() => {
@@ -49,8 +51,8 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         }
     };
     let result = match &command {
-        settings::Command::Run(settings) => run::run(settings),
-        settings::Command::Check(settings) => check::run(settings),
+        settings::Command::Run(settings) => run::run(settings, &signals),
+        settings::Command::Check(settings) => check::run(settings, &signals),
         settings::Command::Status { socket, json: true } => report::status::print_json(socket)
             .inspect_err(|e| {
                 // Scripts asked for JSON: they get JSON, also about the failure (nothing was

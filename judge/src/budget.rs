@@ -1,8 +1,9 @@
-//! Whose a socket is, for the two limits that protect one target from another: the kill
-//! budget (`--max-kills-per-minute` for each watch target, so a noisy client cannot spend
-//! kubelet's), and the restart escalation (only a socket of `--restart-unit`'s own cgroup
-//! may restart that unit). The daemon finds out (`act::owner`: the socket's cgroup from
-//! `sock_diag`, its name, its peer); the rules here only count.
+//! Whose a socket is, for the two limits that protect one party from another: the kill
+//! budget (`--max-kills-per-minute` for each watch target and for each owner of an endpoint
+//! client, so nobody can spend kubelet's or another client's), and the restart escalation
+//! (only a socket of `--restart-unit`'s own cgroup may restart that unit). The daemon finds
+//! out (`act::owner`: the socket's cgroup and uid from `sock_diag`, its name, its peer); the
+//! rules here only count.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -10,16 +11,21 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// The target whose kill budget a kill spends: the most specific that selects the socket
-/// (a target cgroup holding its cgroup, then its process name, then the endpoint's clients).
+/// The budget a kill spends: the most specific target that selects the socket (a target
+/// cgroup holding its cgroup, then its process name), else its owner as an endpoint client.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Budget {
     /// A `--cgroup` target, by its path from the hierarchy's root.
     Cgroup(String),
     /// A `--comm` target.
     Comm(String),
-    /// `--endpoint-clients`.
-    EndpointClients,
+    /// A client of the endpoint that no `--cgroup` or `--comm` target selects, by its owner:
+    /// the unit, pod or user its cgroup belongs to (`group`, `act/group.rs`: e.g.
+    /// `/system.slice/kube-proxy.service`; None when the cgroup could not be named) and the
+    /// socket's uid. Anyone may open connections to the API address and make them die (an
+    /// `IP_TTL` of 1 on a routed path), so each owner pays alone, within two shared bounds
+    /// (`GROUP_SHARE`, `TOTAL_SHARE`).
+    EndpointClient { group: Option<String>, uid: u32 },
     /// No target can be named now (e.g. an adopted socket whose cgroup is gone): a budget
     /// of its own, so it cannot spend a named target's either.
     #[default]
@@ -31,11 +37,26 @@ impl fmt::Display for Budget {
         match self {
             Self::Cgroup(key) => write!(f, "cgroup {key}"),
             Self::Comm(comm) => write!(f, "comm {comm}"),
-            Self::EndpointClients => f.write_str("endpoint clients"),
+            Self::EndpointClient {
+                group: Some(g),
+                uid,
+            } => write!(f, "endpoint client {g} uid {uid}"),
+            Self::EndpointClient { group: None, uid } => {
+                write!(f, "endpoint client (cgroup unknown) uid {uid}")
+            }
             Self::Unattributed => f.write_str("unattributed"),
         }
     }
 }
+
+/// The endpoint clients of one cgroup group (every uid in it) together may spend this many
+/// owners' budgets a minute: a pod running as root can take any uid, and each uid would
+/// otherwise be an owner with a budget of its own.
+pub const GROUP_SHARE: usize = 2;
+/// All endpoint clients together may spend this many owners' budgets a minute: a bound on
+/// what lifeline does to the node's clients however many owners there are (60 kills at the
+/// default 6), which one unprivileged user (one uid, one user slice) cannot reach alone.
+pub const TOTAL_SHARE: usize = 10;
 
 /// Whether the socket is one of `--restart-unit`'s own: created in the unit's cgroup (or
 /// below it) as that cgroup is now.
@@ -58,10 +79,22 @@ pub struct Whose {
 
 const MINUTE: Duration = Duration::from_mins(1);
 
-/// One sliding-minute kill budget per target, each `max` kills.
+/// What one sliding minute is counted for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    /// A target's or an owner's own budget.
+    Own(Budget),
+    /// Every endpoint client of one cgroup group.
+    Group(Option<String>),
+    /// Every endpoint client.
+    AllEndpointClients,
+}
+
+/// One sliding-minute kill budget per target and per endpoint-client owner, each `max`
+/// kills; endpoint clients also within their group's and the total bound.
 pub(super) struct KillBudgets {
     max: usize,
-    spent: HashMap<Budget, VecDeque<Instant>>,
+    spent: HashMap<Key, VecDeque<Instant>>,
 }
 
 impl KillBudgets {
@@ -72,9 +105,10 @@ impl KillBudgets {
         }
     }
 
-    /// Takes one kill from `budget` at `now`, or says it is spent.
+    /// Takes one kill from `budget` at `now` (and from its group's and the total bound for
+    /// an endpoint client: all or none), or says one of them is spent.
     pub(super) fn try_take(&mut self, budget: &Budget, now: Instant) -> bool {
-        // Forget what aged out everywhere, so the map holds only the last minute's targets.
+        // Forget what aged out everywhere, so the map holds only the last minute's kills.
         self.spent.retain(|_, times| {
             while times
                 .front()
@@ -84,58 +118,29 @@ impl KillBudgets {
             }
             !times.is_empty()
         });
-        let times = self.spent.entry(budget.clone()).or_default();
-        if times.len() >= self.max {
-            return false;
+        let mut bounds = vec![(Key::Own(budget.clone()), self.max)];
+        if let Budget::EndpointClient { group, .. } = budget {
+            bounds.push((
+                Key::Group(group.clone()),
+                self.max.saturating_mul(GROUP_SHARE),
+            ));
+            bounds.push((
+                Key::AllEndpointClients,
+                self.max.saturating_mul(TOTAL_SHARE),
+            ));
         }
-        times.push_back(now);
-        true
+        let room = bounds
+            .iter()
+            .all(|(key, max)| self.spent.get(key).map_or(0, VecDeque::len) < *max);
+        if room {
+            for (key, _) in bounds {
+                self.spent.entry(key).or_default().push_back(now);
+            }
+        }
+        room
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_target_has_its_own_sliding_minute() {
-        let mut b = KillBudgets::new(2);
-        let t0 = Instant::now();
-        let noisy = Budget::Comm("noisy".into());
-        let kubelet = Budget::Cgroup("/system.slice/kubelet.service".into());
-        assert!(b.try_take(&noisy, t0));
-        assert!(b.try_take(&noisy, t0 + Duration::from_secs(1)));
-        assert!(
-            !b.try_take(&noisy, t0 + Duration::from_secs(2)),
-            "the noisy client's budget is spent"
-        );
-        assert!(
-            b.try_take(&kubelet, t0 + Duration::from_secs(2)),
-            "kubelet's budget is untouched by the noisy client's kills"
-        );
-        assert!(b.try_take(&Budget::EndpointClients, t0));
-        assert!(b.try_take(&Budget::Unattributed, t0));
-        assert!(
-            !b.try_take(&noisy, t0 + Duration::from_secs(59)),
-            "still inside the minute of the first kill"
-        );
-        assert!(
-            b.try_take(&noisy, t0 + Duration::from_mins(1)),
-            "the first kill aged out"
-        );
-    }
-
-    #[test]
-    fn budgets_are_named_in_the_log() {
-        assert_eq!(
-            Budget::Cgroup("/system.slice/kubelet.service".into()).to_string(),
-            "cgroup /system.slice/kubelet.service"
-        );
-        assert_eq!(
-            Budget::Comm("kube-proxy".into()).to_string(),
-            "comm kube-proxy"
-        );
-        assert_eq!(Budget::EndpointClients.to_string(), "endpoint clients");
-        assert_eq!(Whose::default().unit, UnitOwned::Unknown);
-    }
-}
+#[path = "budget_tests.rs"]
+mod tests;

@@ -57,6 +57,19 @@ impl Cgroup {
         ])
     }
 
+    /// A user's login session as systemd-logind places it,
+    /// `/ll-PID-N.slice/user.slice/user-UID.slice/session-1.scope`.
+    ///
+    /// # Errors
+    /// When the directories cannot be made.
+    pub fn user_session(uid: u32) -> Result<Self> {
+        Self::nested(&[
+            "user.slice",
+            &format!("user-{uid}.slice"),
+            "session-1.scope",
+        ])
+    }
+
     /// `/ll-PID-N.slice/` then `levels` below it.
     fn nested(levels: &[&str]) -> Result<Self> {
         crate::stale::sweep();

@@ -140,9 +140,8 @@ pub fn watch(s: &Setup, p: &Pair, watch: Duration) -> Result<Seen> {
     Ok(seen)
 }
 
-/// Asserts the application's own settings decided: the one with keepalive 5,5,4 still there
-/// a second before its own deadline (25 s after its last answer before the fault) and aborted
-/// with `ETIMEDOUT` at it, the 1,1,5 one at its own 6 s, the one without keepalive still there
+/// Asserts the application's own settings decided: the one with keepalive 5,5,4 aborted with
+/// `ETIMEDOUT` at its own deadline (25 s after its last answer before the fault), not sooner, the 1,1,5 one at its own 6 s, the one without keepalive still there
 /// at the end.
 ///
 /// # Errors
@@ -151,12 +150,8 @@ pub fn own_settings_decided(seen: &Seen, watched: Duration, p: &Pair) -> Result<
     // Counted from the fault, as `seen` is.
     let deadline = |last_ms: u64, own: u64| (last_ms + own).saturating_sub(p.fault_ms);
     let own = deadline(p.own_last_ms, 25_000);
-    ensure!(
-        seen.own_established_until + 1_500 >= own,
-        "the socket with its own 5,5,4 keepalive was gone {} ms after the fault, before its own deadline at {own} ms: {seen:?}\n{}",
-        seen.own_established_until,
-        p.own.dump()
-    );
+    // The client's own error is the moment the kernel aborted its socket (its pending read
+    // fails then): exact, where `ss` polls are seconds apart under emulation.
     let (at, errno) = seen
         .own_abort
         .with_context(|| format!("no abort by its own keepalive: {seen:?}"))?;

@@ -57,6 +57,7 @@ pub mod proxy;
 mod proxy_conf;
 pub mod proxy_lab;
 pub mod proxy_node;
+pub mod routed;
 pub mod scenario;
 pub mod setup;
 pub mod ss;

@@ -17,7 +17,8 @@
 //!   `Unconfined` is `apparmor=unconfined`, `RuntimeDefault` podman's default (none on the
 //!   lab's kernel, which has no `AppArmor`). `automountServiceAccountToken`: podman mounts no
 //!   token either way (the test asserts the manifest's `false`).
-//! - volumes: `hostPath` is the node's path as `Node::host_paths` maps it, `emptyDir` and
+//! - volumes: `hostPath` is the node's path as `Node::host_paths` maps it (the lab's own
+//!   directory for the node's /run/lifeline), `emptyDir` and
 //!   `configMap` are fresh directories (the `ConfigMap`'s files written into it); `readOnly`.
 //! - `limits.memory`, `terminationGracePeriodSeconds` (`--stop-timeout`), `command`
 //!   (the entry point). Probes run as kubelet runs exec probes: `podman exec`.
@@ -54,7 +55,14 @@ impl Node {
             .iter()
             .find(|m| m.path == mount_path)
             .with_context(|| format!("no volume at {mount_path}"))?;
-        Ok(self.scratch.join(&m.name))
+        match &m.source {
+            Source::HostPath(p) => self
+                .host_paths
+                .get(p)
+                .cloned()
+                .with_context(|| format!("hostPath {p}: the lab does not provide it")),
+            _ => Ok(self.scratch.join(&m.name)),
+        }
     }
 }
 

@@ -18,6 +18,8 @@ pub const NAME: &str = "pod-syscalls";
 pub enum Outcome {
     Ok,
     Errno(i32),
+    /// A number the helper reports (`NAME count N`).
+    Count(u32),
 }
 
 /// Builds the helper into `dir`; its path.
@@ -48,7 +50,7 @@ pub fn build(dir: &Path) -> Result<PathBuf> {
 /// The helper's report: call name to outcome.
 ///
 /// # Errors
-/// On a line that is neither `NAME ok` nor `NAME errno N`.
+/// On a line that is neither `NAME ok`, `NAME errno N` nor `NAME count N`.
 pub fn parse(text: &str) -> Result<BTreeMap<String, Outcome>> {
     let mut out = BTreeMap::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -56,6 +58,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Outcome>> {
         let outcome = match f.as_slice() {
             [_, "ok"] => Outcome::Ok,
             [_, "errno", n] => Outcome::Errno(n.parse().with_context(|| format!("`{line}`"))?),
+            [_, "count", n] => Outcome::Count(n.parse().with_context(|| format!("`{line}`"))?),
             _ => bail!("not a report line: `{line}`"),
         };
         out.insert(f[0].to_owned(), outcome);
@@ -69,7 +72,8 @@ mod tests {
 
     #[test]
     fn reads_both_kinds_of_line_and_refuses_others() {
-        let r = parse("mount errno 1\nunix ok\n").unwrap();
+        let r = parse("mount errno 1\nunix ok\nseccomp-filters count 1\n").unwrap();
+        assert_eq!(r["seccomp-filters"], Outcome::Count(1));
         assert_eq!(r["mount"], Outcome::Errno(1));
         assert_eq!(r["unix"], Outcome::Ok);
         assert!(parse("mount maybe").is_err());

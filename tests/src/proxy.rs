@@ -27,6 +27,8 @@ pub struct NodeProxy {
     /// `(HOST:PORT, DNS server)`: the configuration names the servers so, re-resolved at run
     /// time (haproxy only); None: it lists `upstreams`.
     pub resolving: Option<(String, SocketAddr)>,
+    /// Where it listens: `PROXY_LISTEN`, and what a reload adds (`reload_listening`).
+    pub listens: Vec<SocketAddr>,
     /// Dropped after the process: its teardown kills any worker left.
     pub cgroup: Cgroup,
     dir: TempDir,
@@ -60,7 +62,7 @@ impl NodeProxy {
         );
         let dir = TempDir::new()?;
         let conf = crate::proxy_conf::path(&dir, kind);
-        crate::proxy_conf::write(&dir, kind, upstreams, resolving.as_ref())?;
+        crate::proxy_conf::write(&dir, kind, (&[PROXY_LISTEN], upstreams), resolving.as_ref())?;
         let check: Vec<&str> = match kind {
             ProxyKind::Nginx => vec!["-e", "stderr", "-t", "-c", &conf],
             ProxyKind::Haproxy => vec!["-c", "-f", &conf],
@@ -79,6 +81,7 @@ impl NodeProxy {
             proc,
             upstreams: upstreams.to_vec(),
             resolving,
+            listens: vec![PROXY_LISTEN],
             cgroup,
             dir,
         };
@@ -152,8 +155,27 @@ impl NodeProxy {
     /// # Errors
     /// When the configuration cannot be written.
     pub fn reload(&mut self, upstreams: &[SocketAddr]) -> Result<()> {
+        let listens = self.listens.clone();
+        self.reload_listening(&listens, upstreams)
+    }
+
+    /// `reload`, listening on `listens` from now on (an operator moving the proxy's port).
+    ///
+    /// # Errors
+    /// When the configuration cannot be written.
+    pub fn reload_listening(
+        &mut self,
+        listens: &[SocketAddr],
+        upstreams: &[SocketAddr],
+    ) -> Result<()> {
         upstreams.clone_into(&mut self.upstreams);
-        crate::proxy_conf::write(&self.dir, self.kind, upstreams, self.resolving.as_ref())?;
+        listens.clone_into(&mut self.listens);
+        crate::proxy_conf::write(
+            &self.dir,
+            self.kind,
+            (listens, upstreams),
+            self.resolving.as_ref(),
+        )?;
         self.proc.signal(match self.kind {
             ProxyKind::Nginx => libc::SIGHUP,
             ProxyKind::Haproxy => libc::SIGUSR2,

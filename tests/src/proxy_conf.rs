@@ -42,12 +42,17 @@ impl ProxyKind {
 pub const NGINX_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
 
 /// nginx.conf: the stream proxy only (kubespray's http block serves its health check port,
-/// which nothing in the lab asks). `pid` in the proxy's own directory, logs to stderr.
+/// which nothing in the lab asks), listening on every address of `listens`. `pid` in the
+/// proxy's own directory, logs to stderr.
 #[must_use]
-pub fn nginx(dir: &Path, listen: SocketAddr, upstreams: &[SocketAddr]) -> String {
+pub fn nginx(dir: &Path, listens: &[SocketAddr], upstreams: &[SocketAddr]) -> String {
     let mut servers = String::new();
     for u in upstreams {
         let _ = writeln!(servers, "    server {u};");
+    }
+    let mut listen = String::new();
+    for l in listens {
+        let _ = writeln!(listen, "    listen        {l};");
     }
     format!(
         "load_module {NGINX_STREAM_MODULE};
@@ -70,8 +75,7 @@ stream {{
 {servers}  }}
 
   server {{
-    listen        {listen};
-    proxy_pass    kube_apiserver;
+{listen}    proxy_pass    kube_apiserver;
     proxy_timeout 10m;
     proxy_connect_timeout 1s;
   }}
@@ -84,12 +88,12 @@ stream {{
 /// haproxy.cfg: kubespray's defaults and its `kube_api_frontend`/`kube_api_backend` in TCP
 /// mode (its health-check frontend left out, as nginx's).
 #[must_use]
-pub fn haproxy(listen: SocketAddr, upstreams: &[SocketAddr]) -> String {
+pub fn haproxy(listens: &[SocketAddr], upstreams: &[SocketAddr]) -> String {
     let mut servers = String::new();
     for (i, u) in upstreams.iter().enumerate() {
         let _ = writeln!(servers, "  server api{} {u} check", i + 1);
     }
-    haproxy_with(listen, "", &servers)
+    haproxy_with(listens, "", &servers)
 }
 
 /// haproxy.cfg naming the API servers by `name` (`HOST:PORT`), re-resolved at run time
@@ -98,7 +102,7 @@ pub fn haproxy(listen: SocketAddr, upstreams: &[SocketAddr]) -> String {
 /// name, so the server waits for the first answer instead of failing the start.
 /// `hold valid 1s`: an answer is asked again every second, so a change is seen at once.
 #[must_use]
-pub fn haproxy_resolving(listen: SocketAddr, name: &str, dns: SocketAddr) -> String {
+pub fn haproxy_resolving(listens: &[SocketAddr], name: &str, dns: SocketAddr) -> String {
     let resolvers = format!(
         "resolvers lab
     nameserver dns {dns}
@@ -111,10 +115,14 @@ pub fn haproxy_resolving(listen: SocketAddr, name: &str, dns: SocketAddr) -> Str
     );
     let server =
         format!("  server api1 {name} check resolvers lab resolve-prefer ipv4 init-addr none\n");
-    haproxy_with(listen, &resolvers, &server)
+    haproxy_with(listens, &resolvers, &server)
 }
 
-fn haproxy_with(listen: SocketAddr, resolvers: &str, servers: &str) -> String {
+fn haproxy_with(listens: &[SocketAddr], resolvers: &str, servers: &str) -> String {
+    let mut bind = String::new();
+    for l in listens {
+        let _ = writeln!(bind, "  bind {l}");
+    }
     format!(
         "global
     maxconn                 4000
@@ -134,8 +142,7 @@ defaults
     maxconn                 4000
 
 {resolvers}frontend kube_api_frontend
-  bind {listen}
-  mode tcp
+{bind}  mode tcp
   default_backend kube_api_backend
 
 backend kube_api_backend
@@ -155,18 +162,19 @@ pub(crate) fn path(dir: &TempDir, kind: ProxyKind) -> String {
     dir.path().join(file).display().to_string()
 }
 
-/// Writes the configuration of a `kind` proxy in `dir`: `resolving` (`(HOST:PORT, DNS
-/// server)`, haproxy) names the servers so, else the list is `upstreams`.
+/// Writes the configuration of a `kind` proxy in `dir`, listening on `listens`:
+/// `resolving` (`(HOST:PORT, DNS server)`, haproxy) names the servers so, else the list is
+/// `upstreams`.
 pub(crate) fn write(
     dir: &TempDir,
     kind: ProxyKind,
-    upstreams: &[SocketAddr],
+    (listens, upstreams): (&[SocketAddr], &[SocketAddr]),
     resolving: Option<&(String, SocketAddr)>,
 ) -> Result<()> {
     let text = match (kind, resolving) {
-        (ProxyKind::Haproxy, Some((name, dns))) => haproxy_resolving(PROXY_LISTEN, name, *dns),
-        (ProxyKind::Nginx, _) => nginx(dir.path(), PROXY_LISTEN, upstreams),
-        (ProxyKind::Haproxy, None) => haproxy(PROXY_LISTEN, upstreams),
+        (ProxyKind::Haproxy, Some((name, dns))) => haproxy_resolving(listens, name, *dns),
+        (ProxyKind::Nginx, _) => nginx(dir.path(), listens, upstreams),
+        (ProxyKind::Haproxy, None) => haproxy(listens, upstreams),
     };
     std::fs::write(path(dir, kind), text).context("writing the proxy's configuration")
 }

@@ -1,11 +1,13 @@
 //! The lab's one test binary (`tests/tests/lab/`, cargo's test target `lab`) in two lanes
 //! run at once, both processes of that binary: the tests that last minutes while mostly
 //! waiting (a 5-minute watch of quiet connections, the loss soaks) all start together in the
-//! quiet lane, and the rest run beside them `MAIN_THREADS` at a time, so CI's time is the
-//! longer lane, not the sum. Each lane gets an exact list of names from the binary's own
-//! `--list`: every test runs in exactly one lane, and a quiet-lane entry that names no test
-//! fails the run. Cargo holds its build lock only while compiling, and the binary is built
-//! once before either lane starts.
+//! quiet lane, and the rest run beside them a module at a time (one process per module,
+//! `MAIN_THREADS` of its tests at once: a module's tests share timing bounds that were set
+//! with only their siblings beside them), so CI's time is the longer lane, not the sum.
+//! Each lane gets an exact list of names from the binary's own `--list`: every test runs in
+//! exactly one lane, and a quiet-lane entry that names no test fails the run. Cargo holds
+//! its build lock only while compiling, and the binary is built once before either lane
+//! starts.
 
 use std::{
     fs,
@@ -32,7 +34,8 @@ const QUIET_LANE: [&str; 6] = [
     "hostile_servers::",
 ];
 
-/// Tests at once in the main lane (they wait on the network most of the time; 2 cores).
+/// A module's tests at once in the main lane (they wait on the network most of the time; 2
+/// cores).
 const MAIN_THREADS: usize = 4;
 
 /// Whether the quiet-lane entry `entry` names the test `name`.
@@ -71,6 +74,20 @@ fn list(ws: &Path, lab: &str) -> Result<Vec<String>> {
         .filter_map(|l| l.strip_suffix(": test"))
         .map(str::to_owned)
         .collect())
+}
+
+/// The main lane's tests by module (`module::` prefix), modules in name order.
+fn by_module(names: &[String]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for n in names {
+        let module = n.split("::").next().unwrap_or(n).to_owned();
+        match out.iter_mut().find(|(m, _)| *m == module) {
+            Some((_, tests)) => tests.push(n.clone()),
+            None => out.push((module, vec![n.clone()])),
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
 }
 
 fn test_args(lab: &str, names: &[String], threads: usize) -> Vec<String> {
@@ -116,15 +133,24 @@ pub fn run_lab_tests(ws: &Path, lab: &str, env: &[(&str, &Path)], log: &Path) ->
         .stderr(out)
         .spawn()
         .context("starting the quiet lane of the lab tests")?;
-    let first = run(
-        "lab tests",
-        &mut with_env(&test_args(lab, &main, MAIN_THREADS)),
-        Output::Inherit,
-    );
+    // Every module runs even after one fails, so a run names every failure, not the first.
+    let mut failed = Vec::new();
+    for (module, tests) in by_module(&main) {
+        let ran = run(
+            &format!("lab tests: {module}"),
+            &mut with_env(&test_args(lab, &tests, MAIN_THREADS)),
+            Output::Inherit,
+        );
+        if ran.is_err() {
+            failed.push(module);
+        }
+    }
     let status = second.wait().context("waiting for the quiet lane")?;
     println!("::: lab tests, quiet lane ({}):", QUIET_LANE.join(", "));
     print!("{}", fs::read_to_string(log).unwrap_or_default());
-    first?;
+    if !failed.is_empty() {
+        bail!("lab tests failed in: {}", failed.join(", "));
+    }
     if !status.success() {
         bail!(
             "lab tests (quiet lane: {}) failed ({status}); output above and in {}",
@@ -137,7 +163,16 @@ pub fn run_lab_tests(ws: &Path, lab: &str, env: &[(&str, &Path)], log: &Path) ->
 
 #[cfg(test)]
 mod tests {
-    use super::partition;
+    use super::{by_module, partition};
+
+    #[test]
+    fn the_main_lane_runs_a_module_at_a_time() {
+        let names = ["idle::b", "blip::a", "idle::a", "container::steps::x"].map(str::to_owned);
+        let got = by_module(&names);
+        let modules: Vec<&str> = got.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(modules, ["blip", "container", "idle"]);
+        assert_eq!(got[2].1, ["idle::b", "idle::a"]);
+    }
 
     #[test]
     fn every_test_in_one_lane_and_every_quiet_entry_names_one() {

@@ -10,7 +10,7 @@ use super::{
     decided::{Class, Decided, Did},
 };
 use crate::{
-    judge::{Action, Kill, Outcome, Reason, TcpInfo, Trouble, Verdict},
+    judge::{Action, Budget, Kill, Outcome, Reason, TcpInfo, Trouble, Verdict},
     kernel::clock,
 };
 
@@ -20,10 +20,13 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
     let failed = matches!(outcome, Outcome::Failed(_));
     let hold = match (action, outcome) {
         (Action::Hold, _) => "; no healthy endpoint, holding".to_owned(),
-        (_, Outcome::RateLimited) => format!(
-            " (the kill budget of {} is spent for this minute)",
-            ev.whose.budget
-        ),
+        (_, Outcome::RateLimited) => match &ev.whose.budget {
+            // Within its own budget it may still meet a shared bound (`judge::budget`).
+            b @ Budget::EndpointClient { .. } => format!(
+                " (the kill budget of {b}, its cgroup's or all endpoint clients' together, is spent for this minute)"
+            ),
+            b => format!(" (the kill budget of {b} is spent for this minute)"),
+        },
         _ => String::new(),
     };
     let did = Did::from(action);

@@ -5,6 +5,7 @@ pub mod restart;
 
 pub mod count;
 pub mod decided;
+mod group;
 mod log;
 pub mod owner;
 

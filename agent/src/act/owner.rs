@@ -14,11 +14,20 @@ use lifeline_common::{
     watch::{BY_COMM, BY_ENDPOINT},
 };
 
+use super::group::Groups;
 use crate::{
     judge::{Budget, UnitOwned, Whose},
     settings::Targets,
     watch::cgroup,
 };
+
+/// What the read right before a kill says of the socket (`sock_diag`): None for what it
+/// could not say (the socket closed, an old kernel).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Seen {
+    pub cgroup_id: Option<u64>,
+    pub uid: Option<u32>,
+}
 
 /// The subtrees of one batch of kills.
 pub struct Scopes {
@@ -28,6 +37,8 @@ pub struct Scopes {
     /// `--restart-unit`'s subtree now; None without a restarter or while its cgroup is
     /// not known.
     unit: Option<HashSet<u64>>,
+    /// Endpoint clients' groups, found once per batch.
+    groups: Groups,
 }
 
 impl Scopes {
@@ -41,13 +52,13 @@ impl Scopes {
                 .collect(),
             comms: targets.comms.clone(),
             unit: unit_dir.map(cgroup::subtree_ids),
+            groups: Groups::new(),
         }
     }
 
-    /// Whose the socket with record `rec` is; `cgroup_id`: its cgroup from `sock_diag`,
-    /// None when it could not be read (the socket closed, an old kernel).
-    #[must_use]
-    pub fn whose(&self, cgroup_id: Option<u64>, rec: &SockState) -> Whose {
+    /// Whose the socket with record `rec` is, as `seen` just before the kill.
+    pub fn whose(&mut self, seen: Seen, rec: &SockState) -> Whose {
+        let Seen { cgroup_id, uid } = seen;
         let in_target = cgroup_id.and_then(|id| {
             self.targets
                 .iter()
@@ -61,9 +72,15 @@ impl Scopes {
                 .filter(|_| rec.reasons & BY_COMM != 0 || rec.reasons == 0)
                 .map(|c| Budget::Comm(c.clone()))
         };
+        let groups = &mut self.groups;
+        let client = || {
+            let uid = uid.filter(|_| rec.reasons & BY_ENDPOINT != 0)?;
+            let group = cgroup_id.and_then(|id| groups.group(id, rec.owner_pid));
+            Some(Budget::EndpointClient { group, uid })
+        };
         let budget = in_target
             .or_else(by_comm)
-            .or_else(|| (rec.reasons & BY_ENDPOINT != 0).then_some(Budget::EndpointClients))
+            .or_else(client)
             .unwrap_or(Budget::Unattributed);
         let unit = match (&self.unit, cgroup_id) {
             (Some(ids), Some(id)) if ids.contains(&id) => UnitOwned::Yes,
@@ -75,84 +92,5 @@ impl Scopes {
 }
 
 #[cfg(test)]
-mod tests {
-    use lifeline_common::watch::BY_CGROUP;
-
-    use super::*;
-
-    fn rec(comm: &str, reasons: u32) -> SockState {
-        let mut r = SockState {
-            reasons,
-            ..SockState::default()
-        };
-        r.owner_comm[..comm.len()].copy_from_slice(comm.as_bytes());
-        r
-    }
-
-    fn scopes(unit: Option<&[u64]>) -> Scopes {
-        Scopes {
-            targets: vec![
-                (
-                    "/system.slice/kube-proxy.service".into(),
-                    HashSet::from([5]),
-                ),
-                (
-                    "/system.slice/kubelet.service".into(),
-                    HashSet::from([7, 8]),
-                ),
-            ],
-            comms: vec!["noisy".into()],
-            unit: unit.map(|ids| ids.iter().copied().collect()),
-        }
-    }
-
-    #[test]
-    fn the_most_specific_target_pays_and_only_the_units_cgroup_is_the_unit() {
-        let s = scopes(Some(&[7, 8]));
-        let kubelet = s.whose(Some(8), &rec("kubelet", BY_CGROUP | BY_ENDPOINT));
-        assert_eq!(
-            kubelet.budget,
-            Budget::Cgroup("/system.slice/kubelet.service".into())
-        );
-        assert_eq!(kubelet.unit, UnitOwned::Yes, "a child cgroup of the unit's");
-        let proxy = s.whose(Some(5), &rec("kube-proxy", BY_CGROUP));
-        assert_eq!(
-            (proxy.budget.to_string(), proxy.unit),
-            (
-                "cgroup /system.slice/kube-proxy.service".into(),
-                UnitOwned::No
-            )
-        );
-        let noisy = s.whose(Some(99), &rec("noisy", BY_COMM | BY_ENDPOINT));
-        assert_eq!(
-            (noisy.budget, noisy.unit),
-            (Budget::Comm("noisy".into()), UnitOwned::No)
-        );
-        let client = s.whose(Some(99), &rec("curl", BY_ENDPOINT));
-        assert_eq!(client.budget, Budget::EndpointClients);
-        let adopted = s.whose(Some(99), &rec("-", 0));
-        assert_eq!(adopted.budget, Budget::Unattributed);
-    }
-
-    #[test]
-    fn without_evidence_the_socket_is_never_the_units() {
-        let gone = scopes(Some(&[7])).whose(None, &rec("kubelet", BY_CGROUP));
-        assert_eq!(
-            gone.unit,
-            UnitOwned::Unknown,
-            "its cgroup could not be read"
-        );
-        let no_unit = scopes(None).whose(Some(7), &rec("kubelet", BY_CGROUP));
-        assert_eq!(
-            no_unit.unit,
-            UnitOwned::Unknown,
-            "the unit's cgroup unknown"
-        );
-        let stopped = scopes(Some(&[])).whose(Some(7), &rec("kubelet", BY_CGROUP));
-        assert_eq!(
-            stopped.unit,
-            UnitOwned::Unknown,
-            "the unit's cgroup is not there"
-        );
-    }
-}
+#[path = "owner_tests.rs"]
+mod tests;

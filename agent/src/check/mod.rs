@@ -33,8 +33,12 @@ use crate::{
 
 /// # Errors
 /// When any row fails (the table is printed first).
-pub fn run(args: &Run) -> Result<()> {
+pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
     let mut rows = vec![kernel(), btf(), privileges(), host::seccomp()];
+    rows.push(match crate::node::signals::describe(signals) {
+        Ok(text) => Row::pass("signals", text),
+        Err(why) => Row::warn("signals", why),
+    });
     if let Some(path) = crate::settings::config::source(args.config.as_deref()) {
         rows.push(Row::pass("config", path.display().to_string()));
     }

@@ -183,8 +183,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Upper bound on kills per minute for each watch target (each --cgroup, each --comm,
-    /// the endpoint's clients), whatever the evidence.
+    /// Upper bound on kills per minute for each watch target (each --cgroup, each --comm) and
+    /// for each owner of the endpoint's other clients (its unit, pod or user slice, and uid;
+    /// 2x that for one cgroup's uids together, 10x for all endpoint clients), whatever the
+    /// evidence.
     #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_kills_per_minute: u32,
 

@@ -5,7 +5,10 @@
 use std::time::Instant;
 
 use crate::{
-    act::{self, owner::Scopes},
+    act::{
+        self,
+        owner::{Scopes, Seen},
+    },
     endpoint::guard,
     judge::{Action, Kill, RestartRequest, SweepEnd, UnitOwned},
 };
@@ -32,12 +35,12 @@ impl Daemon {
             if self.judge.quiet(kill.cookie, at) || !self.judge.current(kill) {
                 continue; // backing off, or earned again after the path's return
             }
-            let Some(Fresh { cgroup_id }) = self.still_dead(kill) else {
+            let Some(seen) = self.still_dead(kill) else {
                 continue;
             };
             let scopes = scopes.get_or_insert_with(|| self.scopes());
             let kill = Kill {
-                whose: scopes.whose(cgroup_id, &kill.rec),
+                whose: scopes.whose(seen, &kill.rec),
                 ..kill.clone()
             };
             let decision = self.judge.decide(&kill, healthy == guard::Verdict::Go, at);
@@ -82,7 +85,7 @@ impl Daemon {
 
     /// A fresh read of the socket, when the kill's evidence still stands on it; `None`: it
     /// heard from its peer since the look (judged afresh next sweep).
-    fn still_dead(&mut self, kill: &Kill) -> Option<Fresh> {
+    fn still_dead(&mut self, kill: &Kill) -> Option<Seen> {
         let read = self
             .diag
             .get(kill.rec.local(), kill.rec.peer(), kill.cookie)
@@ -101,8 +104,9 @@ impl Daemon {
                 return None;
             }
         }
-        Some(Fresh {
-            cgroup_id: read.and_then(|d| d.cgroup_id),
+        Some(Seen {
+            cgroup_id: read.as_ref().and_then(|d| d.cgroup_id),
+            uid: read.map(|d| d.uid),
         })
     }
 
@@ -158,10 +162,4 @@ impl Daemon {
             let _ = r.tx.send(req);
         }
     }
-}
-
-/// What a read right before a kill gives the rest of it.
-struct Fresh {
-    /// The socket's cgroup as `sock_diag` reports it (whose budget it spends).
-    cgroup_id: Option<u64>,
 }

@@ -110,12 +110,12 @@ impl Daemon {
         let adopted =
             self.watching
                 .sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
-        self.polled.extend(adopted.iter().copied());
+        self.polled.extend(adopted.polled.iter().copied());
         let news = self.news.take();
         let now = clock::now_ns();
         let at = Instant::now();
         let lost = self.check_capacity()?;
-        let visit = self.visits(&news, &adopted, lost, now, at)?;
+        let visit = self.visits(&news, &adopted.all, lost, now, at)?;
         // After the news: a socket recorded in this sweep has its peer's device ready
         // before its first keepalive probe.
         self.probe

@@ -1,6 +1,7 @@
 //! Following the API endpoint: its resolved address set, peer probes, and the healthy
 //! endpoint check that keeps lifeline from making an outage worse.
 
+mod arming;
 pub mod connect;
 pub mod discover;
 mod early;
@@ -28,6 +29,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
+pub use arming::{Armed, Arming, SETTLE};
 pub use guard::Guard;
 /// A process's start time from `/proc/PID/stat` (field 22, in clock ticks after boot).
 pub use kubelet::start_time as proc_start_time;

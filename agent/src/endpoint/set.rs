@@ -15,6 +15,9 @@ use std::{
 // A sibling file, declared beside the set whose rule it names (re-exported through it).
 #[path = "membership.rs"]
 mod membership;
+// What arming reads of the set (`arming.rs`): a child, so it sees the set's own fields.
+#[path = "set_arming.rs"]
+mod set_arming;
 pub use membership::{Membership, Standing};
 
 /// An address absent from the answers this long is forgotten.
@@ -44,6 +47,11 @@ pub struct EndpointSet {
     returned: Option<Instant>,
     /// Re-resolve requests on a socket's first sign of trouble (`early.rs`).
     pub early: super::early::Early,
+    /// When a successful answer last held each address (forgotten with `absent_since`).
+    held_at: HashMap<IpAddr, Instant>,
+    /// The first successful answer's addresses, and those given as IP literals (the
+    /// proxy's list): they arm the endpoint-client watch at once (`arming.rs`).
+    trusted: BTreeSet<IpAddr>,
 }
 
 /// `NAME:PORT`, an IPv6 literal in brackets: how status and logs name an endpoint.
@@ -78,6 +86,8 @@ impl EndpointSet {
             last_error: None,
             returned: None,
             early: super::early::Early::default(),
+            held_at: HashMap::new(),
+            trusted: BTreeSet::new(),
         };
         if let Some(ip) = literal {
             s.update(BTreeSet::from([ip]), Instant::now());
@@ -106,6 +116,10 @@ impl EndpointSet {
     /// A successful answer. Returns whether the set changed.
     pub fn update(&mut self, addrs: BTreeSet<IpAddr>, now: Instant) -> bool {
         let changed = addrs != self.current;
+        if self.last_success.is_none() {
+            // What the node used before lifeline could compare: nothing to wait for.
+            self.trusted.extend(addrs.iter().copied());
+        }
         for (ip, since) in &mut self.absent_since {
             if addrs.contains(ip) {
                 if since.take().is_some() {
@@ -117,10 +131,13 @@ impl EndpointSet {
         }
         for ip in &addrs {
             self.absent_since.insert(*ip, None);
+            self.held_at.insert(*ip, now);
         }
         // Forget addresses gone for an hour: no socket can still be waiting on them.
         self.absent_since
             .retain(|_, since| since.is_none_or(|t| now.duration_since(t) < FORGET_AFTER));
+        let known = &self.absent_since;
+        self.held_at.retain(|ip, _| known.contains_key(ip));
         self.current = addrs;
         self.last_success = Some(now);
         self.last_attempt = Some(now);

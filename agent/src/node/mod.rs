@@ -4,4 +4,5 @@
 pub mod lock;
 pub mod mounts;
 pub mod seccomp;
+pub mod signals;
 pub(crate) mod unix;

@@ -33,7 +33,7 @@ use crate::{
 
 /// # Errors
 /// Bad input, missing privileges or kernel features, each with one clear message.
-pub fn run(args: &Run) -> Result<()> {
+pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
     // Before anything is mounted or locked: a binary without its object can do nothing.
     crate::kernel::probe::object()?;
     node::validate(args)?;
@@ -51,6 +51,9 @@ pub fn run(args: &Run) -> Result<()> {
     crate::report::status::socket::prepare(&args.report.status_socket)?;
     let root = cgroup::open(&cgroup2.mount)?;
     logging::init(args.report.log)?;
+    if let Err(why) = crate::node::signals::describe(signals) {
+        tracing::warn!("{why}");
+    }
     cgroup2.log();
     mounts::ensure("bpf", "/sys/fs/bpf");
     mounts::ensure("tracefs", "/sys/kernel/tracing");
@@ -74,7 +77,7 @@ pub fn run(args: &Run) -> Result<()> {
         let watching = Watching::start(&mut probe, targets, ports.clone());
         let mut diag = SockDiag::open().context("opening sock_diag netlink")?;
         let armed = keepalive != Keepalive::default();
-        let polled = adopt::adopt(&mut probe, &mut diag, &watching.selector(), armed)?;
+        let polled = adopt::adopt(&mut probe, &mut diag, &watching.selector(), armed)?.polled;
         let follow =
             endpoint::setup::start(&args.endpoint, &endpoints, &wake, &metrics.dns_failures())?;
         let (tx, rx) = watch::channel(status::Snapshot::default());

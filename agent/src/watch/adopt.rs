@@ -62,8 +62,26 @@ fn comm_matches(filter: &[String], comm: &str) -> bool {
         .any(|f| !comm.is_empty() && f.as_bytes().iter().take(COMM_LEN - 1).eq(comm.as_bytes()))
 }
 
-/// Adopt pre-existing sockets; returns the cookies that must be polled. `keepalive`: the
-/// iterator is to arm keepalive on them too (their records say `KA_PENDING` until it has).
+/// The sockets one adoption recorded.
+#[derive(Debug, Default)]
+pub struct Adopted {
+    /// Those whose callbacks could not be armed: polled every sweep.
+    pub polled: HashSet<u64>,
+    /// Every socket recorded now (armed or polled): the daemon reads each into its mirror
+    /// at once (an armed one sends no news until something happens to it).
+    pub all: HashSet<u64>,
+}
+
+impl Adopted {
+    pub fn extend(&mut self, other: Self) {
+        self.polled.extend(other.polled);
+        self.all.extend(other.all);
+    }
+}
+
+/// Adopt pre-existing sockets; returns the cookies recorded, and those that must be polled.
+/// `keepalive`: the iterator is to arm keepalive on them too (their records say
+/// `KA_PENDING` until it has).
 ///
 /// # Errors
 /// When the dump fails.
@@ -72,7 +90,7 @@ pub fn adopt(
     diag: &mut SockDiag,
     select: &Selector<'_>,
     keepalive: bool,
-) -> Result<HashSet<u64>> {
+) -> Result<Adopted> {
     let mut found: Vec<DiagSock> = Vec::new();
     for family in [libc::AF_INET, libc::AF_INET6] {
         let family = u8::try_from(family).unwrap_or_default();
@@ -166,14 +184,24 @@ pub fn adopt(
             ITER_CALLBACKS.since.1
         );
     }
-    // `already_armed`: sockets a previous agent armed (it was killed before they closed);
-    // their callback flags and keepalive values were left exactly as they were.
-    tracing::info!(
-        adopted = cookies.len(),
-        armed = cookies.len() - polled.len(),
-        already_armed = already,
-        polled = polled.len(),
-        "pre-existing sockets adopted"
-    );
-    Ok(polled)
+    let adopted = Adopted {
+        polled,
+        all: cookies.into_iter().collect(),
+    };
+    adopted.log(already);
+    Ok(adopted)
+}
+
+impl Adopted {
+    /// `already_armed`: sockets a previous agent armed (it was killed before they closed);
+    /// their callback flags and keepalive values were left exactly as they were.
+    fn log(&self, already_armed: usize) {
+        tracing::info!(
+            adopted = self.all.len(),
+            armed = self.all.len() - self.polled.len(),
+            already_armed,
+            polled = self.polled.len(),
+            "pre-existing sockets adopted"
+        );
+    }
 }

@@ -1,19 +1,35 @@
 //! The endpoint-client target: `ENDPOINT_PEERS` holds every address a new connection to the
 //! API endpoint may use (the current answer's, and those within `--orphan-grace` of leaving
-//! it), so `sock_ops` can select such sockets at ESTABLISHED whoever owns them. Kept in step
-//! with the DNS answers at every sweep; an address that arrives late is also searched for
-//! among the sockets that already exist (a client may have resolved before the agent).
+//! it) once it is armed (`endpoint/arming.rs`: at once for the first answer and literals,
+//! after the answers held it for `SETTLE` for a later one), so `sock_ops` can select such
+//! sockets at ESTABLISHED whoever owns them. Kept in step with the DNS answers at every
+//! sweep; an address armed late is also searched for among the sockets that already exist
+//! (a client may have resolved before the agent, or while the address settled).
 
-use std::{collections::BTreeSet, net::SocketAddr, time::Duration};
+use std::{
+    collections::BTreeSet,
+    net::SocketAddr,
+    time::{Duration, Instant},
+};
 
-use crate::{endpoint::Endpoints, kernel::probe::Probe};
+use crate::{
+    endpoint::{Armed, Arming, Endpoints, SETTLE},
+    kernel::probe::Probe,
+};
 
 #[derive(Default)]
 pub struct PeerSync {
     installed: BTreeSet<SocketAddr>,
+    arming: Arming,
 }
 
 impl PeerSync {
+    /// The endpoint peers armed now.
+    #[must_use]
+    pub fn installed(&self) -> &BTreeSet<SocketAddr> {
+        &self.installed
+    }
+
     /// Update the map; returns the peers added now, for the caller to adopt their sockets.
     pub fn sync(
         &mut self,
@@ -21,7 +37,16 @@ impl PeerSync {
         endpoints: &Endpoints,
         grace: Duration,
     ) -> Vec<SocketAddr> {
-        let want = endpoints.peers_within_grace(grace);
+        let Armed {
+            armed: want,
+            settling,
+        } = self
+            .arming
+            .step(&endpoints.arming_candidates(grace), Instant::now());
+        for peer in settling {
+            tracing::info!(event = "endpoint-client-settling", peer = %peer, settle_s = SETTLE.as_secs(),
+                "{peer} joined the endpoint's answers: other processes' connections to it are watched once the answers have held it for {} s (a shorter DNS change arms nothing)", SETTLE.as_secs());
+        }
         for gone in self.installed.difference(&want) {
             probe.remove_endpoint_peer(*gone);
         }

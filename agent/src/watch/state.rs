@@ -9,7 +9,7 @@ use crate::{
     kernel::{diag::SockDiag, probe::Probe},
     settings::Targets,
     watch::{
-        adopt::{self, Selector},
+        adopt::{self, Adopted, Selector},
         cgroup,
     },
 };
@@ -59,43 +59,56 @@ impl Watching {
         }
     }
 
-    /// Once per sweep: target cgroups and endpoint peers. Returns the cookies of sockets
-    /// adopted now that must be polled (see `adopt`).
+    /// Once per sweep: target cgroups, endpoint peers and ports. Returns the sockets adopted
+    /// now (see `adopt`).
     pub fn sync(
         &mut self,
         probe: &mut Probe,
         diag: &mut SockDiag,
         follow: Option<&Follow>,
         keepalive: bool,
-    ) -> HashSet<u64> {
+    ) -> Adopted {
         self.status = self.cgroups.sync(probe, false);
         self.status.extend(self.other_status(follow));
-        if let Some(f) = follow {
-            self.sync_ports(probe, f);
+        let new_ports = follow
+            .map(|f| self.sync_ports(probe, f))
+            .unwrap_or_default();
+        let mut adopted = Adopted::default();
+        if let Some(f) = follow.filter(|_| self.targets.endpoint_clients) {
+            let added = self.peers.sync(probe, &f.endpoints, f.grace);
+            if !added.is_empty() {
+                let select = Selector {
+                    ports: &self.ports,
+                    targets: &Targets::default(),
+                    cgroup_ids: HashSet::new(),
+                    peers: added.into_iter().collect(),
+                };
+                adopted.extend(adopt::adopt(probe, diag, &select, keepalive).unwrap_or_else(|e| {
+                    tracing::warn!(error = %format!("{e:#}"), "cannot look for existing sockets to new endpoint addresses; their new connections are watched");
+                    Adopted::default()
+                }));
+            }
         }
-        let Some(f) = follow.filter(|_| self.targets.endpoint_clients) else {
-            return HashSet::new();
-        };
-        let added = self.peers.sync(probe, &f.endpoints, f.grace);
-        if added.is_empty() {
-            return HashSet::new();
+        if !new_ports.is_empty() {
+            // A kubelet restarted with a kubeconfig naming a new port dialled before this
+            // sweep: its connection, and every target's, is adopted as at start.
+            let mut select = self.selector();
+            select.ports = &new_ports;
+            select.peers = self.peers.installed().clone();
+            adopted.extend(adopt::adopt(probe, diag, &select, keepalive).unwrap_or_else(|e| {
+                tracing::warn!(error = %format!("{e:#}"), "cannot look for existing sockets on the endpoint's new port; its new connections are watched");
+                Adopted::default()
+            }));
         }
-        let select = Selector {
-            ports: &self.ports,
-            targets: &Targets::default(),
-            cgroup_ids: HashSet::new(),
-            peers: added.into_iter().collect(),
-        };
-        adopt::adopt(probe, diag, &select, keepalive).unwrap_or_else(|e| {
-            tracing::warn!(error = %format!("{e:#}"), "cannot look for existing sockets to new endpoint addresses; their new connections are watched");
-            HashSet::new()
-        })
+        adopted
     }
 
     /// Watches the ports the endpoint uses now (a proxy's reload, or kubelet restarted with
-    /// another kubeconfig, may bring a new one), at most `MAX_PORTS` in all.
-    fn sync_ports(&mut self, probe: &mut Probe, f: &Follow) {
+    /// another kubeconfig, may bring a new one), at most `MAX_PORTS` in all. Returns those
+    /// watched from now on.
+    fn sync_ports(&mut self, probe: &mut Probe, f: &Follow) -> Vec<u16> {
         const MAX_PORTS: usize = 64;
+        let mut added = Vec::new();
         for port in f.ports() {
             if self.ports.contains(&port) || self.ports.len() >= MAX_PORTS {
                 continue;
@@ -103,6 +116,7 @@ impl Watching {
             match probe.watch_port(port) {
                 Ok(()) => {
                     self.ports.push(port);
+                    added.push(port);
                     tracing::info!(
                         event = "port-watched",
                         port,
@@ -115,6 +129,7 @@ impl Watching {
                 }
             }
         }
+        added
     }
 
     fn other_status(&self, follow: Option<&Follow>) -> Vec<TargetStatus> {

@@ -21,7 +21,8 @@ use lifeline_tests::endpoint_scenario::{
 };
 use lifeline_tests::lab::SERVER_V4;
 use lifeline_tests::scenario::Setup;
-use lifeline_tests::{Agent, AgentArgs, ApiLab, Client, api, mono_ms, require_root, wait_until};
+use lifeline_tests::watched::wait_watched;
+use lifeline_tests::{Agent, AgentArgs, ApiLab, Client, api, mono_ms, require_root};
 
 /// How much later than without lifeline a client may be served again.
 const MARGIN_MS: u64 = 500;
@@ -37,22 +38,6 @@ fn clients(s: &Setup) -> Result<[(&'static str, Client); 2]> {
         c.wait_event("served", Duration::from_secs(10), |e| e.event == "ok")?;
     }
     Ok([("heartbeat", hb), ("go-watch", go)])
-}
-
-fn watched(agent: &Agent, c: &Client) -> Result<()> {
-    let port = port_of(c)?;
-    wait_until(
-        "the socket in lifeline status",
-        Duration::from_secs(15),
-        Duration::from_millis(200),
-        || {
-            Ok(agent
-                .status()
-                .ok()
-                .and_then(|s| s.socket_for_port(port).cloned()))
-        },
-    )?;
-    Ok(())
 }
 
 fn blip_costs_nothing(len: Duration) -> Result<()> {
@@ -76,7 +61,7 @@ fn blip_costs_nothing(len: Duration) -> Result<()> {
     let new = clients(&s)?;
     let all: Vec<(&str, &Client)> = old.iter().chain(&new).map(|(n, c)| (*n, c)).collect();
     for (_, c) in &all {
-        watched(&agent, c)?;
+        wait_watched(&agent, port_of(c)?, Duration::from_secs(15))?;
     }
     let b = blip(&s.lab, SERVER_V4.into(), len)?;
     for (i, (name, c)) in all.iter().enumerate() {

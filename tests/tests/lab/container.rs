@@ -4,8 +4,9 @@
 //! xtask image` built. The lab stands in for the node: the pod's host network is the lab's
 //! client namespace, its hostPaths are the machine's cgroup2 hierarchy, a tracefs mount of
 //! the lab's and (for the `restart_unit` opt-in only) a systemd manager's bus socket as
-//! /run/dbus; the `ConfigMap` is the manifest's, with its `cgroup` pointed at the lab
-//! client's cgroup on the host.
+//! /run/dbus, a directory of the lab's as the node's /run/lifeline; the `ConfigMap` is the
+//! manifest's, with its `cgroup` pointed at the lab client's cgroup on the host and its
+//! `endpoint` at the lab's server (the lab has no kubelet whose kubeconfig would name it).
 //!
 //! The manifest grants no `SYS_PTRACE`, no host bus, no token (`steps/hardening.rs`). Under
 //! `RuntimeDefault` `check` names the seccomp filter (not a capability); without
@@ -105,8 +106,18 @@ fn the_daemonset_pod_heals_a_host_connection() -> Result<()> {
     // `kubectl exec ds/lifeline -- lifeline check ...`: passes, and says what run did.
     let table = steps::check_in_pod(&podman, &pod, &name)?;
     steps::assert_prediction(&table, &agent)?;
-    // Test d: inside the running pod the profile refuses the escapes.
-    hardening::assert_refused(&podman, &lab_node, &pod, &name)?;
+    // Test d: inside the running pod the profile refuses the escapes; issue 34's test e:
+    // and the ioctls that would change the node's links and routes.
+    let profile_filters = hardening::assert_refused(&podman, &lab_node, &pod, &name)?;
+    // The agent narrows what the profile cannot (its own pid): one filter more.
+    let agent_pid = steps::agent_pid(&s.lab.client.path(), "run")?;
+    let agent_filters = steps::seccomp_filters(agent_pid)?;
+    eprintln!(
+        "seccomp filters: the pod's agent {agent_filters}, another process of the pod {profile_filters}"
+    );
+    assert_eq!(agent_filters, profile_filters + 1);
+    // One agent per node: a lifeline.service started beside the pod is refused at once.
+    steps::exclusion::host_agent_refused(&s, &lab_node, agent_pid)?;
 
     // A process on the host (the lab client in a cgroup the ConfigMap targets), after the pod.
     let client = s.heartbeat_client(&[])?;
@@ -137,5 +148,7 @@ fn the_daemonset_pod_heals_a_host_connection() -> Result<()> {
         .filter(|id| ours.contains(id))
         .collect();
     assert!(left.is_empty(), "still attached after the stop: {left:?}");
+    // And the other way round: a pod started beside a running unit is refused at once.
+    steps::exclusion::pod_refused(&podman, &pod, &s, &lab_node)?;
     Ok(())
 }

@@ -131,6 +131,13 @@ async fn update(endpoints: &Endpoints, p: &Proxy, resolver: Option<&Resolver>) -
         match &by_port {
             Ok(m) => {
                 let addrs = m.get(&s.port).cloned().unwrap_or_default();
+                // The list's own addresses came from no DNS: they arm at once (`arming.rs`).
+                let port = s.port;
+                s.literals(
+                    p.upstreams.iter().filter_map(|(h, p)| {
+                        (*p == port).then(|| h.parse::<IpAddr>().ok()).flatten()
+                    }),
+                );
                 if s.update(addrs, now) {
                     let list: Vec<String> = s.current.iter().map(ToString::to_string).collect();
                     tracing::info!(target: "lifeline::endpoint", endpoint = %s.name, addrs = %list.join(","),

@@ -90,7 +90,7 @@ fn not_root(mount: &Path, mount_error: Option<&std::io::Error>) -> anyhow::Error
 
 /// The last-mounted cgroup2 mount point (a later mount hides an earlier one at the same
 /// place) whose directory is the hierarchy's root.
-fn visible_root(mountinfo: &str) -> Option<PathBuf> {
+pub fn visible_root(mountinfo: &str) -> Option<PathBuf> {
     let points: Vec<PathBuf> = mountinfo
         .lines()
         .filter_map(|l| crate::node::mounts::mount_of(l, "cgroup2").map(|(p, _)| p))

@@ -4,7 +4,10 @@
 //! (the syscall helper `podman exec` runs in the pod; the image is FROM scratch).
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use lifeline_tests::manifest::{Pod, Seccomp};
@@ -13,20 +16,30 @@ use lifeline_tests::podman::Podman;
 use lifeline_tests::scenario::Setup;
 use lifeline_tests::systemd::UserManager;
 use lifeline_tests::tracefs::LabTracefs;
-use lifeline_tests::{TempDir, cgroup2_mount, pod_syscalls, unique_name};
+use lifeline_tests::{NetNs, Proc, TempDir, cgroup2_mount, pod_syscalls, unique_name};
 
 use crate::container::steps::{as_check, strs};
 
 /// Where the lab's tools are in a container.
 pub const TOOLS: &str = "/lab";
+/// A link of the node nobody uses, with a route on it (203.0.113.0/24): what the pod must
+/// not be able to change. A bridge without ports: the lab's kernel has no dummy driver.
+pub const DEVICE: &str = "lldev0";
 
-/// The node the pod runs on. Fields drop in order: the volumes' directory, then tracefs.
+/// The API server the pod's `ConfigMap` names, on a host of its own on the lab's bridge.
+const API: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, 3)), 443);
+
+/// The node the pod runs on. Fields drop in order: the API server, the volumes' directory,
+/// then tracefs.
 pub struct LabNode {
+    _api: (Proc, NetNs),
     node: Node,
     /// The lab client's cgroup relative to the hierarchy's root, as the `ConfigMap` names one.
     cgroup: String,
     /// Mounted read-only at `TOOLS` in the containers.
     tools: PathBuf,
+    /// The node's network namespace, by name.
+    ns: String,
     _dir: TempDir,
     _tracefs: LabTracefs,
 }
@@ -38,8 +51,15 @@ impl LabNode {
         // The node's hosts file: the lab's own, never the machine's.
         let hosts = dir.path().join("hosts");
         std::fs::write(&hosts, "127.0.0.1 localhost\n")?;
+        // The node's /run/lifeline, root's alone as the unit's RuntimeDirectory makes it.
+        let run = dir.path().join("run-lifeline");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&run)
+            .context("the node's /run/lifeline")?;
         let host_paths = BTreeMap::from([
             ("/etc/hosts".to_owned(), hosts),
+            ("/run/lifeline".to_owned(), run),
             ("/sys/fs/cgroup".to_owned(), PathBuf::from("/sys/fs/cgroup")),
             ("/sys/kernel/tracing".to_owned(), tracefs.path().to_owned()),
             ("/run/dbus".to_owned(), m.dir().to_owned()),
@@ -59,13 +79,37 @@ impl LabNode {
             std::fs::copy(packaged.join(name), dest)?;
         }
         let cgroup = s.cgroup.path().strip_prefix(cgroup2_mount()?)?;
+        let api_host = s.lab.add_host(
+            "api",
+            Ipv4Addr::new(198, 51, 100, 3),
+            "2001:db8::3".parse()?,
+        )?;
+        let bin = lifeline_tests::paths::fixture("lab-server")?;
+        let listen = format!("--listen=0.0.0.0:{}", API.port());
+        let mut server = Proc::spawn(
+            "lab-server (API)",
+            api_host.command(bin.to_str().context("path")?, &[&listen]),
+        )?;
+        server.wait_stdout("the API server to listen", Duration::from_secs(10), |l| {
+            l.contains("\"listening\"")
+        })?;
+        let ns = s.lab.client.name().to_owned();
+        s.lab
+            .client
+            .ip(&["link", "add", DEVICE, "type", "bridge"])?;
+        s.lab.client.ip(&["link", "set", DEVICE, "up"])?;
+        s.lab
+            .client
+            .ip(&["route", "add", "203.0.113.0/24", "dev", DEVICE])?;
         let tools = dir.path().join("tools");
         std::fs::create_dir_all(&tools)?;
         pod_syscalls::build(&tools)?;
         Ok(Self {
+            _api: (server, api_host),
             node,
             cgroup: cgroup.to_str().context("utf-8")?.to_owned(),
             tools,
+            ns,
             _dir: dir,
             _tracefs: tracefs,
         })
@@ -88,6 +132,12 @@ impl LabNode {
             }
             let mut t: toml::Table = text.parse()?;
             t.insert("cgroup".into(), toml::Value::String(cgroup.clone()));
+            // What kubelet's kubeconfig would name on a node (the lab has no kubelet): an API
+            // server of its own, so the lab client's black hole is no outage of the API.
+            t.insert(
+                "endpoint".into(),
+                toml::Value::Array(vec![toml::Value::String(API.to_string())]),
+            );
             Ok(t.to_string())
         };
         let mut args = run_args(&pod, &self.node, name, seccomp, &config)?;
@@ -129,7 +179,35 @@ impl LabNode {
         Ok((out.status.code(), text))
     }
 
-    /// The lab path of the pod's `--status-socket` (in its `emptyDir`).
+    /// Whether `DEVICE` is up and its route still there.
+    pub fn device(&self) -> Result<(bool, bool)> {
+        let run = |args: &[&str]| {
+            lifeline_tests::cmd::run(
+                std::process::Command::new("ip")
+                    .arg("-n")
+                    .arg(&self.ns)
+                    .args(args),
+            )
+        };
+        let link = run(&["-o", "link", "show", DEVICE])?;
+        let up = link
+            .split(['<', '>'])
+            .nth(1)
+            .is_some_and(|flags| flags.split(',').any(|f| f == "UP"));
+        let route = run(&["route", "show", "dev", DEVICE])?;
+        Ok((up, route.contains("203.0.113.0/24")))
+    }
+
+    /// The node's /run/lifeline, as the lab provides it.
+    pub fn run_dir(&self) -> PathBuf {
+        self.node
+            .host_paths
+            .get("/run/lifeline")
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The lab path of the pod's `--status-socket` (in its /run/lifeline volume).
     pub fn status_socket(&self, pod: &Pod) -> Result<PathBuf> {
         let i = pod.command.iter().position(|a| a == "--status-socket");
         let path = i

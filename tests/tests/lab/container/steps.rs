@@ -87,6 +87,7 @@ pub fn attached_ids() -> Result<Vec<u64>> {
         .unwrap_or_default())
 }
 
+pub mod exclusion;
 pub mod hardening;
 mod pod_checks;
 pub use pod_checks::{
@@ -133,4 +134,40 @@ pub fn config(pod: &Pod) -> Result<toml::Table> {
         })
         .context("no lifeline.toml in the ConfigMap")?;
     Ok(text.parse()?)
+}
+
+/// The pid of the one `lifeline SUBCOMMAND` process in the network namespace at `netns`
+/// (the pod's, seen from the host: `hostPID`).
+pub fn agent_pid(netns: &str, subcommand: &str) -> Result<u32> {
+    use std::os::unix::fs::MetadataExt as _;
+    let ns = std::fs::metadata(netns)?.ino();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let in_ns = std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| m.ino() == ns);
+        if in_ns
+            && comm.trim() == "lifeline"
+            && cmdline.split(|b| *b == 0).nth(1) == Some(subcommand.as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    match found.as_slice() {
+        [pid] => Ok(*pid),
+        _ => bail!("lifeline {subcommand} processes in {netns}: {found:?}"),
+    }
+}
+
+/// `Seccomp_filters` of /proc/PID/status: how many filters the process runs under.
+pub fn seccomp_filters(pid: u32) -> Result<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Seccomp_filters:"))
+        .and_then(|n| n.trim().parse().ok())
+        .with_context(|| format!("no Seccomp_filters in /proc/{pid}/status"))
 }

@@ -11,7 +11,7 @@ use lifeline_tests::pod_syscalls::{self, NAME, Outcome};
 use lifeline_tests::podman::Podman;
 
 use super::{config, exec};
-use crate::container::lab_node::{LabNode, TOOLS};
+use crate::container::lab_node::{DEVICE, LabNode, TOOLS};
 
 const EPERM: Outcome = Outcome::Errno(libc::EPERM);
 
@@ -54,16 +54,33 @@ pub fn assert_least_privilege(pod: &Pod) -> Result<()> {
 }
 
 /// The helper's report from a process in the running pod, and from a one-off container of
-/// the same pod without the profile; the profile's refusals are not the kernel's.
-pub fn assert_refused(podman: &Podman, node: &LabNode, pod: &Pod, name: &str) -> Result<()> {
-    let helper = vec![format!("{TOOLS}/{NAME}")];
+/// the same pod without the profile; the profile's refusals are not the kernel's. Test e:
+/// the node's link and route (`DEVICE`) are left as they were by the pod, and changed by
+/// the same calls without the profile. Returns the filters the profile alone makes
+/// (`Seccomp_filters` of a process in the pod that is not lifeline).
+pub fn assert_refused(podman: &Podman, node: &LabNode, pod: &Pod, name: &str) -> Result<u32> {
+    let helper = vec![format!("{TOOLS}/{NAME}"), DEVICE.to_owned()];
+    ensure!(
+        node.device()? == (true, true),
+        "{DEVICE} is not up with its route"
+    );
     let text = exec(podman, name, &helper, Duration::from_secs(10))?;
     eprintln!("in the pod:\n{text}");
     let pod_says = pod_syscalls::parse(&text)?;
+    ensure!(
+        node.device()? == (true, true),
+        "the pod changed {DEVICE}: (up, route) = {:?}",
+        node.device()?
+    );
     let (code, text) = node.run_once(podman, pod, &Seccomp::Unconfined, &helper)?;
     eprintln!("the same pod without the profile:\n{text}");
     ensure!(code == Some(0), "the helper failed unconfined: {text}");
     let kernel_says = pod_syscalls::parse(&text)?;
+    ensure!(
+        node.device()? == (false, false),
+        "without the profile the calls did not reach {DEVICE}: (up, route) = {:?}",
+        node.device()?
+    );
     let want: BTreeMap<&str, (Outcome, Outcome)> = BTreeMap::from([
         ("unshare-user", (EPERM, Outcome::Ok)),
         ("clone-newuser", (EPERM, Outcome::Ok)),
@@ -77,6 +94,8 @@ pub fn assert_refused(podman: &Podman, node: &LabNode, pod: &Pod, name: &str) ->
         ("netlink-sock-diag", (Outcome::Ok, Outcome::Ok)),
         ("inet6", (Outcome::Ok, Outcome::Ok)),
         ("unix", (Outcome::Ok, Outcome::Ok)),
+        ("siocdelrt", (EPERM, Outcome::Ok)),
+        ("siocsifflags", (EPERM, Outcome::Ok)),
     ]);
     for (call, (profile, kernel)) in want {
         let got = (pod_says.get(call), kernel_says.get(call));
@@ -87,7 +106,10 @@ pub fn assert_refused(podman: &Podman, node: &LabNode, pod: &Pod, name: &str) ->
             got.1
         );
     }
-    Ok(())
+    match pod_says.get("seccomp-filters") {
+        Some(Outcome::Count(n)) if *n >= 1 => Ok(*n),
+        other => anyhow::bail!("the pod's helper runs under {other:?} seccomp filters"),
+    }
 }
 
 /// The pod with the `restart_unit` opt-in exactly as the manifest's comment writes it: its

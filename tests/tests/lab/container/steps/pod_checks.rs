@@ -28,6 +28,7 @@ pub fn check_in_pod(podman: &Podman, pod: &Pod, name: &str) -> Result<String> {
     for name in [
         "privileges",
         "seccomp",
+        "signals",
         "cgroup2",
         "target cgroup",
         "sock_ops attach",
@@ -43,6 +44,15 @@ pub fn check_in_pod(podman: &Podman, pod: &Pod, name: &str) -> Result<String> {
     ensure!(
         row(&table, "seccomp").is_some_and(|r| r.contains("a seccomp filter")),
         "{table}"
+    );
+    // Every row, not only those: the profile's argument filters refuse nothing `check` does.
+    let not_passed: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains(" warn ") || l.contains(" fail "))
+        .collect();
+    ensure!(
+        not_passed.is_empty(),
+        "rows not passed in the pod:\n{table}"
     );
     Ok(table)
 }
