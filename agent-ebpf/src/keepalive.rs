@@ -49,8 +49,8 @@ pub fn get(sk: *mut c_void, level: i32, name: i32) -> Result<i32, i32> {
         clippy::cast_possible_truncation,
         reason = "helpers return 0 or -errno"
     )]
-    // SAFETY: the helper wrote through `ptr`; read it back the same way.
     if ret == 0 {
+        // SAFETY: the helper wrote through `ptr`; read it back the same way.
         Ok(unsafe { ptr.read_volatile() })
     } else {
         Err(ret as i32)

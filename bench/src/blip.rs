@@ -7,7 +7,7 @@
 //!
 //! The blip strikes at a random moment of every client's heartbeat cycle (the trial's random
 //! delay before the fault, and the clients' start-up stagger over one interval), so a row is
-//! a distribution over phases, not one lucky phase. (`tests/tests/blip.rs` pins the phase
+//! a distribution over phases, not one lucky phase. (`tests/tests/lab/blip.rs` pins the phase
 //! instead, to compare two runs at the same moment of the retransmission schedule.)
 
 use std::time::Duration;

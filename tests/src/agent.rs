@@ -26,6 +26,10 @@ pub struct AgentArgs {
     /// `(file, over)`: bind-mounted in the agent's private mount namespace before it starts
     /// (a test-owned /etc/hosts or /etc/resolv.conf; the host's files are never touched).
     pub binds: Vec<(PathBuf, PathBuf)>,
+    /// The agent's binary; None: `paths::lifeline()` (`LIFELINE_BIN`). A test that runs it
+    /// through a wrapper (`setpriv` with fewer capabilities) names the wrapper here: the
+    /// environment is shared by every test of the lab binary, so no test may change it.
+    pub bin: Option<PathBuf>,
 }
 
 impl Default for AgentArgs {
@@ -36,6 +40,7 @@ impl Default for AgentArgs {
             extra: Vec::new(),
             status_socket: None,
             binds: Vec::new(),
+            bin: None,
         }
     }
 }
@@ -88,7 +93,10 @@ impl Agent {
         cgroups: &[&std::path::Path],
         args: &AgentArgs,
     ) -> Result<Self> {
-        let bin = crate::paths::lifeline()?;
+        let bin = match &args.bin {
+            Some(bin) => bin.clone(),
+            None => crate::paths::lifeline()?,
+        };
         let dir = TempDir::new()?;
         let status_socket = args
             .status_socket

@@ -1,4 +1,4 @@
-//! What the dry-run and hold tests share (`tests/tests/dry_run.rs`): idle clients in the
+//! What the dry-run and hold tests share (`tests/tests/lab/dry_run.rs`): idle clients in the
 //! watched cgroup, one with its own keepalive of 5 s idle, 5 s apart, 4 probes (its kernel
 //! aborts it 25 s after the last answer), one with none (its kernel never aborts it while
 //! idle), and one with its own stricter 1 s, 1 s, 5 (6 s: kept by lifeline as it is, and never

@@ -28,8 +28,17 @@ const SLOW_SILENT_FLOOR: Duration = Duration::from_secs(11);
 /// # Errors
 /// When it does not start or never gets ready.
 pub fn agent_with(s: &Setup, extra: &[&str]) -> Result<Agent> {
+    agent_of(s, None, extra)
+}
+
+/// `agent_with` for the binary `bin` (None: `paths::lifeline()`).
+///
+/// # Errors
+/// As `agent_with`.
+pub fn agent_of(s: &Setup, bin: Option<&std::path::Path>, extra: &[&str]) -> Result<Agent> {
     let args = AgentArgs {
         extra: extra.iter().map(|a| (*a).to_owned()).collect(),
+        bin: bin.map(std::path::Path::to_path_buf),
         ..AgentArgs::default()
     };
     let mut agent = Agent::start_with(&s.lab, &s.cgroup, &args)?;

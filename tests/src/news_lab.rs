@@ -1,4 +1,4 @@
-//! Keepalive news, the scenario (`tests/tests/keepalive_news.rs` as root,
+//! Keepalive news, the scenario (`tests/tests/lab/keepalive_news.rs` as root,
 //! `keepalive_news_confined.rs` with the unit's three capabilities, as in the pod): the kernel
 //! itself reports a watched idle socket whose keepalive probes go unanswered
 //! (`news::UNANSWERED`, counted in `lifeline_probe_unanswered_news_total`), and says nothing
@@ -11,9 +11,10 @@
 //! healthy one keeps being probed. At the kernel's own cadence (`--fast-probes off`).
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
-use crate::idle_lab::{SERVER, agent_with, wait_armed};
+use crate::idle_lab::{SERVER, agent_of, wait_armed};
 use crate::kernel::{self, features};
 use crate::metrics::{parse, scrape};
 use crate::scenario::Setup;
@@ -38,18 +39,19 @@ fn news(ns: &str, addr: SocketAddr) -> Result<u64> {
     Ok(v as u64)
 }
 
-/// The scenario of `tests/tests/keepalive_news.rs`, with the agent `paths::lifeline` names
-/// (`LIFELINE_BIN`: the confined variant points it at a wrapper).
+/// The scenario of `tests/tests/lab/keepalive_news.rs`, with the agent `bin` (None:
+/// `paths::lifeline()`; the confined variant passes a wrapper).
 ///
 /// # Errors
 /// When the kernel's news do not come as described, or the lab fails.
-pub fn scenario() -> Result<()> {
+pub fn scenario(bin: Option<&Path>) -> Result<()> {
     let s = Setup::new()?;
     let addr: SocketAddr = "127.0.0.1:9464".parse()?;
     // The kernel's own 1 s cadence, whose probes this scenario counts one by one (fast
     // probes are `idle.rs`'s).
-    let agent = agent_with(
+    let agent = agent_of(
         &s,
+        bin,
         &["--metrics-addr", &addr.to_string(), "--fast-probes", "off"],
     )?;
     let ns = s.lab.client.path();

@@ -24,9 +24,9 @@ pub fn become_nobody() -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
-    // SAFETY: getuid(2) cannot fail.
     println!(
         "uid {} pid {}",
+        // SAFETY: getuid(2) cannot fail.
         unsafe { libc::getuid() },
         std::process::id()
     );

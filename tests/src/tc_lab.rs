@@ -1,4 +1,4 @@
-//! The steps the tc-chain tests (`tests/tests/tc_neighbour.rs`, `tc_leftovers.rs`) share: an
+//! The steps the tc-chain tests (`tests/tests/lab/tc_neighbour.rs`, `tc_leftovers.rs`) share: an
 //! agent with metrics, a watched idle client, where lifeline's program sits, what status
 //! says about it, and whether a neighbour's drop holds.
 

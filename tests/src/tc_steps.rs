@@ -1,4 +1,4 @@
-//! Longer steps of the tc-chain tests (`tests/tests/tc_neighbour.rs`, `tc_leftovers.rs`):
+//! Longer steps of the tc-chain tests (`tests/tests/lab/tc_neighbour.rs`, `tc_leftovers.rs`):
 //! where lifeline's program must sit beside Cilium's legacy filter, what a program ahead of
 //! it that ends the chain makes status and the kills look like, and a killed agent's octets
 //! stopping at the fast phase's bound.

@@ -3,7 +3,7 @@
 //! `packaging/lifeline.service` that confines the process (capabilities, system-call and
 //! address-family filters, `Protect*`, namespaces, limits, umask), read from the file so a
 //! change there is tested. Left out: the unit's life cycle (`Type=notify`, the watchdog,
-//! restarts: `tests/tests/systemd_notify.rs` runs the unit file itself) and `ExecStart`.
+//! restarts: `tests/tests/lab/systemd_notify.rs` runs the unit file itself) and `ExecStart`.
 
 use std::path::Path;
 use std::process::Command;

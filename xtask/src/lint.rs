@@ -1,7 +1,9 @@
 //! `cargo xtask lint`: the gates CI runs: formatting, the import gate (`imports/`), the
-//! judge's purity (`purity.rs`), and two clippy passes like aya-template's: the host crates
+//! judge's purity (`purity.rs`), two clippy passes like aya-template's: the host crates
 //! with the stable toolchain, the eBPF crate with the pinned nightly for its own target (the
-//! workspace build cannot lint both at once: the eBPF crate needs `-Z build-std=core`).
+//! workspace build cannot lint both at once: the eBPF crate needs `-Z build-std=core`), and
+//! the host crates' docs, private items too, with warnings as errors (a broken intra-doc
+//! link is a comment that points nowhere).
 
 use std::{path::Path, process::Command};
 
@@ -39,6 +41,7 @@ pub fn lint(ws: &Path) -> Result<()> {
     // Reads sources only: seconds, so before the builds as well.
     crate::imports::check(ws)?;
     crate::layout::check(ws)?;
+    crate::lab_tree::check(ws)?;
     // Reads the dependency graph only: seconds too.
     crate::purity::check(ws)?;
     // After the formatting gate (it needs no build, and fails in seconds): the host clippy
@@ -51,6 +54,13 @@ pub fn lint(ws: &Path) -> Result<()> {
     }
     host.args(["--all-targets", "--", "-D", "warnings"]);
     run("clippy (host crates)", &mut host, Output::Inherit)?;
+    let mut doc = cargo();
+    doc.args(["doc", "--no-deps", "--document-private-items"])
+        .env("RUSTDOCFLAGS", "-D warnings");
+    for p in HOST {
+        doc.args(["-p", p]);
+    }
+    run("cargo doc (host crates)", &mut doc, Output::Inherit)?;
 
     tc.ensure_clippy()?;
     let mut bpf = tc.run("cargo");

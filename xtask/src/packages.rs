@@ -25,7 +25,7 @@ const NEEDED: &[(&str, &str)] = &[
     ("journalctl", "systemd"),
     ("dbus-daemon", "dbus-daemon"),
     ("unshare", "util-linux"),
-    // The container lab test (tests/tests/container/): podman with runc (crun cannot run
+    // The container lab test (tests/tests/lab/container/): podman with runc (crun cannot run
     // containers on a hybrid-cgroup host), and strip for the image's binary.
     ("podman", "podman"),
     ("runc", "runc"),

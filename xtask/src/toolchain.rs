@@ -169,7 +169,20 @@ fn rustup_path() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::lists_toolchain;
+    use super::{TOOLCHAIN, lists_toolchain};
+
+    #[test]
+    fn the_ebpf_crates_toolchain_file_names_the_pinned_nightly() {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../agent-ebpf/rust-toolchain.toml");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.lines()
+                .any(|l| l.trim() == format!("channel = \"{TOOLCHAIN}\"")),
+            "{} does not pin {TOOLCHAIN}",
+            file.display()
+        );
+    }
 
     #[test]
     fn finds_the_pinned_toolchain_in_rustup_output() {

@@ -26,7 +26,7 @@ const ARCH: u32 = 0xC000_00B7;
 /// `__X32_SYSCALL_BIT` (arch/x86/include/uapi/asm/unistd.h).
 const X32_BIT: u32 = 0x4000_0000;
 
-/// `struct seccomp_data` offsets: nr, arch, then args[0] after the instruction pointer.
+/// `struct seccomp_data` offsets: nr, arch, then `args[0]` after the instruction pointer.
 const NR: u32 = 0;
 const AUDIT_ARCH: u32 = 4;
 const ARG0_LOW: u32 = 16;

@@ -66,9 +66,9 @@ fn run() -> Result<(), String> {
     if nobody {
         lifeline_tests::nobody::become_nobody()?;
     } else {
-        // SAFETY: getuid(2) cannot fail.
         println!(
             "uid {} pid {}",
+            // SAFETY: getuid(2) cannot fail.
             unsafe { libc::getuid() },
             std::process::id()
         );

@@ -78,60 +78,27 @@ pub const SERIES: [Series; 5] = [
 ];
 
 /// The lab subset run in every guest: every kernel-dependent path (`lifeline_common::
-/// features`) and the watch model, longest first so two at a time finish together.
-/// (test binary, test name).
-pub const TESTS: [(&str, &str); 18] = [
-    (
-        "dry_run",
-        "dry_run_never_aborts_sooner_than_the_applications_own_settings",
-    ),
-    (
-        "tc_neighbour",
-        "a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_says_so",
-    ),
-    (
-        "tc_leftovers",
-        "a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop",
-    ),
-    ("idle", "idle_long_poll_blackholed_is_killed_as_silent"),
-    (
-        "keepalive_news",
-        "unanswered_keepalive_probes_are_news_and_answered_ones_are_not",
-    ),
-    ("no_false_positive", "healthy_connections_are_left_alone"),
-    (
-        "unit_lifecycle",
-        "restart_recreates_the_cgroup_and_the_new_connection_is_watched",
-    ),
-    (
-        "unit_lifecycle",
-        "started_before_the_unit_exists_waits_then_watches_its_first_connection",
-    ),
-    (
-        "endpoint_clients",
-        "endpoint_clients_anywhere_are_healed_and_other_peers_left_alone",
-    ),
-    ("check", "check_passes_here_and_names_the_failing_row"),
-    ("idle", "application_keepalive_is_never_loosened"),
-    (
-        "endpoint_probe",
-        "dead_peer_is_confirmed_by_the_probe_within_7s",
-    ),
-    ("preexisting", "preexisting_socket_is_killed"),
-    (
-        "restore",
-        "a_clean_stop_gives_the_applications_their_own_options_back",
-    ),
-    ("blackhole", "blackhole_is_killed"),
-    ("blackhole", "blackhole_v6_is_killed"),
-    (
-        "tc_neighbour",
-        "neighbours_attached_before_keep_their_verdicts_and_lifeline_s_octets_go_out",
-    ),
-    (
-        "tc_leftovers",
-        "an_interrupted_check_leaves_nothing_on_the_device",
-    ),
+/// features`) and the watch model, longest first so two at a time finish together. Names
+/// of tests in the lab's one binary (`tests/tests/lab/`), `module::test`.
+pub const TESTS: [&str; 18] = [
+    "dry_run::dry_run_never_aborts_sooner_than_the_applications_own_settings",
+    "tc_neighbour::a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_says_so",
+    "tc_leftovers::a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop",
+    "idle::idle_long_poll_blackholed_is_killed_as_silent",
+    "keepalive_news::unanswered_keepalive_probes_are_news_and_answered_ones_are_not",
+    "no_false_positive::healthy_connections_are_left_alone",
+    "unit_lifecycle::restart_recreates_the_cgroup_and_the_new_connection_is_watched",
+    "unit_lifecycle::started_before_the_unit_exists_waits_then_watches_its_first_connection",
+    "endpoint_clients::endpoint_clients_anywhere_are_healed_and_other_peers_left_alone",
+    "check::check_passes_here_and_names_the_failing_row",
+    "idle::application_keepalive_is_never_loosened",
+    "endpoint_probe::dead_peer_is_confirmed_by_the_probe_within_7s",
+    "preexisting::preexisting_socket_is_killed",
+    "restore::a_clean_stop_gives_the_applications_their_own_options_back",
+    "blackhole::blackhole_is_killed",
+    "blackhole::blackhole_v6_is_killed",
+    "tc_neighbour::neighbours_attached_before_keep_their_verdicts_and_lifeline_s_octets_go_out",
+    "tc_leftovers::an_interrupted_check_leaves_nothing_on_the_device",
 ];
 
 /// `--kernel` values: one series, a comma-separated list, or `all`.

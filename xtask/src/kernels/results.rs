@@ -28,8 +28,7 @@ pub fn read(run: &Run) -> Guest<'_> {
         check: String::new(),
     };
     g.check = fs::read_to_string(run.out.join("check.txt")).unwrap_or_default();
-    for (bin, test) in TESTS {
-        let name = format!("{bin}::{test}");
+    for name in TESTS {
         let file = |ext: &str| fs::read_to_string(run.out.join(format!("tests/{name}.{ext}")));
         let rc = file("rc").unwrap_or_default();
         let mut words = rc.split_whitespace().map(|w| w.parse::<i64>().ok());
@@ -62,7 +61,7 @@ pub fn read(run: &Run) -> Guest<'_> {
             })
             .unwrap_or_default();
         g.tests.push((
-            name,
+            name.to_owned(),
             i32::try_from(code).unwrap_or(-1),
             u64::try_from(secs).unwrap_or(0),
             error,

@@ -134,8 +134,8 @@ impl SockDiag {
         if fd < 0 {
             return Err(io::Error::last_os_error().into());
         }
-        // SAFETY: `fd` is a fresh descriptor we own.
         Ok(Self {
+            // SAFETY: `fd` is a fresh descriptor we own.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             seq: 0,
         })

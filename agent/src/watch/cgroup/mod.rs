@@ -38,8 +38,9 @@ pub(crate) const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
 
 pub(crate) fn statfs_magic(path: &Path) -> Result<u64> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
-    // SAFETY: `c` is a valid C string and `buf` a valid out-pointer.
+    // SAFETY: `statfs` is plain old data: all zeroes is a valid value.
     let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid C string and `buf` a valid out-pointer.
     if unsafe { libc::statfs(c.as_ptr(), &raw mut buf) } != 0 {
         bail!(
             "cannot statfs {}: {}",

@@ -2,7 +2,7 @@
 //! `CAP_BPF` + `CAP_PERFMON` + `CAP_NET_ADMIN` (bounding set; nothing else, not even
 //! `CAP_SYS_ADMIN` or `CAP_SYS_RESOURCE`), attaches, detects a black hole and kills it; and
 //! finds the running kubelet's kubeconfig although it may not read kubelet's /proc/PID/ns.
-//! Its own process (one test per file) because it points `LIFELINE_BIN` at a wrapper.
+//! The agent runs through a `setpriv` wrapper passed to it explicitly (`AgentArgs::bin`).
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use lifeline_tests::fake_kubelet::kubeconfig;
 use lifeline_tests::scenario::{Setup, blackhole_until_killed};
-use lifeline_tests::{Agent, FakeKubelet, TempDir, require_root};
+use lifeline_tests::{Agent, AgentArgs, FakeKubelet, TempDir, require_root};
 
 const CAPS: &str = "+bpf,+perfmon,+net_admin";
 
@@ -28,11 +28,13 @@ fn three_capabilities_suffice() -> Result<()> {
         ),
     )?;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
-    // SAFETY: set before any other thread of this test binary reads the environment.
-    unsafe { std::env::set_var("LIFELINE_BIN", &wrapper) };
 
     let s = Setup::new()?;
-    let mut agent = Agent::start(&s.lab, &s.cgroup)?;
+    let args = AgentArgs {
+        bin: Some(wrapper.clone()),
+        ..AgentArgs::default()
+    };
+    let mut agent = Agent::start_with(&s.lab, &s.cgroup, &args)?;
     agent.wait_ready(Duration::from_mins(1))?;
     // Started after the agent, so the connect hook names the owner. (A socket older than
     // the agent is owned per /proc/PID/fd, which needs CAP_SYS_PTRACE to read another

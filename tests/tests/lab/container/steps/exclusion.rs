@@ -15,7 +15,7 @@ use lifeline_tests::scenario::Setup;
 use lifeline_tests::{Agent, AgentArgs, Proc, unique_name};
 
 use super::strs;
-use crate::lab_node::LabNode;
+use crate::container::lab_node::LabNode;
 
 const REFUSED: &str = "another lifeline agent is already running in this network namespace";
 

@@ -11,7 +11,7 @@ use lifeline_tests::pod_syscalls::{self, NAME, Outcome};
 use lifeline_tests::podman::Podman;
 
 use super::{config, exec};
-use crate::lab_node::{DEVICE, LabNode, TOOLS};
+use crate::container::lab_node::{DEVICE, LabNode, TOOLS};
 
 const EPERM: Outcome = Outcome::Errno(libc::EPERM);
 

@@ -18,7 +18,7 @@ use lifeline_tests::systemd::UserManager;
 use lifeline_tests::tracefs::LabTracefs;
 use lifeline_tests::{NetNs, Proc, TempDir, cgroup2_mount, pod_syscalls, unique_name};
 
-use crate::steps::{as_check, strs};
+use crate::container::steps::{as_check, strs};
 
 /// Where the lab's tools are in a container.
 pub const TOOLS: &str = "/lab";
