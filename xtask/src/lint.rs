@@ -3,7 +3,7 @@
 //! with the stable toolchain, the eBPF crate with the pinned nightly for its own target (the
 //! workspace build cannot lint both at once: the eBPF crate needs `-Z build-std=core`), and
 //! the host crates' docs, private items too, with warnings as errors (a broken intra-doc
-//! link is a comment that points nowhere).
+//! link is a comment that points nowhere), and last `cargo deny` (`deny.rs`).
 
 use std::{path::Path, process::Command};
 
@@ -75,5 +75,6 @@ pub fn lint(ws: &Path) -> Result<()> {
         .args(["-Z", "build-std=core", "--target-dir"])
         .arg(ws.join("target").join("ebpf-clippy"))
         .args(["--", "-D", "warnings"]);
-    run("clippy (eBPF crate)", &mut bpf, Output::Inherit)
+    run("clippy (eBPF crate)", &mut bpf, Output::Inherit)?;
+    crate::deny::check(ws)
 }

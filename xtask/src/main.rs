@@ -7,6 +7,7 @@ mod arch;
 mod bench;
 mod cargo_run;
 mod deb;
+mod deny;
 mod docs;
 mod gofixture;
 mod image;
@@ -58,7 +59,9 @@ commands:
   lint         cargo fmt --check, the import gate (no import circles; prints each crate's
                longest import chain), the judge's purity (no I/O crate among its
                dependencies), setup, clippy pedantic on the host crates, clippy on
-               the eBPF crate with the pinned nightly (installs its clippy when missing)
+               the eBPF crate with the pinned nightly (installs its clippy when missing),
+               cargo doc -D warnings, and cargo deny check bans licenses sources
+               (deny.toml; installs cargo-deny when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
   bench        lifeline against the alternatives, its cost and scale (needs root; about 40
