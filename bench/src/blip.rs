@@ -13,9 +13,9 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use lifeline_tests::client::ClientEvent;
-use lifeline_tests::decision::Decision;
-use lifeline_tests::kube::connections;
+use lifeline_tests::assertions::decision::Decision;
+use lifeline_tests::fixtures::client::ClientEvent;
+use lifeline_tests::fixtures::kube::connections;
 use lifeline_tests::{Agent, ApiLab, api, mono_ms};
 use serde_json::Value;
 

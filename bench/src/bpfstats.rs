@@ -53,7 +53,7 @@ impl Runs {
 /// program and its tracepoint fallback, whichever is attached), with their ids.
 pub fn hooks(pid: u32) -> Result<BTreeMap<String, Vec<u32>>> {
     let root = lifeline_tests::cgroup2_mount()?;
-    let out = lifeline_tests::cmd::output(
+    let out = lifeline_tests::infra::cmd::output(
         std::process::Command::new("bpftool")
             .args(["cgroup", "show", "-j"])
             .arg(&root),
@@ -91,7 +91,7 @@ fn name(id: u32) -> Result<String> {
 }
 
 fn show(id: u32) -> Result<Value> {
-    let out = lifeline_tests::cmd::output(std::process::Command::new("bpftool").args([
+    let out = lifeline_tests::infra::cmd::output(std::process::Command::new("bpftool").args([
         "prog",
         "show",
         "id",

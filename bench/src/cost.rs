@@ -95,7 +95,7 @@ pub fn iperf(l: &SockLab, secs: u64, agent_on: bool, watched: bool) -> Result<Ro
         l.lab.client.command("iperf3", &args)
     };
     let busy0 = machine_busy_s()?;
-    let out = lifeline_tests::cmd::output(&mut cmd)?;
+    let out = lifeline_tests::infra::cmd::output(&mut cmd)?;
     let busy = machine_busy_s()? - busy0;
     anyhow::ensure!(
         out.status.success(),

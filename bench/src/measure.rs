@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::client::ClientEvent;
-use lifeline_tests::kube::{Connection, connections, outage};
-use lifeline_tests::kubelet_unit;
-use lifeline_tests::systemd::UserManager;
+use lifeline_tests::fixtures::client::ClientEvent;
+use lifeline_tests::fixtures::kube::{Connection, connections, outage};
+use lifeline_tests::fixtures::kubelet_unit;
+use lifeline_tests::infra::systemd::UserManager;
 use lifeline_tests::{Agent, Client, wait_until};
 
 use crate::cells::Scenario;

@@ -6,7 +6,7 @@ use anyhow::Result;
 use crate::{Args, cost, costbpf, pool, report, scale, sections, soak, soak_report};
 
 fn docs() -> std::path::PathBuf {
-    lifeline_tests::paths::workspace().join("docs")
+    lifeline_tests::infra::paths::workspace().join("docs")
 }
 
 /// The loss soak: its section of docs/BENCHMARKS.md (a shortened run: of
@@ -17,7 +17,7 @@ pub fn soak(args: &Args) -> Result<()> {
     let dir = if minutes == 30 {
         docs()
     } else {
-        lifeline_tests::paths::workspace().join("target/bench")
+        lifeline_tests::infra::paths::workspace().join("target/bench")
     };
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("BENCHMARKS.md");

@@ -1,14 +1,14 @@
 //! The rows through a node-local API proxy (issue 21): the lab's kube-clients dial
 //! 127.0.0.1:6443, where a real nginx or haproxy, configured as kubespray does, carries each
-//! connection on to api1 or api2 (`lifeline_tests::proxy`). The fault is on the hop that
+//! connection on to api1 or api2 (`lifeline_tests::fixtures::proxy`). The fault is on the hop that
 //! breaks on such nodes: every upstream flow of the proxy is dropped, new connections still
 //! work. The agent runs at its defaults, as on such a node (`proxy_lab::node_agent`).
 
 use std::net::{SocketAddr, SocketAddrV4};
 
 use anyhow::{Result, ensure};
-use lifeline_tests::proxy::{NodeProxy, PROXY_LISTEN};
-use lifeline_tests::proxy_lab::{hosts_args, loopback_hosts, node_agent, upstreams};
+use lifeline_tests::fixtures::proxy::{NodeProxy, PROXY_LISTEN};
+use lifeline_tests::scenarios::proxy_lab::{hosts_args, loopback_hosts, node_agent, upstreams};
 use lifeline_tests::{Agent, ApiLab, FakeKubelet, TempDir, mono_ms};
 
 use crate::cells::Scenario;

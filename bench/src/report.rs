@@ -81,7 +81,7 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
 pub fn commit() -> String {
     std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(lifeline_tests::paths::workspace())
+        .current_dir(lifeline_tests::infra::paths::workspace())
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default()

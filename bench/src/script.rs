@@ -6,8 +6,8 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use lifeline_tests::api_addrs::DNS_V4;
-use lifeline_tests::dnsquery::lookup;
+use lifeline_tests::infra::api_addrs::DNS_V4;
+use lifeline_tests::infra::dnsquery::lookup;
 use lifeline_tests::{API_NAME, ApiLab, mono_ms};
 
 use crate::measure::{Slot, Source};

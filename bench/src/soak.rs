@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use lifeline_tests::{
-    Agent, AgentArgs, Cgroup, Client, Decision, Fault, Lab, Proc, client::start_server, mono_ms,
-    wait_until,
+    Agent, AgentArgs, Cgroup, Client, Decision, Fault, Lab, Proc, fixtures::client::start_server,
+    mono_ms, wait_until,
 };
 
 use crate::soak_plan::{Phase, phases};

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::kube::Connection;
-use lifeline_tests::kubelet_unit;
+use lifeline_tests::fixtures::kube::Connection;
+use lifeline_tests::fixtures::kubelet_unit;
 use lifeline_tests::{Agent, ApiLab, api, mono_ms};
 
 use crate::cells::Scenario;

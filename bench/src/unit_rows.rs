@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::kubelet_unit;
-use lifeline_tests::systemd::UserManager;
-use lifeline_tests::watched::{assert_watched_from_start, wait_watched};
+use lifeline_tests::assertions::watched::{assert_watched_from_start, wait_watched};
+use lifeline_tests::fixtures::kubelet_unit;
+use lifeline_tests::infra::systemd::UserManager;
 use lifeline_tests::{Agent, ApiLab, mono_ms, wait_until};
 
 use crate::measure::{Slot, Source};

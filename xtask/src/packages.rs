@@ -33,7 +33,7 @@ const NEEDED: &[(&str, &str)] = &[
     // The lab's Go client (tests/go), so a test dials with kubelet's own net.Dialer.
     ("go", "golang-go"),
     ("gofmt", "golang-go"),
-    // The node-local API proxies of kubespray and kubeadm's HA guide (tests/src/proxy.rs):
+    // The node-local API proxies of kubespray and kubeadm's HA guide (tests/src/fixtures/proxy.rs):
     // nginx with its stream module (a dynamic module, a package of its own), and haproxy.
     ("nginx", "nginx-light"),
     ("haproxy", "haproxy"),
@@ -64,7 +64,7 @@ const MATRIX: &[(&str, &str)] = &[
 /// What `cargo xtask rpm` needs: rpmbuild (and `rpm` for the checks in .ci/run) and rpmlint.
 const RPM: &[(&str, &str)] = &[("rpmbuild", "rpm"), ("rpmlint", "rpmlint")];
 
-/// Where Debian's `libnginx-mod-stream` installs the module (`tests/src/proxy_conf.rs` loads it).
+/// Where Debian's `libnginx-mod-stream` installs the module (`tests/src/fixtures/proxy_conf.rs` loads it).
 const NGINX_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
 
 /// Packages whose command is missing, without duplicates.

@@ -2,7 +2,7 @@
 //! close-all remedy, and lifeline. Each gets its own nodes in the same fleet, so all four
 //! live through the very same fault at the very same moment.
 
-use lifeline_tests::api_addrs::DNS_V4;
+use lifeline_tests::infra::api_addrs::DNS_V4;
 use lifeline_tests::{API_NAME, AgentArgs, ApiLab};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,7 +11,8 @@ use super::scenario::Scenario;
 
 fn path(kind: &str, s: Scenario) -> PathBuf {
     let letter = s.label().split('.').next().unwrap_or("x");
-    lifeline_tests::paths::workspace().join(format!("target/bench/fleet-{kind}-{letter}.jsonl"))
+    lifeline_tests::infra::paths::workspace()
+        .join(format!("target/bench/fleet-{kind}-{letter}.jsonl"))
 }
 
 fn write(path: &PathBuf, lines: &[String]) {

@@ -5,9 +5,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::api_addrs::DNS_V4;
-use lifeline_tests::dnsquery::lookup;
-use lifeline_tests::paths::fixture;
+use lifeline_tests::infra::api_addrs::DNS_V4;
+use lifeline_tests::infra::dnsquery::lookup;
+use lifeline_tests::infra::paths::fixture;
 use lifeline_tests::{API_NAME, Agent, Proc, mono_ms, wait_until};
 
 use super::contender::Contender;

@@ -4,7 +4,7 @@
 use std::net::{IpAddr, SocketAddrV4};
 
 use anyhow::Result;
-use lifeline_tests::nft::Fault;
+use lifeline_tests::infra::nft::Fault;
 use lifeline_tests::{api, mono_ms};
 
 use super::topo::{Fleet, all_apis};
@@ -90,7 +90,7 @@ pub fn first_step(
             fleet.lab.dns.set(&others)?;
         }
         Scenario::FlowOnly => {
-            let api1 = lifeline_tests::api_addrs::API_V4[0];
+            let api1 = lifeline_tests::infra::api_addrs::API_V4[0];
             applied
                 .faults
                 .push(wire.blackhole_flows(api1, flows_to_api1)?);

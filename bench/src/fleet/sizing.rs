@@ -22,7 +22,7 @@ pub const HEADROOM: usize = 4;
 /// When bpftool fails.
 pub fn attached_sock_ops() -> Result<usize> {
     let root = cgroup2_mount()?;
-    let out = lifeline_tests::cmd::run_args(&[
+    let out = lifeline_tests::infra::cmd::run_args(&[
         "bpftool",
         "cgroup",
         "show",
@@ -40,7 +40,7 @@ pub fn attached_sock_ops() -> Result<usize> {
 /// # Errors
 /// When the namespace cannot be joined or a socket fails.
 pub fn connect_us(ns: &str, count: u32) -> Result<f64> {
-    let path = lifeline_tests::cmd::netns_path(ns);
+    let path = lifeline_tests::infra::cmd::netns_path(ns);
     let timing = std::thread::spawn(move || -> Result<f64> {
         let file = std::fs::File::open(&path)?;
         // SAFETY: a valid namespace fd; CLONE_NEWNET changes only this short-lived thread.

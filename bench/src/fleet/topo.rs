@@ -6,7 +6,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use anyhow::Result;
-use lifeline_tests::api_addrs::API_V4;
+use lifeline_tests::infra::api_addrs::API_V4;
 use lifeline_tests::{ApiLab, Cgroup, NetNs, api};
 
 use super::contender::Contender;

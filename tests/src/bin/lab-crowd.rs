@@ -64,7 +64,7 @@ fn run() -> Result<(), String> {
         }
     }
     if nobody {
-        lifeline_tests::nobody::become_nobody()?;
+        lifeline_tests::infra::nobody::become_nobody()?;
     } else {
         println!(
             "uid {} pid {}",

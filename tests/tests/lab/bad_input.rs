@@ -5,8 +5,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use lifeline_tests::mountinfo::cgroup2_mounts;
-use lifeline_tests::paths::lifeline;
+use lifeline_tests::infra::mountinfo::cgroup2_mounts;
+use lifeline_tests::infra::paths::lifeline;
 use lifeline_tests::{NetNs, Proc, TempDir, require_root};
 
 /// Exit code (None: killed or never exited) and stderr of `lifeline` run through `wrap`.

@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::scenario::{KillReport, Setup, blackhole_until_killed};
-use lifeline_tests::{Agent, Lab, SERVER_V4, mono_ms, require_root, ss};
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::scenario::{KillReport, Setup, blackhole_until_killed};
+use lifeline_tests::{Agent, Lab, SERVER_V4, assertions::ss, mono_ms, require_root};
 
 const STALL: Duration = Duration::from_secs(4);
 

@@ -2,7 +2,7 @@
 //!
 //! (a) The whole path to the only endpoint address black-holed for 3 s, then for 8 s, both
 //!     directions, DNS unchanged: first without lifeline, then with it, over the same lab at
-//!     the same phase of every client's cycle (`lifeline_tests::blip`). With lifeline, the
+//!     the same phase of every client's cycle (`lifeline_tests::scenarios::blip`). With lifeline, the
 //!     two clients of the first run are older than the agent (adopted, the common case on a
 //!     node) and two more connect after it started (armed at their handshake). Each is a
 //!     Go client dialing with kubelet's `net.Dialer` (a watch stream) or the lab's heartbeat
@@ -15,13 +15,13 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use lifeline_tests::blip::{blip, on_original, port_of, served_again};
-use lifeline_tests::endpoint_scenario::{
+use lifeline_tests::assertions::watched::wait_watched;
+use lifeline_tests::infra::lab::SERVER_V4;
+use lifeline_tests::scenarios::blip::{blip, on_original, port_of, served_again};
+use lifeline_tests::scenarios::endpoint_scenario::{
     agent_resolved, back_on, check_kill, wait_kill, watched_on,
 };
-use lifeline_tests::lab::SERVER_V4;
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::watched::wait_watched;
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{Agent, AgentArgs, ApiLab, Client, api, mono_ms, require_root};
 
 /// How much later than without lifeline a client may be served again.

@@ -8,8 +8,8 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use lifeline_tests::fake_kubelet::kubeconfig;
-use lifeline_tests::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::fixtures::fake_kubelet::kubeconfig;
+use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, AgentArgs, FakeKubelet, TempDir, require_root};
 
 const CAPS: &str = "+bpf,+perfmon,+net_admin";
@@ -17,7 +17,7 @@ const CAPS: &str = "+bpf,+perfmon,+net_admin";
 #[test]
 fn three_capabilities_suffice() -> Result<()> {
     require_root();
-    let real = lifeline_tests::paths::lifeline()?;
+    let real = lifeline_tests::infra::paths::lifeline()?;
     let dir = TempDir::new()?;
     let wrapper = dir.path().join("lifeline");
     std::fs::write(
@@ -64,7 +64,7 @@ fn three_capabilities_suffice() -> Result<()> {
         .lab
         .client
         .command(wrapper, &["check", "--cgroup", cgroup]);
-    let out = lifeline_tests::cmd::output(&mut check)?;
+    let out = lifeline_tests::infra::cmd::output(&mut check)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let row = stdout
         .lines()

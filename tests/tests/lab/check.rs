@@ -7,9 +7,9 @@
 use std::process::Command;
 
 use anyhow::Result;
-use lifeline_tests::kernel::{self, Feature, features};
-use lifeline_tests::paths::lifeline;
-use lifeline_tests::systemd::UserManager;
+use lifeline_tests::infra::kernel::{self, Feature, features};
+use lifeline_tests::infra::paths::lifeline;
+use lifeline_tests::infra::systemd::UserManager;
 use lifeline_tests::{Cgroup, NetNs, require_root};
 
 /// (exit code, stdout, stderr) of `lifeline check ARGS` in a fresh network namespace.
@@ -20,7 +20,7 @@ fn check(ns: &NetNs, args: &[&str]) -> Result<(Option<i32>, String, String)> {
         .arg(lifeline()?)
         .arg("check")
         .args(args);
-    let out = lifeline_tests::cmd::output(&mut cmd)?;
+    let out = lifeline_tests::infra::cmd::output(&mut cmd)?;
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     Ok((out.status.code(), text(&out.stdout), text(&out.stderr)))
 }

@@ -5,7 +5,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use lifeline_tests::paths::lifeline;
+use lifeline_tests::infra::paths::lifeline;
 use lifeline_tests::{NetNs, Proc, TempDir, require_root};
 
 const EX_CONFIG: i32 = 78;

@@ -1,6 +1,6 @@
 //! The `DaemonSet` in a real container runtime. `packaging/daemonset.yaml` is the
-//! input (read, not copied: `tests/src/manifest/`), mapped to podman + runc as kubelet
-//! would run it (`tests/src/pod.rs` says how, setting by setting), with the image `cargo
+//! input (read, not copied: `tests/src/infra/manifest/`), mapped to podman + runc as kubelet
+//! would run it (`tests/src/infra/pod.rs` says how, setting by setting), with the image `cargo
 //! xtask image` built. The lab stands in for the node: the pod's host network is the lab's
 //! client namespace, its hostPaths are the machine's cgroup2 hierarchy, a tracefs mount of
 //! the lab's and (for the `restart_unit` opt-in only) a systemd manager's bus socket as
@@ -25,11 +25,11 @@ mod steps;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::manifest::{Pod, Seccomp};
-use lifeline_tests::paths::workspace;
-use lifeline_tests::podman::Podman;
-use lifeline_tests::scenario::{Setup, blackhole_until_killed};
-use lifeline_tests::systemd::UserManager;
+use lifeline_tests::infra::manifest::{Pod, Seccomp};
+use lifeline_tests::infra::paths::workspace;
+use lifeline_tests::infra::podman::Podman;
+use lifeline_tests::infra::systemd::UserManager;
+use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, Proc, require_root, unique_name};
 use steps::hardening;
 

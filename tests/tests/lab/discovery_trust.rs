@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::api_addrs::DNS_V4;
-use lifeline_tests::endpoint_scenario::watched_on;
-use lifeline_tests::fake_kubelet::kubeconfig;
+use lifeline_tests::fixtures::fake_kubelet::kubeconfig;
+use lifeline_tests::infra::api_addrs::DNS_V4;
+use lifeline_tests::scenarios::endpoint_scenario::watched_on;
 use lifeline_tests::{
     Agent, AgentArgs, ApiLab, FakeKubelet, Status, api, require_root, wait_until,
 };

@@ -13,10 +13,10 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::defer_lab::{self, Pair, deferrals};
-use lifeline_tests::idle_lab::agent_with;
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::scenario::Setup;
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::defer_lab::{self, Pair, deferrals};
+use lifeline_tests::scenarios::idle_lab::agent_with;
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{Agent, Decision, require_root, wait_until};
 use serde_json::Value;
 
@@ -91,14 +91,14 @@ fn lifelines_values_come_back_when_the_socket_answers_again() -> Result<()> {
         Some(&s.cgroup),
         &[
             "--peer",
-            lifeline_tests::idle_lab::SERVER,
+            lifeline_tests::scenarios::idle_lab::SERVER,
             "--keepalive",
             "5,5,4",
             "idle",
         ],
     )?;
     let port = client.local_port().context("no port")?;
-    lifeline_tests::idle_lab::wait_armed(&agent, port, "1s,1s,20")?;
+    lifeline_tests::scenarios::idle_lab::wait_armed(&agent, port, "1s,1s,20")?;
     let fault = s.lab.blackhole_flow(port)?;
     // Deferred once its evidence is in (about 3 s with fast probes), shown in status.
     let step = Duration::from_millis(200);

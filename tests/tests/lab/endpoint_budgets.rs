@@ -11,11 +11,11 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::nobody::NOBODY;
-use lifeline_tests::paths::fixture;
-use lifeline_tests::routed::RoutedApi;
-use lifeline_tests::unit_agent::field;
-use lifeline_tests::watched::wait_watched;
+use lifeline_tests::assertions::watched::wait_watched;
+use lifeline_tests::fixtures::unit_agent::field;
+use lifeline_tests::infra::nobody::NOBODY;
+use lifeline_tests::infra::paths::fixture;
+use lifeline_tests::infra::routed::RoutedApi;
 use lifeline_tests::{
     Agent, AgentArgs, Cgroup, Client, Decision, Lab, Proc, cgroup2_mount, mono_ms, require_root,
     wait_until,

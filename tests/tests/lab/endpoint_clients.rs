@@ -7,10 +7,10 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use lifeline_tests::client::start_server;
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::paths::fixture;
-use lifeline_tests::watched::{blackhole_is_killed, wait_watched};
+use lifeline_tests::assertions::watched::{blackhole_is_killed, wait_watched};
+use lifeline_tests::fixtures::client::start_server;
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::infra::paths::fixture;
 use lifeline_tests::{Agent, AgentArgs, Cgroup, Client, Lab, Proc, require_root};
 
 const OTHER_V4: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 3);
@@ -94,9 +94,9 @@ fn endpoint_clients_anywhere_are_healed_and_other_peers_left_alone() -> Result<(
 
     blackhole_is_killed(&lab, &a, port, Duration::from_secs(30))?;
     assert!(
-        lifeline_tests::ss::find(&lab.client, held_port, held)?.is_some(),
+        lifeline_tests::assertions::ss::find(&lab.client, held_port, held)?.is_some(),
         "the other connection was touched:\n{}",
-        lifeline_tests::ss::dump(&lab.client)
+        lifeline_tests::assertions::ss::dump(&lab.client)
     );
     assert!(
         a.decisions().iter().all(|d| !d.is_for_port(held_port)),

@@ -13,12 +13,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::endpoint_scenario::{agent_resolved, back_on, check_kill, wait_kill};
-use lifeline_tests::outside::{
+use lifeline_tests::assertions::watched::wait_watched;
+use lifeline_tests::fixtures::outside::{
     Outside, assert_endpoints, assert_outside, decisions_about, never_held_lines, ports_to_outside,
     probes_of,
 };
-use lifeline_tests::watched::wait_watched;
+use lifeline_tests::scenarios::endpoint_scenario::{
+    agent_resolved, back_on, check_kill, wait_kill,
+};
 use lifeline_tests::{ApiLab, Client, api, require_root};
 
 /// How long (a) keeps the other service's connections under the agent's eyes.
@@ -111,9 +113,9 @@ fn another_service_on_the_endpoint_port_is_never_judged_by_dns() -> Result<()> {
     untouched(&agent, &other, &ports)?;
     for p in &ports {
         ensure!(
-            lifeline_tests::ss::find(&l.lab.client, *p, Outside::addr())?.is_some(),
+            lifeline_tests::assertions::ss::find(&l.lab.client, *p, Outside::addr())?.is_some(),
             "the connection from port {p} is gone:\n{}",
-            lifeline_tests::ss::dump(&l.lab.client)
+            lifeline_tests::assertions::ss::dump(&l.lab.client)
         );
         assert_outside(&wait_watched(&agent, *p, Duration::from_secs(5))?)?;
     }
@@ -142,15 +144,15 @@ fn another_service_on_the_endpoint_port_is_never_judged_by_dns() -> Result<()> {
 
 /// `lifeline check` in the lab's client namespace, following the lab's endpoint.
 fn check(l: &ApiLab) -> Result<String> {
-    let dns = lifeline_tests::api_addrs::DNS_V4.to_string();
+    let dns = lifeline_tests::infra::api_addrs::DNS_V4.to_string();
     let mut cmd = Command::new("nsenter");
     cmd.arg(format!("--net={}", l.lab.client.path()))
         .args(["--", "unshare", "--mount", "--propagation", "private"])
-        .arg(lifeline_tests::paths::lifeline()?)
+        .arg(lifeline_tests::infra::paths::lifeline()?)
         .args(["check", "--endpoint", lifeline_tests::ENDPOINT])
         .args(["--dns-server", &dns, "--ports", "6443", "--cgroup"])
         .arg(l.cgroup.path());
-    let out = lifeline_tests::cmd::output(&mut cmd)?;
+    let out = lifeline_tests::infra::cmd::output(&mut cmd)?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -201,9 +203,9 @@ fn a_preexisting_connection_outside_the_set_is_never_orphaned() -> Result<()> {
         std::thread::sleep(Duration::from_millis(500));
     }
     ensure!(
-        lifeline_tests::ss::find(&l.lab.client, port, Outside::addr())?.is_some(),
+        lifeline_tests::assertions::ss::find(&l.lab.client, port, Outside::addr())?.is_some(),
         "the pre-existing connection is gone:\n{}",
-        lifeline_tests::ss::dump(&l.lab.client)
+        lifeline_tests::assertions::ss::dump(&l.lab.client)
     );
     assert_outside(&wait_watched(&agent, port, Duration::from_secs(5))?)?;
     ensure!(

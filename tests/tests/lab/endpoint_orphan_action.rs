@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::endpoint_scenario::{agent_resolved, check_kill, watched_on};
+use lifeline_tests::scenarios::endpoint_scenario::{agent_resolved, check_kill, watched_on};
 use lifeline_tests::{ApiLab, api, require_root};
 
 /// `--action restart` replaces kills of broken sockets by restarts, but an orphan migration is
@@ -12,7 +12,7 @@ use lifeline_tests::{ApiLab, api, require_root};
 #[test]
 fn action_restart_still_migrates_orphans_by_a_kill() -> Result<()> {
     require_root();
-    let m = lifeline_tests::systemd::UserManager::start()?;
+    let m = lifeline_tests::infra::systemd::UserManager::start()?;
     m.install("kubelet.service", "[Service]\nExecStart=/bin/sleep 300\n")?;
     m.systemctl(&["start", "kubelet.service"])?;
     let pid = m.prop("kubelet.service", "MainPID")?;

@@ -10,12 +10,12 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use lifeline_tests::endpoint_checks::check_dropped;
-use lifeline_tests::endpoint_log::PEER_PROBE;
-use lifeline_tests::endpoint_scenario::{
+use lifeline_tests::assertions::endpoint_checks::check_dropped;
+use lifeline_tests::assertions::endpoint_log::PEER_PROBE;
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::endpoint_scenario::{
     agent_resolved, back_on, check_kill, wait_kill, watched_on,
 };
-use lifeline_tests::kernel::{self, features};
 use lifeline_tests::{ApiLab, api, mono_ms, require_root};
 
 #[test]

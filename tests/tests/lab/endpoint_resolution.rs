@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::api_addrs::DNS_V4;
-use lifeline_tests::endpoint_scenario::{back_on, wait_kill, watched_on};
+use lifeline_tests::infra::api_addrs::DNS_V4;
+use lifeline_tests::scenarios::endpoint_scenario::{back_on, wait_kill, watched_on};
 use lifeline_tests::{Agent, AgentArgs, ApiLab, Client, TempDir, api, require_root, wait_until};
 
 const PINNED: &str = "pinned.lab.test";

@@ -13,12 +13,12 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::api_addrs::{DNS_V4, DNS_V6};
-use lifeline_tests::endpoint_checks::check_dropped;
-use lifeline_tests::endpoint_scenario::{
+use lifeline_tests::assertions::endpoint_checks::check_dropped;
+use lifeline_tests::fixtures::kube::outage;
+use lifeline_tests::infra::api_addrs::{DNS_V4, DNS_V6};
+use lifeline_tests::scenarios::endpoint_scenario::{
     agent_resolved, back_on, check_early, check_kill, rotate_away_from_api1, wait_kill, watched_on,
 };
-use lifeline_tests::kube::outage;
 use lifeline_tests::{ApiLab, api, require_root};
 
 /// (a) and (f): rotation plus black hole, 1 s heartbeats and a watch on one connection.

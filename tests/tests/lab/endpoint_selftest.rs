@@ -6,9 +6,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::api_addrs::{API_NAME, DNS_V4, DNS_V6};
-use lifeline_tests::dnsquery::lookup;
-use lifeline_tests::kube::outage;
+use lifeline_tests::fixtures::kube::outage;
+use lifeline_tests::infra::api_addrs::{API_NAME, DNS_V4, DNS_V6};
+use lifeline_tests::infra::dnsquery::lookup;
 use lifeline_tests::{ApiLab, api, mono_ms, require_root};
 
 #[test]

@@ -8,11 +8,13 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use lifeline_tests::client::start_server;
-use lifeline_tests::kubelet_unit::{self, UNIT, identity, wait_connection};
-use lifeline_tests::systemd::UserManager;
-use lifeline_tests::unit_agent::start as agent;
-use lifeline_tests::watched::{assert_watched_from_start, blackhole_is_killed, wait_watched};
+use lifeline_tests::assertions::watched::{
+    assert_watched_from_start, blackhole_is_killed, wait_watched,
+};
+use lifeline_tests::fixtures::client::start_server;
+use lifeline_tests::fixtures::kubelet_unit::{self, UNIT, identity, wait_connection};
+use lifeline_tests::fixtures::unit_agent::start as agent;
+use lifeline_tests::infra::systemd::UserManager;
 use lifeline_tests::{Agent, Decision, Lab, require_root, wait_until};
 
 /// The first restart decision about the client socket on `port`.

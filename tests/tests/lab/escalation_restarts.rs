@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use lifeline_tests::client::start_server;
-use lifeline_tests::kubelet_unit::{self, identity, wait_connection};
-use lifeline_tests::systemd::UserManager;
-use lifeline_tests::unit_agent::{decisions, start as agent};
-use lifeline_tests::watched::{assert_watched_from_start, wait_watched};
+use lifeline_tests::assertions::watched::{assert_watched_from_start, wait_watched};
+use lifeline_tests::fixtures::client::start_server;
+use lifeline_tests::fixtures::kubelet_unit::{self, identity, wait_connection};
+use lifeline_tests::fixtures::unit_agent::{decisions, start as agent};
+use lifeline_tests::infra::systemd::UserManager;
 use lifeline_tests::{Agent, Decision, Fault, Lab, require_root, wait_until};
 
 /// Black-holes the unit's `n`-th connection (watched first) and returns the restart

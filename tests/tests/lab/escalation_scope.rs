@@ -6,15 +6,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::cgroup::Cgroup;
-use lifeline_tests::client::{Client, start_server};
-use lifeline_tests::kubelet_unit::{self, UNIT, identity, wait_connection};
-use lifeline_tests::paths::fixture;
-use lifeline_tests::proc::Proc;
-use lifeline_tests::systemd::UserManager;
-use lifeline_tests::unit_agent::{decisions, field, start as agent};
-use lifeline_tests::util::TempDir;
-use lifeline_tests::watched::wait_watched;
+use lifeline_tests::assertions::watched::wait_watched;
+use lifeline_tests::fixtures::client::{Client, start_server};
+use lifeline_tests::fixtures::kubelet_unit::{self, UNIT, identity, wait_connection};
+use lifeline_tests::fixtures::unit_agent::{decisions, field, start as agent};
+use lifeline_tests::infra::cgroup::Cgroup;
+use lifeline_tests::infra::paths::fixture;
+use lifeline_tests::infra::proc::Proc;
+use lifeline_tests::infra::systemd::UserManager;
+use lifeline_tests::infra::util::TempDir;
 use lifeline_tests::{Agent, Decision, Lab, require_root, wait_until};
 
 const NOISY: &str = "noisy-client";

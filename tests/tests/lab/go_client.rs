@@ -9,14 +9,14 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::idle_lab::{
+use lifeline_tests::assertions::keepalive::latest;
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::idle_lab::{
     LIFELINE, SERVER, agent_with, go_like_client, keepalive_timer_s,
     silent_kill_after_flow_blackhole, wait_armed,
 };
-use lifeline_tests::keepalive::latest;
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::{Agent, Client, Lab, mono_ms, require_root, ss, wait_until};
+use lifeline_tests::scenarios::scenario::Setup;
+use lifeline_tests::{Agent, Client, Lab, assertions::ss, mono_ms, require_root, wait_until};
 
 /// The Go-like fixture: lab-client replaying Go's sequence of `setsockopt` calls.
 #[test]

@@ -14,10 +14,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::hostile::{rss_kib, syn_hold};
-use lifeline_tests::paths::fixture;
-use lifeline_tests::scenario::{ECONNABORTED, Setup};
-use lifeline_tests::watched::{assert_watched_from_start, blackhole_is_killed, wait_watched};
+use lifeline_tests::assertions::watched::{
+    assert_watched_from_start, blackhole_is_killed, wait_watched,
+};
+use lifeline_tests::fixtures::hostile::{rss_kib, syn_hold};
+use lifeline_tests::infra::paths::fixture;
+use lifeline_tests::scenarios::scenario::{ECONNABORTED, Setup};
 use lifeline_tests::{
     Agent, AgentArgs, Client, Lab, Proc, SERVER_PORT, SERVER_V4, mono_ms, require_root,
 };
@@ -238,10 +240,10 @@ fn check_warns(s: &Setup, agent: &Agent) -> Result<()> {
     let mut cmd = Command::new("nsenter");
     cmd.arg(format!("--net={}", s.lab.client.path()))
         .arg("--")
-        .arg(lifeline_tests::paths::lifeline()?)
+        .arg(lifeline_tests::infra::paths::lifeline()?)
         .args(["check", "--cgroup", &cgroup, "--status-socket"])
         .arg(&agent.status_socket);
-    let out = lifeline_tests::cmd::output(&mut cmd)?;
+    let out = lifeline_tests::infra::cmd::output(&mut cmd)?;
     let out = String::from_utf8_lossy(&out.stdout);
     let row = out
         .lines()

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::paths::fixture;
+use lifeline_tests::infra::paths::fixture;
 use lifeline_tests::{Agent, Cgroup, Lab, Proc, require_root};
 
 const LOCK_DIR: &str = "/run/lifeline";

@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
-use lifeline_tests::crowd::{connected, crowd, fds};
-use lifeline_tests::metrics::{parse, scrape, scrape_until_ok};
-use lifeline_tests::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::assertions::metrics::{parse, scrape, scrape_until_ok};
+use lifeline_tests::fixtures::crowd::{connected, crowd, fds};
+use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, AgentArgs, Proc, TempDir, require_root, wait_until};
 
 const STALL: Duration = Duration::from_secs(4);

@@ -12,13 +12,13 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::idle_lab::{
+use lifeline_tests::assertions::keepalive::{attached_programs, latest};
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::idle_lab::{
     LIFELINE, SERVER, agent_with, go_like_client, silent_kill_after_flow_blackhole, wait_armed,
 };
-use lifeline_tests::keepalive::{attached_programs, latest};
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::scenario::{Setup, blackhole_until_killed};
-use lifeline_tests::{Client, Lab, mono_ms, require_root, ss, wait_until};
+use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::{Client, Lab, assertions::ss, mono_ms, require_root, wait_until};
 
 #[test]
 fn idle_long_poll_blackholed_is_killed_as_silent() -> Result<()> {

@@ -8,8 +8,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::client::start_server;
-use lifeline_tests::watched::{assert_watched_from_start, blackhole_is_killed, wait_watched};
+use lifeline_tests::assertions::watched::{
+    assert_watched_from_start, blackhole_is_killed, wait_watched,
+};
+use lifeline_tests::fixtures::client::start_server;
 use lifeline_tests::{
     Agent, Cgroup, Client, Lab, Proc, TempDir, cgroup2_mount, require_root, unique_name,
 };
@@ -25,7 +27,7 @@ fn run_under_ip_netns_exec_mounts_cgroup2_privately() -> Result<()> {
     let sock = dir.path().join("status.sock");
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", lab.client.name()])
-        .arg(lifeline_tests::paths::lifeline()?)
+        .arg(lifeline_tests::infra::paths::lifeline()?)
         .args(["run", "--log", "json", "--cgroup"])
         .arg(&target)
         .args([

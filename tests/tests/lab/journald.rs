@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use lifeline_tests::journald::Journald;
-use lifeline_tests::paths::lifeline;
-use lifeline_tests::scenario::Setup;
+use lifeline_tests::infra::journald::Journald;
+use lifeline_tests::infra::paths::lifeline;
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{Proc, SERVER_V4, TempDir, require_root, wait_until};
 use serde_json::Value;
 

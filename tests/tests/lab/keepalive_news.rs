@@ -13,5 +13,5 @@ use lifeline_tests::require_root;
 #[test]
 fn unanswered_keepalive_probes_are_news_and_answered_ones_are_not() -> Result<()> {
     require_root();
-    lifeline_tests::news_lab::scenario(None)
+    lifeline_tests::scenarios::news_lab::scenario(None)
 }

@@ -3,7 +3,7 @@
 //! (`perf_event_paranoid` 2 here), so where fentry is refused (this machine) the tracepoint
 //! fallback learns `tcp_keepalive_timer`'s address from a socket of the agent's through the
 //! TCP iterator. News coming after an unanswered probe shows the address is right: the
-//! fallback matches no timer otherwise. The scenario is `tests/src/news_lab.rs`; the agent
+//! fallback matches no timer otherwise. The scenario is `tests/src/scenarios/news_lab.rs`; the agent
 //! runs through a `setpriv` wrapper passed to it explicitly. Before Linux 5.15 (no TCP
 //! iterator) the documented degradation is asserted instead: one warning naming
 //! `CAP_SYSLOG` and the iterator, unless fentry itself loads (then the news come as above).
@@ -12,15 +12,15 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::idle_lab::agent_of;
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::scenario::Setup;
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::idle_lab::agent_of;
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{TempDir, require_root};
 
 #[test]
 fn a_confined_agent_learns_the_keepalive_timer_and_reports_unanswered_probes() -> Result<()> {
     require_root();
-    let real = lifeline_tests::paths::lifeline()?;
+    let real = lifeline_tests::infra::paths::lifeline()?;
     let dir = TempDir::new()?;
     let wrapper = dir.path().join("lifeline");
     std::fs::write(
@@ -32,7 +32,7 @@ fn a_confined_agent_learns_the_keepalive_timer_and_reports_unanswered_probes() -
     )?;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
     // What the wrapped agent sees: no addresses (else this test would not test the fallback).
-    let out = lifeline_tests::cmd::output(
+    let out = lifeline_tests::infra::cmd::output(
         std::process::Command::new("setpriv")
             .args([
                 "--bounding-set=-all,+bpf,+perfmon,+net_admin",
@@ -62,7 +62,7 @@ fn a_confined_agent_learns_the_keepalive_timer_and_reports_unanswered_probes() -
             return Ok(());
         }
     }
-    lifeline_tests::news_lab::scenario(Some(&wrapper))
+    lifeline_tests::scenarios::news_lab::scenario(Some(&wrapper))
 }
 
 /// Starts the confined agent once: the error of its "keepalive news unavailable" warning,

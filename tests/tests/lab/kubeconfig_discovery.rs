@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::fake_kubelet::kubeconfig;
+use lifeline_tests::fixtures::fake_kubelet::kubeconfig;
 use lifeline_tests::{
     Agent, Cgroup, FakeKubelet, Lab, SERVER_PORT, SERVER_V4, Status, require_root,
 };
@@ -51,12 +51,12 @@ fn follows_the_running_kubelets_kubeconfig_and_names_it() -> Result<()> {
     );
 
     // `lifeline check` names the same file in its endpoint row.
-    let bin = lifeline_tests::paths::lifeline()?;
+    let bin = lifeline_tests::infra::paths::lifeline()?;
     let cg = cgroup.path().to_str().context("utf-8")?;
     let mut cmd = lab
         .client
         .command(bin.to_str().context("utf-8")?, &["check", "--cgroup", cg]);
-    let out = lifeline_tests::cmd::output(&mut cmd)?;
+    let out = lifeline_tests::infra::cmd::output(&mut cmd)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let row = stdout
         .lines()

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use lifeline_tests::client::{Client, start_server};
-use lifeline_tests::{Lab, NetNs, require_root, ss};
+use lifeline_tests::fixtures::client::{Client, start_server};
+use lifeline_tests::{Lab, NetNs, assertions::ss, require_root};
 
 #[test]
 fn dual_stack_heartbeats_and_ss() -> anyhow::Result<()> {

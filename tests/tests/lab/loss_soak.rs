@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::idle_lab::{agent_with, go_like_client, wait_armed};
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::{Lab, mono_ms, require_root, ss};
+use lifeline_tests::scenarios::idle_lab::{agent_with, go_like_client, wait_armed};
+use lifeline_tests::scenarios::scenario::Setup;
+use lifeline_tests::{Lab, assertions::ss, mono_ms, require_root};
 
 const CLIENTS: usize = 50;
 const LOSS_PERCENT: u8 = 10;

@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Result;
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::metrics::{parse, scrape};
-use lifeline_tests::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::assertions::metrics::{parse, scrape};
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, AgentArgs, require_root, wait_until};
 
 const STALL: Duration = Duration::from_secs(4);
@@ -97,8 +97,8 @@ fn metrics_count_what_happened() -> Result<()> {
 #[test]
 fn non_loopback_metrics_address_is_refused() -> Result<()> {
     require_root();
-    let out = lifeline_tests::cmd::output(
-        std::process::Command::new(lifeline_tests::paths::lifeline()?).args([
+    let out = lifeline_tests::infra::cmd::output(
+        std::process::Command::new(lifeline_tests::infra::paths::lifeline()?).args([
             "run",
             "--metrics-addr",
             "198.51.100.1:9464",

@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::watched::wait_watched;
-use lifeline_tests::{Agent, Client, Lab, require_root, ss};
+use lifeline_tests::assertions::watched::wait_watched;
+use lifeline_tests::scenarios::scenario::Setup;
+use lifeline_tests::{Agent, Client, Lab, assertions::ss, require_root};
 
 /// 60 s, or `LAB_NO_FALSE_POSITIVE_SECS`.
 fn run_for() -> Duration {

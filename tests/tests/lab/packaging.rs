@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::kustomize::{one, parse, render, render_with};
-use lifeline_tests::paths::{lifeline, workspace};
+use lifeline_tests::infra::kustomize::{one, parse, render, render_with};
+use lifeline_tests::infra::paths::{lifeline, workspace};
 use serde_json::{Value, json};
 
 /// An overlay's differences from the base.

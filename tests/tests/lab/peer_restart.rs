@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use lifeline_tests::client::start_server;
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::watched::wait_watched;
+use lifeline_tests::assertions::watched::wait_watched;
+use lifeline_tests::fixtures::client::start_server;
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{Agent, mono_ms, require_root};
 
 const STALL: Duration = Duration::from_secs(4);
@@ -37,7 +37,7 @@ fn peer_restart_needs_no_kill() -> anyhow::Result<()> {
     );
     assert_ne!(
         noticed.errno,
-        Some(lifeline_tests::scenario::ECONNABORTED),
+        Some(lifeline_tests::scenarios::scenario::ECONNABORTED),
         "ECONNABORTED means a kill: {}",
         noticed.raw
     );

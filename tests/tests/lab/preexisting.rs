@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, require_root};
 
 #[test]

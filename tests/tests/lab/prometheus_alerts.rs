@@ -1,6 +1,6 @@
 //! The shipped alert rules in a real Prometheus (Debian's `prometheus`, started in the lab's
 //! client namespace by the test) that scrapes a running agent every second, with every
-//! duration of the rules divided by 60 (`lifeline_tests::prometheus::scaled_rules`):
+//! duration of the rules divided by 60 (`lifeline_tests::infra::prometheus::scaled_rules`):
 //!
 //! - a black hole is killed: `LifelineKilledConnection` is active within two scrape intervals
 //!   of the kill, and no other alert went pending or firing at any evaluation (Prometheus'
@@ -16,12 +16,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::endpoint_checks::holds_of;
-use lifeline_tests::endpoint_scenario::{agent_resolved, watched_on};
-use lifeline_tests::metrics::scrape;
-use lifeline_tests::paths::workspace;
-use lifeline_tests::prometheus::{INTERVAL, Prometheus, scaled_rules};
-use lifeline_tests::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::assertions::endpoint_checks::holds_of;
+use lifeline_tests::assertions::metrics::scrape;
+use lifeline_tests::infra::paths::workspace;
+use lifeline_tests::infra::prometheus::{INTERVAL, Prometheus, scaled_rules};
+use lifeline_tests::scenarios::endpoint_scenario::{agent_resolved, watched_on};
+use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, AgentArgs, ApiLab, api, mono_ms, require_root, wait_until};
 use serde_json::Value;
 

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::proxy::ProxyKind;
-use lifeline_tests::proxy_lab::ProxyLab;
+use lifeline_tests::fixtures::proxy::ProxyKind;
+use lifeline_tests::scenarios::proxy_lab::ProxyLab;
 use lifeline_tests::{require_root, wait_until};
 
 /// The longest a run waits for the client without the agent: past its ping's 45 s.

@@ -10,16 +10,18 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use lifeline_tests::fake_kubelet::kubeconfig;
-use lifeline_tests::local_listener::{LocalListener, k3s_load_balancer_json, write_agent_etc};
-use lifeline_tests::proxy::{NodeProxy, ProxyKind};
-use lifeline_tests::util::{TempDir, wait_until};
+use lifeline_tests::fixtures::fake_kubelet::kubeconfig;
+use lifeline_tests::fixtures::local_listener::{
+    LocalListener, k3s_load_balancer_json, write_agent_etc,
+};
+use lifeline_tests::fixtures::proxy::{NodeProxy, ProxyKind};
+use lifeline_tests::infra::util::{TempDir, wait_until};
 use lifeline_tests::{Agent, Cgroup, FakeKubelet, Lab, require_root};
 
 const READY: Duration = Duration::from_mins(1);
 
 fn upstreams() -> Vec<SocketAddr> {
-    lifeline_tests::proxy_lab::upstreams()
+    lifeline_tests::scenarios::proxy_lab::upstreams()
 }
 
 /// How the hop names the proxy's cgroup: the lab's nginx is a static pod, its haproxy a unit.
@@ -57,12 +59,12 @@ fn listed(ups: &[SocketAddr]) -> String {
 
 /// `lifeline check`'s endpoint row, run in the node's namespace as an operator would.
 fn check_row(lab: &Lab, kubelet_cgroup: &Cgroup) -> Result<String> {
-    let bin = lifeline_tests::paths::lifeline()?;
+    let bin = lifeline_tests::infra::paths::lifeline()?;
     let cg = kubelet_cgroup.path().to_str().context("utf-8")?;
     let mut cmd = lab
         .client
         .command(bin.to_str().context("utf-8")?, &["check", "--cgroup", cg]);
-    let out = lifeline_tests::cmd::output(&mut cmd)?;
+    let out = lifeline_tests::infra::cmd::output(&mut cmd)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let row = stdout
         .lines()

@@ -13,11 +13,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::api_addrs::API_V4;
-use lifeline_tests::fake_kubelet::kubeconfig;
-use lifeline_tests::proxy::{PROXY_LISTEN, ProxyKind};
-use lifeline_tests::proxy_lab::{ProxyLab, upstreams};
-use lifeline_tests::watched::wait_watched;
+use lifeline_tests::assertions::watched::wait_watched;
+use lifeline_tests::fixtures::fake_kubelet::kubeconfig;
+use lifeline_tests::fixtures::proxy::{PROXY_LISTEN, ProxyKind};
+use lifeline_tests::infra::api_addrs::API_V4;
+use lifeline_tests::scenarios::proxy_lab::{ProxyLab, upstreams};
 use lifeline_tests::{Agent, FakeKubelet, mono_ms, require_root, wait_until};
 
 /// The proxy's second port, which the restarted kubelet's kubeconfig names.

@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use lifeline_tests::api_addrs::{API_NAME, API_V4, DNS_V4};
-use lifeline_tests::fake_kubelet::kubeconfig;
-use lifeline_tests::proxy::{NodeProxy, ProxyKind};
-use lifeline_tests::util::{TempDir, wait_until};
+use lifeline_tests::fixtures::fake_kubelet::kubeconfig;
+use lifeline_tests::fixtures::proxy::{NodeProxy, ProxyKind};
+use lifeline_tests::infra::api_addrs::{API_NAME, API_V4, DNS_V4};
+use lifeline_tests::infra::util::{TempDir, wait_until};
 use lifeline_tests::{Agent, AgentArgs, ApiLab, Client, FakeKubelet, require_root};
 
 const READY: Duration = Duration::from_mins(1);
@@ -22,7 +22,7 @@ const READY: Duration = Duration::from_mins(1);
 fn the_proxys_upstream_socket_is_the_endpoints_member() -> Result<()> {
     require_root();
     let api = ApiLab::new(&[API_V4[0].into()])?;
-    let ups = lifeline_tests::proxy_lab::upstreams();
+    let ups = lifeline_tests::scenarios::proxy_lab::upstreams();
     let proxy = NodeProxy::start(&api.lab.client, ProxyKind::Nginx, &ups)?;
     let _kubelet = FakeKubelet::start(
         &api.lab.client,

@@ -9,10 +9,10 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use lifeline_tests::idle_lab::wait_armed;
-use lifeline_tests::proxy::ProxyKind;
-use lifeline_tests::proxy_lab::ProxyLab;
-use lifeline_tests::{mono_ms, require_root, watched::wait_watched};
+use lifeline_tests::fixtures::proxy::ProxyKind;
+use lifeline_tests::scenarios::idle_lab::wait_armed;
+use lifeline_tests::scenarios::proxy_lab::ProxyLab;
+use lifeline_tests::{assertions::watched::wait_watched, mono_ms, require_root};
 
 const LOSS_PERCENT: u8 = 5;
 const WINDOW: Duration = Duration::from_mins(5);

@@ -19,10 +19,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::api_addrs::API_V4;
-use lifeline_tests::decision::Decision;
-use lifeline_tests::proxy::ProxyKind;
-use lifeline_tests::proxy_lab::{ProxyLab, upstreams};
+use lifeline_tests::assertions::decision::Decision;
+use lifeline_tests::fixtures::proxy::ProxyKind;
+use lifeline_tests::infra::api_addrs::API_V4;
+use lifeline_tests::scenarios::proxy_lab::{ProxyLab, upstreams};
 use lifeline_tests::{mono_ms, require_root, wait_until};
 
 const GRACE_MS: u64 = 3_000;
@@ -146,7 +146,7 @@ fn haproxy_upstream_dropped_from_dns_is_migrated_at_a_quiet_moment() -> Result<(
     );
     eprintln!(
         "haproxy: {removed} dropped from {}'s answer; its upstream connection migrated {after} ms later ({}), the client served again {} ms after the change",
-        lifeline_tests::api_addrs::API_NAME,
+        lifeline_tests::infra::api_addrs::API_NAME,
         kill.raw,
         served - change
     );

@@ -14,13 +14,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::api_addrs::API_V4;
-use lifeline_tests::fake_kubelet::kubeconfig;
-use lifeline_tests::local_listener::LocalListener;
-use lifeline_tests::paths::fixture;
-use lifeline_tests::proxy::{PROXY_LISTEN, ProxyKind};
-use lifeline_tests::proxy_lab::{ProxyLab, upstreams};
-use lifeline_tests::util::{TempDir, wait_until};
+use lifeline_tests::fixtures::fake_kubelet::kubeconfig;
+use lifeline_tests::fixtures::local_listener::LocalListener;
+use lifeline_tests::fixtures::proxy::{PROXY_LISTEN, ProxyKind};
+use lifeline_tests::infra::api_addrs::API_V4;
+use lifeline_tests::infra::paths::fixture;
+use lifeline_tests::infra::util::{TempDir, wait_until};
+use lifeline_tests::scenarios::proxy_lab::{ProxyLab, upstreams};
 use lifeline_tests::{Agent, Cgroup, FakeKubelet, Proc, require_root};
 
 /// The address the impostors' configurations name: api3, never one of the proxy's.
@@ -161,9 +161,9 @@ fn a_reuseport_neighbour_beside_the_proxy_is_refused() -> Result<()> {
         "the client's upstream flow from {flow_local} is gone: {flows:?}"
     );
     // `lifeline check` says so too, as a warning.
-    let bin = lifeline_tests::paths::lifeline()?;
+    let bin = lifeline_tests::infra::paths::lifeline()?;
     let cgp = lab.api.cgroup.path().to_str().context("utf-8")?;
-    let out = lifeline_tests::cmd::output(
+    let out = lifeline_tests::infra::cmd::output(
         &mut lab
             .api
             .lab
@@ -202,7 +202,7 @@ fn a_reused_pid_of_the_proxy_is_never_read() -> Result<()> {
     let bin = dir.path().join("nginx");
     std::fs::copy("/bin/bash", &bin)?;
     let fifo = dir.path().join("fifo");
-    lifeline_tests::cmd::run(
+    lifeline_tests::infra::cmd::run(
         std::process::Command::new("mkfifo")
             .arg("-m")
             .arg("666")

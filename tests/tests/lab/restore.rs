@@ -10,12 +10,13 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::idle_lab::{SERVER, agent_with, keepalive_timer_s, wait_armed};
-use lifeline_tests::keepalive::{Sockopts, latest};
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::scenario::Setup;
+use lifeline_tests::assertions::keepalive::{Sockopts, latest};
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::idle_lab::{SERVER, agent_with, keepalive_timer_s, wait_armed};
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{
-    Agent, AgentArgs, Client, Lab, TempDir, mono_ms, pidfd, require_root, ss, wait_until,
+    Agent, AgentArgs, Client, Lab, TempDir, assertions::ss, infra::pidfd, mono_ms, require_root,
+    wait_until,
 };
 use serde_json::Value;
 

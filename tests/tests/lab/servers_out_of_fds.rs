@@ -8,9 +8,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::crowd::{crowd, fd_numbers, set_soft_nofile};
-use lifeline_tests::metrics::{parse, scrape, scrape_until_ok};
-use lifeline_tests::scenario::Setup;
+use lifeline_tests::assertions::metrics::{parse, scrape, scrape_until_ok};
+use lifeline_tests::fixtures::crowd::{crowd, fd_numbers, set_soft_nofile};
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{Agent, AgentArgs, require_root, wait_until};
 
 /// Out of descriptors: with the agent's limit lowered so that no descriptor is free, a
@@ -39,7 +39,7 @@ fn the_servers_keep_accepting_after_running_out_of_descriptors() -> Result<()> {
         .find(|l| !open.contains(l))
         .context("no free number")?;
     let old = set_soft_nofile(pid, limit)?;
-    let mut status = Command::new(lifeline_tests::paths::lifeline()?);
+    let mut status = Command::new(lifeline_tests::infra::paths::lifeline()?);
     status
         .args(["status", "--json", "--status-socket"])
         .arg(&agent.status_socket);

@@ -11,8 +11,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::status::{Status, StatusSocket};
+use lifeline_tests::assertions::status::{Status, StatusSocket};
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{Agent, AgentArgs, Client, mono_ms, require_root, wait_until};
 
 const STALL: Duration = Duration::from_secs(4);

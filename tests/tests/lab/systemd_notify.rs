@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::paths::lifeline;
-use lifeline_tests::systemd::UserManager;
+use lifeline_tests::infra::paths::lifeline;
+use lifeline_tests::infra::systemd::UserManager;
 use lifeline_tests::{NetNs, require_root, wait_until};
 
 const UNIT: &str = "lifeline-test.service";
@@ -16,7 +16,7 @@ const UNIT: &str = "lifeline-test.service";
 /// The packaged unit verbatim, plus a drop-in that points it at the test's namespace,
 /// cgroup and files: so the hardening, capabilities and Type=notify really run here.
 fn install_unit(m: &UserManager, ns: &NetNs) -> Result<()> {
-    let unit = lifeline_tests::paths::workspace().join("packaging/lifeline.service");
+    let unit = lifeline_tests::infra::paths::workspace().join("packaging/lifeline.service");
     m.install(
         UNIT,
         &std::fs::read_to_string(&unit).with_context(|| format!("read {}", unit.display()))?,

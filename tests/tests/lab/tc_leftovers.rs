@@ -11,14 +11,16 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::tc_chain::{has_clsact, lifeline_on_dev};
-use lifeline_tests::tc_check::{check_says_unavailable, spawn_check};
-use lifeline_tests::tc_lab::{
+use lifeline_tests::assertions::tc_chain::{has_clsact, lifeline_on_dev};
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::scenarios::scenario::Setup;
+use lifeline_tests::scenarios::tc_check::{check_says_unavailable, spawn_check};
+use lifeline_tests::scenarios::tc_lab::{
     agent, agent_args, idle_client, idle_client_armed, placed, wait_fast,
 };
-use lifeline_tests::tc_steps::{lifeline_attached, octets_stop_at_the_bound, probe_counts, quiet};
+use lifeline_tests::scenarios::tc_steps::{
+    lifeline_attached, octets_stop_at_the_bound, probe_counts, quiet,
+};
 use lifeline_tests::{mono_ms, require_root, wait_until};
 
 #[test]

@@ -11,14 +11,16 @@
 //! (no fast probes) nothing of lifeline's is on the chain and status says why.
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::idle_lab::silent_kill_after_flow_blackhole;
-use lifeline_tests::kernel::{self, features};
+use lifeline_tests::assertions::tc_chain::{Tally, fast, lifeline_on_dev};
+use lifeline_tests::fixtures::tc_neighbour::{Neighbour, Place, Verdict};
+use lifeline_tests::infra::kernel::{self, features};
 use lifeline_tests::require_root;
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::tc_chain::{Tally, fast, lifeline_on_dev};
-use lifeline_tests::tc_lab::{agent, drop_holds, idle_client, placed, wait_fast};
-use lifeline_tests::tc_neighbour::{Neighbour, Place, Verdict};
-use lifeline_tests::tc_steps::{HANDLE, check_place, hidden_is_said_and_the_kill_still_comes};
+use lifeline_tests::scenarios::idle_lab::silent_kill_after_flow_blackhole;
+use lifeline_tests::scenarios::scenario::Setup;
+use lifeline_tests::scenarios::tc_lab::{agent, drop_holds, idle_client, placed, wait_fast};
+use lifeline_tests::scenarios::tc_steps::{
+    HANDLE, check_place, hidden_is_said_and_the_kill_still_comes,
+};
 
 #[test]
 fn neighbours_attached_before_keep_their_verdicts_and_lifeline_s_octets_go_out() -> Result<()> {
@@ -161,7 +163,7 @@ fn a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_
         // Restarted, lifeline goes ahead of it again (tcx: first; clsact: the newest at
         // priority 1), alone: the stopped agent's filter went with it.
         agent.stop();
-        agent = lifeline_tests::tc_lab::agent(&s)?;
+        agent = lifeline_tests::scenarios::tc_lab::agent(&s)?;
         let client = idle_client(&s, &agent)?;
         check_place(&s)?;
         let (on, _) = wait_fast(&agent, "on", "out")?;

@@ -7,11 +7,13 @@ use std::os::unix::fs::MetadataExt as _;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use lifeline_tests::client::start_server;
-use lifeline_tests::kernel::{self, features};
-use lifeline_tests::kubelet_unit::{self, UNIT, wait_connection};
-use lifeline_tests::systemd::UserManager;
-use lifeline_tests::watched::{assert_watched_from_start, blackhole_is_killed, wait_watched};
+use lifeline_tests::assertions::watched::{
+    assert_watched_from_start, blackhole_is_killed, wait_watched,
+};
+use lifeline_tests::fixtures::client::start_server;
+use lifeline_tests::fixtures::kubelet_unit::{self, UNIT, wait_connection};
+use lifeline_tests::infra::kernel::{self, features};
+use lifeline_tests::infra::systemd::UserManager;
 use lifeline_tests::{Agent, AgentArgs, Lab, require_root, wait_until};
 
 const KILL_WITHIN: Duration = Duration::from_secs(30);

@@ -2,17 +2,17 @@
 //! setting of packaging/lifeline.service (its three capabilities, `SystemCallFilter=
 //! @system-service bpf`, `RestrictAddressFamilies`, `ProtectSystem=strict`, `UMask`,
 //! `LimitNOFILE`, `MemoryMax` ...), run by a real systemd manager (`systemd-run --user`,
-//! `tests/src/unit_sandbox.rs`) in the lab's client namespace. `check` passes with every
+//! `tests/src/fixtures/unit_sandbox.rs`) in the lab's client namespace. `check` passes with every
 //! hook attached (the cgroup tracepoints' `perf_event_open` and the keepalive news fallback
 //! included) and `run` kills a black-holed connection and stops cleanly.
 
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::scenario::{Setup, blackhole_until_killed};
-use lifeline_tests::systemd::UserManager;
-use lifeline_tests::tracefs::LabTracefs;
-use lifeline_tests::{Agent, Proc, TempDir, require_root, unit_sandbox};
+use lifeline_tests::infra::systemd::UserManager;
+use lifeline_tests::infra::tracefs::LabTracefs;
+use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
+use lifeline_tests::{Agent, Proc, TempDir, fixtures::unit_sandbox, require_root};
 
 /// The rows that must pass: every hook attaches, the kill path works.
 const ROWS: [&str; 9] = [
@@ -34,7 +34,7 @@ fn check_and_a_kill_under_the_units_sandbox() -> Result<()> {
     // Before the manager, whose mount namespace is a copy made at its start.
     let tracefs = LabTracefs::new()?;
     let m = UserManager::start()?;
-    let bin = lifeline_tests::paths::lifeline()?;
+    let bin = lifeline_tests::infra::paths::lifeline()?;
     let dir = TempDir::new()?;
     // The lab's stand-ins for the node: its network namespace, the tracefs systemd mounts
     // at boot (sys-kernel-tracing.mount, which the unit orders itself after), and a
@@ -59,7 +59,7 @@ fn check_and_a_kill_under_the_units_sandbox() -> Result<()> {
         &bin,
         &[&["check"], &target[..]].concat(),
     )?;
-    let out = lifeline_tests::cmd::output(&mut check)?;
+    let out = lifeline_tests::infra::cmd::output(&mut check)?;
     let table = String::from_utf8_lossy(&out.stdout);
     eprintln!(
         "check under the unit's sandbox:\n{table}{}",

@@ -4,7 +4,7 @@
 //! host's userland shared read-only, runs `lifeline check` and the lab tests below against
 //! the release agent; an arm64 one boots under qemu-system-aarch64 with a userland of its
 //! own and runs `lifeline check` (arm64.rs). docs/KERNELS.md is written from what the tests
-//! and checks reported (`tests/src/kernel.rs`).
+//! and checks reported (`tests/src/infra/kernel.rs`).
 
 mod apt;
 mod arm64;

@@ -1,6 +1,6 @@
 //! One guest's results, read back from the directory its runner wrote (xtask/guest/run.sh):
 //! per test the exit code, the time and the first error; the `kernel-matrix:` lines the tests
-//! printed (`tests/src/kernel.rs`), each only after the test asserted what that kernel must
+//! printed (`tests/src/infra/kernel.rs`), each only after the test asserted what that kernel must
 //! do; and what `lifeline check` printed.
 
 use std::fs;

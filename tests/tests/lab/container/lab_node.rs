@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::manifest::{Pod, Seccomp};
-use lifeline_tests::pod::{Node, run_args};
-use lifeline_tests::podman::Podman;
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::systemd::UserManager;
-use lifeline_tests::tracefs::LabTracefs;
-use lifeline_tests::{NetNs, Proc, TempDir, cgroup2_mount, pod_syscalls, unique_name};
+use lifeline_tests::infra::manifest::{Pod, Seccomp};
+use lifeline_tests::infra::pod::{Node, run_args};
+use lifeline_tests::infra::podman::Podman;
+use lifeline_tests::infra::systemd::UserManager;
+use lifeline_tests::infra::tracefs::LabTracefs;
+use lifeline_tests::scenarios::scenario::Setup;
+use lifeline_tests::{NetNs, Proc, TempDir, cgroup2_mount, infra::pod_syscalls, unique_name};
 
 use crate::container::steps::{as_check, strs};
 
@@ -75,7 +75,7 @@ impl LabNode {
             let name = std::path::Path::new(rel).file_name().context("profile")?;
             let dest = node.seccomp_root.join(rel);
             std::fs::create_dir_all(dest.parent().context("profile dir")?)?;
-            let packaged = lifeline_tests::paths::workspace().join("packaging/seccomp");
+            let packaged = lifeline_tests::infra::paths::workspace().join("packaging/seccomp");
             std::fs::copy(packaged.join(name), dest)?;
         }
         let cgroup = s.cgroup.path().strip_prefix(cgroup2_mount()?)?;
@@ -84,7 +84,7 @@ impl LabNode {
             Ipv4Addr::new(198, 51, 100, 3),
             "2001:db8::3".parse()?,
         )?;
-        let bin = lifeline_tests::paths::fixture("lab-server")?;
+        let bin = lifeline_tests::infra::paths::fixture("lab-server")?;
         let listen = format!("--listen=0.0.0.0:{}", API.port());
         let mut server = Proc::spawn(
             "lab-server (API)",
@@ -170,7 +170,7 @@ impl LabNode {
         let mut args = self.args(pod, &unique_name("one"), Some(seccomp), command)?;
         args.insert(1, "--rm".into());
         let mut cmd = podman.command(&strs(&args));
-        let out = lifeline_tests::cmd::output(&mut cmd)?;
+        let out = lifeline_tests::infra::cmd::output(&mut cmd)?;
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
@@ -182,7 +182,7 @@ impl LabNode {
     /// Whether `DEVICE` is up and its route still there.
     pub fn device(&self) -> Result<(bool, bool)> {
         let run = |args: &[&str]| {
-            lifeline_tests::cmd::run(
+            lifeline_tests::infra::cmd::run(
                 std::process::Command::new("ip")
                     .arg("-n")
                     .arg(&self.ns)

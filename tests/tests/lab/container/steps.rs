@@ -5,8 +5,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use lifeline_tests::manifest::{Pod, Source};
-use lifeline_tests::podman::Podman;
+use lifeline_tests::infra::manifest::{Pod, Source};
+use lifeline_tests::infra::podman::Podman;
 use lifeline_tests::{Agent, Proc, cgroup2_mount};
 use serde_json::Value;
 
@@ -14,7 +14,10 @@ use serde_json::Value;
 pub fn image_archive(pod: &Pod) -> Result<PathBuf> {
     let tag = pod.image.rsplit(':').next().unwrap_or("latest");
     let path = std::env::var_os("LIFELINE_IMAGE").map_or_else(
-        || lifeline_tests::paths::workspace().join(format!("target/image/lifeline-{tag}.oci.tar")),
+        || {
+            lifeline_tests::infra::paths::workspace()
+                .join(format!("target/image/lifeline-{tag}.oci.tar"))
+        },
         PathBuf::from,
     );
     ensure!(

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::endpoint_scenario::rotate_away_from_api1;
-use lifeline_tests::{ApiLab, api, require_root, ss};
+use lifeline_tests::scenarios::endpoint_scenario::rotate_away_from_api1;
+use lifeline_tests::{ApiLab, api, assertions::ss, require_root};
 
 /// The control for (a): no agent. The client waits on the dead api1 for the whole window.
 #[test]

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::endpoint_checks::{untouched, watch_members};
-use lifeline_tests::endpoint_log::DNS_FAILURE;
-use lifeline_tests::endpoint_scenario::{agent_resolved, watched_on};
+use lifeline_tests::assertions::endpoint_checks::{untouched, watch_members};
+use lifeline_tests::assertions::endpoint_log::DNS_FAILURE;
+use lifeline_tests::scenarios::endpoint_scenario::{agent_resolved, watched_on};
 use lifeline_tests::{ApiLab, ENDPOINT, api, mono_ms, require_root, wait_until};
 
 #[test]

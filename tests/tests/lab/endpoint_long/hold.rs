@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use lifeline_tests::endpoint_checks::holds_of;
-use lifeline_tests::endpoint_scenario::{
+use lifeline_tests::assertions::endpoint_checks::holds_of;
+use lifeline_tests::scenarios::endpoint_scenario::{
     agent_resolved, back_on, check_kill, wait_kill, watched_on,
 };
-use lifeline_tests::{ApiLab, api, mono_ms, require_root, ss};
+use lifeline_tests::{ApiLab, api, assertions::ss, mono_ms, require_root};
 
 #[test]
 fn all_servers_blackholed_hold_then_one_kill() -> Result<()> {

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use lifeline_tests::endpoint_checks::{untouched, watch_members};
-use lifeline_tests::endpoint_log::RESOLVED;
-use lifeline_tests::endpoint_scenario::{agent_resolved, watched_on};
+use lifeline_tests::assertions::endpoint_checks::{untouched, watch_members};
+use lifeline_tests::assertions::endpoint_log::RESOLVED;
+use lifeline_tests::scenarios::endpoint_scenario::{agent_resolved, watched_on};
 use lifeline_tests::{ApiLab, api, mono_ms, require_root};
 
 #[test]

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail, ensure};
-use lifeline_tests::manifest::Pod;
-use lifeline_tests::podman::Podman;
-use lifeline_tests::scenario::Setup;
+use lifeline_tests::infra::manifest::Pod;
+use lifeline_tests::infra::podman::Podman;
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{Agent, AgentArgs, Proc, unique_name};
 
 use super::strs;

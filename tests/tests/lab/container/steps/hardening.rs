@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
-use lifeline_tests::manifest::{Mount, Pod, Seccomp, Source};
-use lifeline_tests::pod_syscalls::{self, NAME, Outcome};
-use lifeline_tests::podman::Podman;
+use lifeline_tests::infra::manifest::{Mount, Pod, Seccomp, Source};
+use lifeline_tests::infra::pod_syscalls::{self, NAME, Outcome};
+use lifeline_tests::infra::podman::Podman;
 
 use super::{config, exec};
 use crate::container::lab_node::{DEVICE, LabNode, TOOLS};

@@ -4,9 +4,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use lifeline_tests::manifest::Pod;
-use lifeline_tests::podman::Podman;
-use lifeline_tests::scenario::Setup;
+use lifeline_tests::infra::manifest::Pod;
+use lifeline_tests::infra::podman::Podman;
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{Agent, parse_duration};
 
 use super::{config, exec, logged, row};
@@ -99,8 +99,8 @@ pub fn kill_counted(pod: &Pod, s: &Setup) -> Result<()> {
         .and_then(|v| v.as_str())
         .context("metrics_addr")?
         .parse()?;
-    let (_, _, body) = lifeline_tests::metrics::scrape(&s.lab.client.path(), addr)?;
-    let samples = lifeline_tests::metrics::parse(&body)?;
+    let (_, _, body) = lifeline_tests::assertions::metrics::scrape(&s.lab.client.path(), addr)?;
+    let samples = lifeline_tests::assertions::metrics::parse(&body)?;
     let kills = samples.get("lifeline_kills_total").copied();
     ensure!(
         kills == Some(1.0),
