@@ -75,8 +75,10 @@ impl Judge {
         info: Option<&TcpInfo>,
         at: Mono,
     ) -> EndpointCall {
-        let st = self.sockets.entry(s.cookie).or_default();
-        endpoint_reason(&self.settings, st, s, verdict, info, at)
+        let settings = &self.settings;
+        self.sockets.update(s.cookie, |st| {
+            endpoint_reason(settings, st, s, verdict, info, at)
+        })
     }
 }
 

@@ -16,16 +16,18 @@ impl Judge {
     /// A record appeared or changed (its first keepalive look is scheduled from it).
     pub fn recorded(&mut self, cookie: Cookie, rec: &Record) {
         if self.idle.schedules(rec) {
-            let st = self.sockets.entry(cookie).or_default();
-            self.idle.recorded(cookie, &mut st.idle_due, rec);
+            self.sockets.update(cookie, |st| {
+                self.idle.recorded(cookie, &mut st.idle_due, rec);
+            });
         }
     }
 
     /// The kernel reports keepalive probes of `cookie` unanswered: look now.
     pub fn unanswered(&mut self, cookie: Cookie, now: Mono) {
         if self.idle.silent.is_some() {
-            let st = self.sockets.entry(cookie).or_default();
-            self.idle.unanswered(cookie, &mut st.idle_due, now);
+            self.sockets.update(cookie, |st| {
+                self.idle.unanswered(cookie, &mut st.idle_due, now);
+            });
         }
     }
 
@@ -66,7 +68,7 @@ impl Judge {
     #[must_use]
     pub fn shown(&self, cookie: Cookie, rec: &Record, now: Mono) -> Verdict {
         self.sockets
-            .get(&cookie)
+            .get(cookie)
             .and_then(|st| st.verdict)
             .unwrap_or_else(|| self.between(cookie, rec, now))
     }

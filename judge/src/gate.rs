@@ -144,7 +144,7 @@ impl Judge {
     /// daemon skips finding out whose it is).
     #[must_use]
     pub fn quiet(&self, cookie: Cookie, at: Mono) -> bool {
-        self.sockets.get(&cookie).is_some_and(|st| st.quiet(at))
+        self.sockets.get(cookie).is_some_and(|st| st.quiet(at))
     }
 
     /// The action for a confirmed kill. `endpoint_healthy`: the guard's answer for this
@@ -196,11 +196,12 @@ impl Judge {
     }
 
     fn back_off(&mut self, cookie: Cookie, at: Mono) {
-        let st = self.sockets.entry(cookie).or_default();
-        let delay = st
-            .backoff
-            .map_or(FIRST_BACKOFF, |(_, d)| (d * 2).min(MAX_BACKOFF));
-        st.backoff = Some((at + delay, delay));
+        self.sockets.update(cookie, |st| {
+            let delay = st
+                .backoff
+                .map_or(FIRST_BACKOFF, |(_, d)| (d * 2).min(MAX_BACKOFF));
+            st.backoff = Some((at + delay, delay));
+        });
     }
 }
 

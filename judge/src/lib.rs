@@ -8,11 +8,16 @@
 //! is handed in too (`Settings::seed`). So every rule has a unit test that needs no root,
 //! and gives the same answer on every run.
 //!
-//! One sweep asks, per socket, `wants_info` (whether its `tcp_info` must be read) and then
-//! `look` (two witnesses, dead peer, orphan: the kill it wants, the peer probe, the wake);
-//! per kill `quiet`, `decide` (guard, rate limit, backoff, dry run, `--action restart`) and
-//! `outcome`; and `end_sweep` once (confirming looks, scheduled looks, no recovery after a
-//! kill). Its schedule (`judge/src/due.rs`, the tally of verdicts) is its own.
+//! One sweep calls, in order (docs/ARCHITECTURE.md's code map, "The loop's calls into the
+//! judge"): `recorded` and `unanswered` for the probe's news; `due`, `in_trouble` and
+//! `awaits_recovery` to choose what to visit; `path_down` and `path_back` whenever the
+//! loop learns of the path; per visited socket `wants_info` (whether its `tcp_info` must be read) and then
+//! `look` (two witnesses, dead peer, orphan: the kill it wants with its evidence, the peer
+//! probe, the wake); per kill `quiet`, `current`, `decide` (guard, rate limit, backoff, dry
+//! run, `--action restart`) and `outcome`; and `end_sweep` once (confirming looks, scheduled
+//! looks, no recovery after a kill). A socket that is gone is `forget`: its whole state is one
+//! `SocketState` (`socket.rs`), so that is one remove. Its schedule (`due.rs`, the tally of
+//! verdicts) is its own.
 
 mod blip;
 mod budget;
@@ -38,7 +43,7 @@ mod ticket;
 mod time;
 pub mod verdict;
 
-use std::{collections::BTreeMap, time::Duration};
+use std::time::Duration;
 
 pub use budget::{Budget, UnitOwned, Whose};
 pub use early::Trouble;
@@ -88,7 +93,7 @@ pub const CONFIRM_AFTER: Duration = Duration::from_millis(500);
 pub struct Judge {
     settings: Settings,
     /// Every socket's state, in one place (`socket.rs`): forgetting a socket is one remove.
-    sockets: BTreeMap<Cookie, socket::SocketState>,
+    sockets: socket::Sockets,
     /// The idle rules, and the order of their scheduled looks.
     idle: idle::IdleWatch,
     stall: stall::StallWatch,
@@ -113,7 +118,7 @@ impl Judge {
             stall: stall::StallWatch::new(settings.stall.after),
             gate: gate::Gate::new(settings.max_kills_per_minute),
             settings,
-            sockets: BTreeMap::new(),
+            sockets: socket::Sockets::default(),
             escalation,
             tally: tally::Tally::default(),
             seen: Vec::new(),
@@ -131,10 +136,10 @@ impl Judge {
     /// socket awaits its confirming look.
     fn turn_looks(&mut self) -> bool {
         let mut fresh = false;
-        for st in self.sockets.values_mut() {
+        self.sockets.update_marked(|st| {
             fresh |= st.dead_now && !st.dead_before;
             st.dead_before = std::mem::take(&mut st.dead_now);
-        }
+        });
         fresh
     }
 
@@ -142,7 +147,7 @@ impl Judge {
     /// the two schedules' indexes and its verdict the counts. An escalation watching for a
     /// recovery after its kill stays until the watch ends (that is what it is for).
     pub fn forget(&mut self, cookie: Cookie) {
-        if let Some(mut st) = self.sockets.remove(&cookie) {
+        if let Some(mut st) = self.sockets.remove(cookie) {
             self.idle.forget(cookie, st.idle_due);
             self.tally.forget(cookie, &mut st);
         }
@@ -157,9 +162,7 @@ impl Judge {
     /// visits them all.
     pub fn due(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
         self.sockets
-            .iter()
-            .filter(|(_, st)| st.pending())
-            .map(|(c, _)| *c)
+            .pending()
             .chain(self.idle.due_now(now))
             .chain(self.tally.settle.due(now))
     }
@@ -184,7 +187,7 @@ impl Judge {
 
     /// The kernel's answer of the last look at `cookie`, while it holds for this episode.
     fn held(&self, cookie: Cookie, trouble: Mono, now: Mono) -> Option<Verdict> {
-        self.sockets.get(&cookie)?.held(trouble, now)
+        self.sockets.get(cookie)?.held(trouble, now)
     }
 }
 

@@ -22,7 +22,7 @@ struct Nomination {
 impl Judge {
     fn nominate(&self, s: &Socket<'_>, now: Mono) -> Nomination {
         let from_record = verdict::from_record(s.rec, now, self.settings.stall);
-        let st = self.sockets.get(&s.cookie);
+        let st = self.sockets.get(s.cookie);
         let between = self.between(s.cookie, s.rec, now);
         let held = s
             .rec
@@ -56,10 +56,11 @@ impl Judge {
         if !(matches!(s.member, Some((_, Membership::Orphaned { .. }))) && self.settings.migrate) {
             return false;
         }
-        let st = self.sockets.entry(s.cookie).or_default();
-        at >= self
-            .settings
-            .migration_time(s.cookie, &mut st.migration, at)
+        let settings = &self.settings;
+        let due = self.sockets.update(s.cookie, |st| {
+            settings.migration_time(s.cookie, &mut st.migration, at)
+        });
+        at >= due
     }
 
     /// The verdict, with the kernel's `tcp_info` when it was read; `None`: the socket is gone.
@@ -78,37 +79,39 @@ impl Judge {
             Some(Read::Info(i)) => Some(*i),
             Some(Read::NoInfo | Read::Unreadable) | None => None,
         };
-        // The look's memory: created here, as the look's verdict is kept (`Tally::set`).
-        let st = self.sockets.entry(s.cookie).or_default();
-        if !(s.polled || n.idle || n.stall) {
-            if let Some(i) = &info {
-                self.idle.looked(s.cookie, &mut st.idle_due, i, at);
+        // The look's memory: made here, as the look's verdict is kept (`Tally::set`).
+        let v = self.sockets.update(s.cookie, |st| {
+            if !(s.polled || n.idle || n.stall) {
+                if let Some(i) = &info {
+                    self.idle.looked(s.cookie, &mut st.idle_due, i, at);
+                }
+                return n.between;
             }
-            return Some((n.between, info));
-        }
-        let Some(i) = info else {
-            return Some((Verdict::Suspect, None));
-        };
-        let kernel = verdict::from_info(&i, self.settings.stall, self.idle.silent);
-        let kernel = self.path.fresh(&mut st.base, &i, life(&i, at), kernel);
-        // Whatever the look was for, it says when silence is possible at the earliest.
-        self.idle.looked(s.cookie, &mut st.idle_due, &i, at);
-        if let (Some(trouble), false) = (s.rec.trouble, s.polled) {
-            self.stall.looked(&mut st.held, trouble, &i, kernel, at);
-        }
-        let v = match kernel {
-            _ if s.polled => kernel,
-            Verdict::Stalled if n.stall => Verdict::Stalled,
-            Verdict::Silent | Verdict::Suspect if n.idle => kernel,
-            _ if n.idle => n.between,
-            // The record nominated a stall the kernel does not see: the kernel's word, short
-            // of a kill (a silent verdict goes through the idle rules' own looks).
-            k if k.is_dead() => Verdict::Suspect,
-            k => k,
-        };
-        if v.is_dead() {
-            st.dead_now = true;
-        }
+            let Some(i) = info else {
+                return Verdict::Suspect;
+            };
+            let kernel = verdict::from_info(&i, self.settings.stall, self.idle.silent);
+            let kernel = self.path.fresh(&mut st.base, &i, life(&i, at), kernel);
+            // Whatever the look was for, it says when silence is possible at the earliest.
+            self.idle.looked(s.cookie, &mut st.idle_due, &i, at);
+            if let (Some(trouble), false) = (s.rec.trouble, s.polled) {
+                self.stall.looked(&mut st.held, trouble, &i, kernel, at);
+            }
+            let v = match kernel {
+                _ if s.polled => kernel,
+                Verdict::Stalled if n.stall => Verdict::Stalled,
+                Verdict::Silent | Verdict::Suspect if n.idle => kernel,
+                _ if n.idle => n.between,
+                // The record nominated a stall the kernel does not see: the kernel's word,
+                // short of a kill (a silent verdict goes through the idle rules' own looks).
+                k if k.is_dead() => Verdict::Suspect,
+                k => k,
+            };
+            if v.is_dead() {
+                st.dead_now = true;
+            }
+            v
+        });
         Some((v, info))
     }
 
@@ -122,7 +125,7 @@ impl Judge {
     ) -> bool {
         verdict.is_dead()
             && info.is_some()
-            && self.sockets.get(&cookie).is_some_and(|st| st.dead_before)
+            && self.sockets.get(cookie).is_some_and(|st| st.dead_before)
     }
 }
 
