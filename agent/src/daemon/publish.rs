@@ -67,7 +67,7 @@ impl Daemon {
         rec: &Record,
         e: &crate::kernel::diag::DiagError,
     ) {
-        if self.unreadable.insert(cookie) {
+        if self.tracked.tell_unreadable(cookie) {
             let d = Decided {
                 verdict: "unknown",
                 did: Did::Nothing,

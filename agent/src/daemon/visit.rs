@@ -77,7 +77,7 @@ impl Daemon {
         let mut visit = fresh.clone();
         visit.extend(read.iter().copied());
         visit.extend(self.judge.due(now));
-        visit.extend(self.polled.iter().copied());
+        visit.extend(self.tracked.polled());
         visit.extend(self.mirror.troubled().filter(|c| {
             self.mirror
                 .get(*c)
