@@ -49,7 +49,8 @@ pub use live::Live;
 pub struct Daemon {
     /// The probe, `sock_diag` and the watch stage's bookkeeping (`kernel.rs`).
     kernel: Box<dyn kernel::Kernel>,
-    /// The loop's own memory of each socket (polled, reported unreadable): `tracked.rs`.
+    /// The loop's own memory of each socket (polled, reported unreadable, its fast phase):
+    /// `tracked.rs`.
     tracked: tracked::Table,
     judge: Judge,
     /// The one clock of the sweeps (and of the peer probes' findings).
@@ -71,7 +72,7 @@ pub struct Daemon {
     probe_stats: [u64; lifeline_common::config::stats::LEN as usize],
     /// News the inbox dropped, as of the last sweep.
     inbox_dropped: u64,
-    /// Sockets in a fast keepalive phase, and the iterator passes that poke them.
+    /// The pacing of the iterator passes that poke sockets in a fast keepalive phase.
     fast: fast::FastPhases,
     /// Keepalive deferred to the application's own deadline while lifeline only observes.
     defer: defer::Deferrals,
@@ -191,7 +192,6 @@ impl Daemon {
         self.members.forget(cookie);
         self.judge.forget(cookie);
         self.tracked.forget(cookie);
-        self.fast.forget(cookie);
         self.defer.forget(cookie);
     }
 

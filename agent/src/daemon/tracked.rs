@@ -2,12 +2,13 @@
 //! the same order on every run), so forgetting a socket (`Daemon::gone`) is one remove here,
 //! beside the judge's own one remove (`Judge::forget`). What other stages keep about a socket
 //! stays theirs and is forgotten through their own call in `gone`: the probe's record
-//! (`kernel::mirror`), the endpoint membership (`endpoint::Members`), the fast probes' phase
-//! (`fast.rs`) and the deferral (`defer.rs`).
+//! (`kernel::mirror`), the endpoint membership (`endpoint::Members`) and the deferral
+//! (`defer.rs`). The count of open fast phases is derived (kept with every change here), so
+//! a sweep asks "any phase open?" without a pass over the table.
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::judge::Cookie;
+use crate::judge::{Cookie, Mono};
 
 /// What the loop remembers about one socket.
 #[derive(Debug, Default)]
@@ -17,11 +18,15 @@ pub(super) struct Tracked {
     pub polled: bool,
     /// Its state could not be read, and that was reported (once per socket).
     pub unreadable_told: bool,
+    /// Its fast keepalive phase, open since (as the agent learned of it, `fast.rs`).
+    pub fast_since: Option<Mono>,
 }
 
 #[derive(Debug, Default)]
 pub(super) struct Table {
     sockets: BTreeMap<Cookie, Tracked>,
+    /// How many sockets have `fast_since`.
+    fast_open: usize,
 }
 
 impl Table {
@@ -58,9 +63,48 @@ impl Table {
         !std::mem::replace(&mut t.unreadable_told, true)
     }
 
+    /// The kernel opened `cookie`'s fast phase at `at` (kept from the first news of it).
+    /// Returns whether no phase was open before.
+    pub fn open_fast(&mut self, cookie: Cookie, at: Mono) -> bool {
+        let first = self.fast_open == 0;
+        let t = self.sockets.entry(cookie).or_default();
+        if t.fast_since.is_none() {
+            t.fast_since = Some(at);
+            self.fast_open += 1;
+        }
+        first
+    }
+
+    /// The socket's fast phase is over.
+    pub fn close_fast(&mut self, cookie: Cookie) {
+        if let Some(t) = self.sockets.get_mut(&cookie)
+            && t.fast_since.take().is_some()
+        {
+            self.fast_open -= 1;
+        }
+    }
+
+    /// Whether any fast phase is open.
+    #[must_use]
+    pub fn any_fast(&self) -> bool {
+        self.fast_open > 0
+    }
+
+    /// The open fast phases and since when, in cookie order.
+    pub fn fast_phases(&self) -> Vec<(Cookie, Mono)> {
+        self.sockets
+            .iter()
+            .filter_map(|(c, t)| t.fast_since.map(|s| (*c, s)))
+            .collect()
+    }
+
     /// Everything the loop kept about a socket that is gone.
     pub fn forget(&mut self, cookie: Cookie) {
-        self.sockets.remove(&cookie);
+        if let Some(t) = self.sockets.remove(&cookie)
+            && t.fast_since.is_some()
+        {
+            self.fast_open -= 1;
+        }
     }
 }
 
@@ -83,5 +127,16 @@ mod tests {
         );
         assert!(!t.is_polled(Cookie(3)));
         assert!(t.is_polled(Cookie(1)));
+        let at = Mono::from_secs(5);
+        assert!(t.open_fast(Cookie(1), at), "the first phase");
+        assert!(!t.open_fast(Cookie(9), at));
+        assert!(
+            !t.open_fast(Cookie(9), Mono::from_secs(6)),
+            "kept from the first news"
+        );
+        assert_eq!(t.fast_phases(), [(Cookie(1), at), (Cookie(9), at)]);
+        t.close_fast(Cookie(1));
+        t.forget(Cookie(9));
+        assert!(!t.any_fast());
     }
 }

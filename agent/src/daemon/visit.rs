@@ -59,7 +59,8 @@ impl Daemon {
                 }
                 news::UNANSWERED => {
                     if n.arg == 1 && self.kernel.fast_interval().is_some() {
-                        self.fast.opened(cookie, now);
+                        let first = self.tracked.open_fast(cookie, now);
+                        self.fast.opened(first, now);
                     }
                     self.judge.unanswered(cookie, now);
                     self.resolve_early(cookie, at);
