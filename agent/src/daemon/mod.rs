@@ -49,8 +49,8 @@ pub use live::Live;
 pub struct Daemon {
     /// The probe, `sock_diag` and the watch stage's bookkeeping (`kernel.rs`).
     kernel: Box<dyn kernel::Kernel>,
-    /// The loop's own memory of each socket (polled, reported unreadable, its fast phase):
-    /// `tracked.rs`.
+    /// The loop's own memory of each socket (polled, reported unreadable, its fast phase,
+    /// its deferral): `tracked.rs`.
     tracked: tracked::Table,
     judge: Judge,
     /// The one clock of the sweeps (and of the peer probes' findings).
@@ -192,7 +192,6 @@ impl Daemon {
         self.members.forget(cookie);
         self.judge.forget(cookie);
         self.tracked.forget(cookie);
-        self.defer.forget(cookie);
     }
 
     /// The kernel's `tcp_info` for one socket.

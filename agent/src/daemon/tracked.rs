@@ -2,13 +2,15 @@
 //! the same order on every run), so forgetting a socket (`Daemon::gone`) is one remove here,
 //! beside the judge's own one remove (`Judge::forget`). What other stages keep about a socket
 //! stays theirs and is forgotten through their own call in `gone`: the probe's record
-//! (`kernel::mirror`), the endpoint membership (`endpoint::Members`) and the deferral
-//! (`defer.rs`). The count of open fast phases is derived (kept with every change here), so
-//! a sweep asks "any phase open?" without a pass over the table.
+//! (`kernel::mirror`) and the endpoint membership (`endpoint::Members`). The counts of open
+//! fast phases and of deferred sockets are derived (kept with every change here, `swap`), so
+//! a sweep asks "any open?" without a pass over the table.
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::judge::{Cookie, Mono};
+use lifeline_common::Keepalive;
+
+use crate::judge::{Cookie, Mono, defer::App};
 
 /// What the loop remembers about one socket.
 #[derive(Debug, Default)]
@@ -20,6 +22,21 @@ pub(super) struct Tracked {
     pub unreadable_told: bool,
     /// Its fast keepalive phase, open since (as the agent learned of it, `fast.rs`).
     pub fast_since: Option<Mono>,
+    /// Deferred while lifeline only observes (`defer.rs`): lifeline's values to bring back,
+    /// and the application's view.
+    pub deferred: Option<(Keepalive, App)>,
+}
+
+/// Replace `slot` with `new`, keeping `count` the number of filled slots of its kind.
+fn swap<T>(count: &mut usize, slot: &mut Option<T>, new: Option<T>) -> Option<T> {
+    let filled = new.is_some();
+    let old = std::mem::replace(slot, new);
+    match (old.is_some(), filled) {
+        (false, true) => *count += 1,
+        (true, false) => *count -= 1,
+        _ => {}
+    }
+    old
 }
 
 #[derive(Debug, Default)]
@@ -27,6 +44,8 @@ pub(super) struct Table {
     sockets: BTreeMap<Cookie, Tracked>,
     /// How many sockets have `fast_since`.
     fast_open: usize,
+    /// How many sockets have `deferred`.
+    deferred: usize,
 }
 
 impl Table {
@@ -69,18 +88,15 @@ impl Table {
         let first = self.fast_open == 0;
         let t = self.sockets.entry(cookie).or_default();
         if t.fast_since.is_none() {
-            t.fast_since = Some(at);
-            self.fast_open += 1;
+            swap(&mut self.fast_open, &mut t.fast_since, Some(at));
         }
         first
     }
 
     /// The socket's fast phase is over.
     pub fn close_fast(&mut self, cookie: Cookie) {
-        if let Some(t) = self.sockets.get_mut(&cookie)
-            && t.fast_since.take().is_some()
-        {
-            self.fast_open -= 1;
+        if let Some(t) = self.sockets.get_mut(&cookie) {
+            swap(&mut self.fast_open, &mut t.fast_since, None);
         }
     }
 
@@ -98,12 +114,44 @@ impl Table {
             .collect()
     }
 
+    /// The socket's deferral, if it is deferred.
+    #[must_use]
+    pub fn deferred(&self, cookie: Cookie) -> Option<(Keepalive, App)> {
+        self.sockets.get(&cookie).and_then(|t| t.deferred)
+    }
+
+    /// The socket is deferred: lifeline's values to bring back, the application's view.
+    pub fn defer(&mut self, cookie: Cookie, deferral: (Keepalive, App)) {
+        let t = self.sockets.entry(cookie).or_default();
+        swap(&mut self.deferred, &mut t.deferred, Some(deferral));
+    }
+
+    /// The socket is no longer deferred; its deferral, if it was.
+    pub fn undefer(&mut self, cookie: Cookie) -> Option<(Keepalive, App)> {
+        let t = self.sockets.get_mut(&cookie)?;
+        swap(&mut self.deferred, &mut t.deferred, None)
+    }
+
+    /// How many sockets are deferred.
+    #[must_use]
+    pub fn deferred_count(&self) -> usize {
+        self.deferred
+    }
+
+    /// The deferred sockets, in cookie order.
+    pub fn deferred_cookies(&self) -> Vec<Cookie> {
+        self.sockets
+            .iter()
+            .filter(|(_, t)| t.deferred.is_some())
+            .map(|(c, _)| *c)
+            .collect()
+    }
+
     /// Everything the loop kept about a socket that is gone.
     pub fn forget(&mut self, cookie: Cookie) {
-        if let Some(t) = self.sockets.remove(&cookie)
-            && t.fast_since.is_some()
-        {
-            self.fast_open -= 1;
+        if let Some(mut t) = self.sockets.remove(&cookie) {
+            swap(&mut self.fast_open, &mut t.fast_since, None);
+            swap(&mut self.deferred, &mut t.deferred, None);
         }
     }
 }
@@ -138,5 +186,26 @@ mod tests {
         t.close_fast(Cookie(1));
         t.forget(Cookie(9));
         assert!(!t.any_fast());
+    }
+
+    #[test]
+    fn the_deferred_count_follows_defer_undefer_and_forget() {
+        let mut t = Table::default();
+        let app = App {
+            keepalive: crate::judge::defer::AppKeepalive::Off,
+            user_timeout_ms: None,
+            user_timeout_changed: false,
+        };
+        let d = (Keepalive::default(), app);
+        t.defer(Cookie(1), d);
+        t.defer(Cookie(1), d);
+        t.defer(Cookie(2), d);
+        assert_eq!(t.deferred_count(), 2, "once per socket");
+        assert_eq!(t.deferred_cookies(), [Cookie(1), Cookie(2)]);
+        assert!(t.undefer(Cookie(1)).is_some());
+        assert!(t.undefer(Cookie(1)).is_none());
+        t.forget(Cookie(2));
+        assert_eq!(t.deferred_count(), 0);
+        assert!(t.undefer(Cookie(3)).is_none(), "never tracked");
     }
 }
