@@ -129,8 +129,13 @@ impl Daemon {
         let devices = self.mirror.peers().map(|(p, _)| p.ip()).collect();
         self.kernel.fast_devices(devices);
         if let Some(f) = self.follow.as_ref() {
-            self.members
-                .sync(&f.endpoints, f.grace, self.mirror.peers(), Instant::now());
+            self.members.sync(
+                &mut self.tracked,
+                &f.endpoints,
+                f.grace,
+                self.mirror.peers(),
+                Instant::now(),
+            );
         }
         self.path_findings();
         let mut kills = Vec::new();
@@ -189,7 +194,6 @@ impl Daemon {
     /// Everything kept about a socket that is gone.
     fn gone(&mut self, cookie: Cookie) {
         self.mirror.remove(cookie);
-        self.members.forget(cookie);
         self.judge.forget(cookie);
         self.tracked.forget(cookie);
     }

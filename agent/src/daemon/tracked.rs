@@ -1,8 +1,8 @@
 //! The loop's own memory of a socket, in one table: one `Tracked` per cookie (a `BTreeMap`:
 //! the same order on every run), so forgetting a socket (`Daemon::gone`) is one remove here,
-//! beside the judge's own one remove (`Judge::forget`). What other stages keep about a socket
-//! stays theirs and is forgotten through their own call in `gone`: the probe's record
-//! (`kernel::mirror`) and the endpoint membership (`endpoint::Members`). The counts of open
+//! beside the judge's own one remove (`Judge::forget`), the endpoint membership included
+//! (`endpoint::Facts`: the endpoint stage decides it, the fact is kept here). The probe's
+//! record stays the kernel stage's mirror (`kernel::mirror`). The counts of open
 //! fast phases and of deferred sockets are derived (kept with every change here, `swap`), so
 //! a sweep asks "any open?" without a pass over the table.
 
@@ -10,7 +10,10 @@ use std::collections::{BTreeMap, HashSet};
 
 use lifeline_common::Keepalive;
 
-use crate::judge::{Cookie, Mono, defer::App};
+use crate::{
+    endpoint::Facts,
+    judge::{Cookie, Mono, defer::App},
+};
 
 /// What the loop remembers about one socket.
 #[derive(Debug, Default)]
@@ -25,6 +28,8 @@ pub(super) struct Tracked {
     /// Deferred while lifeline only observes (`defer.rs`): lifeline's values to bring back,
     /// and the application's view.
     pub deferred: Option<(Keepalive, App)>,
+    /// The endpoint (index) it is the connection of (`endpoint::Members` decides).
+    pub endpoint: Option<usize>,
 }
 
 /// Replace `slot` with `new`, keeping `count` the number of filled slots of its kind.
@@ -147,12 +152,33 @@ impl Table {
             .collect()
     }
 
+    /// The endpoint (index) `cookie` is the connection of, as recorded.
+    #[must_use]
+    pub fn endpoint_of(&self, cookie: Cookie) -> Option<usize> {
+        self.sockets.get(&cookie).and_then(|t| t.endpoint)
+    }
+
     /// Everything the loop kept about a socket that is gone.
     pub fn forget(&mut self, cookie: Cookie) {
         if let Some(mut t) = self.sockets.remove(&cookie) {
             swap(&mut self.fast_open, &mut t.fast_since, None);
             swap(&mut self.deferred, &mut t.deferred, None);
         }
+    }
+}
+
+impl Facts for Table {
+    fn endpoint_of(&self, cookie: Cookie) -> Option<usize> {
+        Table::endpoint_of(self, cookie)
+    }
+
+    fn record(&mut self, cookie: Cookie, i: usize) -> bool {
+        self.sockets
+            .entry(cookie)
+            .or_default()
+            .endpoint
+            .replace(i)
+            .is_none()
     }
 }
 
