@@ -10,14 +10,14 @@
 //!
 //! One sweep calls, in order (docs/ARCHITECTURE.md's code map, "The loop's calls into the
 //! judge"): `recorded` and `unanswered` for the probe's news; `due`, `in_trouble` and
-//! `awaits_recovery` to choose what to visit; `path_down` and `path_back` whenever the
-//! loop learns of the path; per visited socket `wants_info` (whether its `tcp_info` must be read) and then
-//! `look` (two witnesses, dead peer, orphan: the kill it wants with its evidence, the peer
-//! probe, the wake); per kill `quiet`, `current`, `decide` (guard, rate limit, backoff, dry
-//! run, `--action restart`) and `outcome`; and `end_sweep` once (confirming looks, scheduled
-//! looks, no recovery after a kill). A socket that is gone is `forget`: its whole state is one
-//! `SocketState` (`socket.rs`), so that is one remove. Its schedule (`due.rs`, the tally of
-//! verdicts) is its own.
+//! `awaits_recovery` to choose what to visit; `path_down` and `path_back` whenever the loop
+//! learns of the path; per visited socket `wants_info` (whether its `tcp_info` must be read)
+//! and then `look` (two witnesses, dead peer, orphan: the kill it wants with its evidence,
+//! the peer probe, the wake); per kill `quiet`, `current`, `decide` (guard, rate limit,
+//! backoff, dry run, `--action restart`) and `outcome`; and `end_sweep` once (confirming
+//! looks, scheduled looks, no recovery after a kill). A socket that is gone is `forget`: its
+//! whole state is one `SocketState` (`socket.rs`), so that is one remove. Its schedule
+//! (`due.rs`, the tally of verdicts) is its own.
 
 mod blip;
 mod budget;

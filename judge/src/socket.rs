@@ -1,6 +1,6 @@
 //! One socket's state in the judge, in one place: every rule's memory of a socket is a field
-//! here, and the judge keeps one `SocketState` per cookie (`Judge::sockets`, a `BTreeMap`:
-//! the same order on every run). Forgetting a socket is one `remove` (`Judge::forget`), so no
+//! here, and the judge keeps one `SocketState` per cookie (`Sockets`, a `BTreeMap`: the same
+//! order on every run). Forgetting a socket is one `remove` (`Judge::forget`), so no
 //! rule's memory of a socket can outlive the others': stale state in one of several maps is
 //! how a peer probe's `dead` once outlived the peer's recovery and killed healthy re-dials.
 //!
