@@ -3,10 +3,12 @@
 //! beside the judge's own one remove (`Judge::forget`), the endpoint membership included
 //! (`endpoint::Facts`: the endpoint stage decides it, the fact is kept here). The probe's
 //! record stays the kernel stage's mirror (`kernel::mirror`). The counts of open
-//! fast phases and of deferred sockets are derived (kept with every change here, `swap`), so
-//! a sweep asks "any open?" without a pass over the table.
+//! fast phases and of deferred sockets, and the set of polled sockets, are derived (kept with
+//! every change here), so a sweep asks "any open?" or "which are polled?" without a pass over
+//! the table; only the fast passes and the once-a-second deferral poll walk it, and only
+//! while something is open.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use lifeline_common::Keepalive;
 
@@ -51,6 +53,9 @@ pub(super) struct Table {
     fast_open: usize,
     /// How many sockets have `deferred`.
     deferred: usize,
+    /// The polled sockets: every sweep visits them, and must not pass over the whole table
+    /// to find them. Derived: `poll` adds, `forget` removes, nothing else changes `polled`.
+    polled: BTreeSet<Cookie>,
 }
 
 impl Table {
@@ -65,6 +70,7 @@ impl Table {
     pub fn poll(&mut self, cookies: impl IntoIterator<Item = Cookie>) {
         for c in cookies {
             self.sockets.entry(c).or_default().polled = true;
+            self.polled.insert(c);
         }
     }
 
@@ -75,10 +81,7 @@ impl Table {
 
     /// The polled sockets, in cookie order.
     pub fn polled(&self) -> impl Iterator<Item = Cookie> + '_ {
-        self.sockets
-            .iter()
-            .filter(|(_, t)| t.polled)
-            .map(|(c, _)| *c)
+        self.polled.iter().copied()
     }
 
     /// Whether the socket's unreadable state is to be reported: the first time only.
@@ -160,6 +163,7 @@ impl Table {
 
     /// Everything the loop kept about a socket that is gone.
     pub fn forget(&mut self, cookie: Cookie) {
+        self.polled.remove(&cookie);
         if let Some(mut t) = self.sockets.remove(&cookie) {
             swap(&mut self.fast_open, &mut t.fast_since, None);
             swap(&mut self.deferred, &mut t.deferred, None);
