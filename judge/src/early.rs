@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::{Cookie, Judge, Mono, Record, TcpInfo};
+use super::{Cookie, Mono, Record, Seed, TcpInfo};
 
 /// An early migration happens within this of the look that found it due: enough to keep a
 /// node's sockets of one endpoint from re-dialling in the same millisecond, small beside the
@@ -67,25 +67,20 @@ pub fn trouble(info: &TcpInfo, rec: &Record, want: &lifeline_common::Keepalive) 
         .then_some(Trouble::Unanswered)
 }
 
-impl Judge {
-    /// For a socket whose peer left: when its early migration is due (`None`: no failed
-    /// round trip, nothing early). The moment is fixed at the first look that found the
-    /// trouble, and forgotten when a look finds it over.
-    pub(super) fn early_due(
-        &mut self,
-        cookie: Cookie,
-        trouble: Option<Trouble>,
-        at: Mono,
-    ) -> Option<(Trouble, Mono)> {
-        let Some(t) = trouble else {
-            self.early.remove(&cookie);
-            return None;
-        };
-        let seed = self.settings.seed;
-        let due = *self
-            .early
-            .entry(cookie)
-            .or_insert_with(|| at + seed.jitter(cookie, EARLY_JITTER));
-        Some((t, due))
-    }
+/// For a socket whose peer left: when its early migration is due (`None`: no failed round
+/// trip, nothing early). The moment (`slot`, the socket's `SocketState::early`) is fixed at
+/// the first look that found the trouble, and forgotten when a look finds it over.
+pub(super) fn early_due(
+    seed: Seed,
+    cookie: Cookie,
+    slot: &mut Option<Mono>,
+    trouble: Option<Trouble>,
+    at: Mono,
+) -> Option<(Trouble, Mono)> {
+    let Some(t) = trouble else {
+        *slot = None;
+        return None;
+    };
+    let due = *slot.get_or_insert_with(|| at + seed.jitter(cookie, EARLY_JITTER));
+    Some((t, due))
 }

@@ -103,7 +103,10 @@ impl Escalation {
             local: kill.rec.local,
             owner_pid: kill.rec.owner_pid,
             owner_comm: kill.rec.comm().unwrap_or("-").to_owned(),
-            trouble_age_ms: kill.rec.trouble.map_or(0, |t| kill.evidence.at.ms_since(t)),
+            trouble_age_ms: kill
+                .rec
+                .trouble
+                .map_or(0, |t| kill.evidence.at().ms_since(t)),
         }
     }
 

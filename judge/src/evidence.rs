@@ -87,12 +87,13 @@ pub struct ProbeAsk {
 
 /// What a kill rests on, in time: when the evidence was confirmed, the socket's last sign
 /// of life as that look saw it, and when the unanswered run (or the peer probe) began.
-/// `since` is never before `life`: a value with evidence older than life cannot be made.
+/// `since` is never before `life`: the fields are private and `new` is the only way to make
+/// one, so a value with evidence older than the socket's last sign of life cannot exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Evidence {
-    pub at: Mono,
-    pub life: Mono,
-    pub since: Mono,
+    at: Mono,
+    life: Mono,
+    since: Mono,
 }
 
 impl Evidence {
@@ -104,6 +105,24 @@ impl Evidence {
             life,
             since: since.max(life),
         })
+    }
+
+    /// When the evidence was confirmed (the look's moment).
+    #[must_use]
+    pub const fn at(&self) -> Mono {
+        self.at
+    }
+
+    /// The socket's last sign of life as the confirming look saw it.
+    #[must_use]
+    pub const fn life(&self) -> Mono {
+        self.life
+    }
+
+    /// When the unanswered run (or the peer probe) began: never before `life`.
+    #[must_use]
+    pub const fn since(&self) -> Mono {
+        self.since
     }
 
     /// Whether the evidence still stands against a read of the socket taken later: nothing

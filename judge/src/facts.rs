@@ -15,12 +15,20 @@ impl Judge {
 
     /// A record appeared or changed (its first keepalive look is scheduled from it).
     pub fn recorded(&mut self, cookie: Cookie, rec: &Record) {
-        self.idle.recorded(cookie, rec);
+        if self.idle.schedules(rec) {
+            self.sockets.update(cookie, |st| {
+                self.idle.recorded(cookie, &mut st.idle_due, rec);
+            });
+        }
     }
 
     /// The kernel reports keepalive probes of `cookie` unanswered: look now.
     pub fn unanswered(&mut self, cookie: Cookie, now: Mono) {
-        self.idle.unanswered(cookie, now);
+        if self.idle.silent.is_some() {
+            self.sockets.update(cookie, |st| {
+                self.idle.unanswered(cookie, &mut st.idle_due, now);
+            });
+        }
     }
 
     /// Whether a kill awaits a healthy connection to its endpoint: every socket then counts,
@@ -59,8 +67,9 @@ impl Judge {
     /// never looked at, the record's (`between`).
     #[must_use]
     pub fn shown(&self, cookie: Cookie, rec: &Record, now: Mono) -> Verdict {
-        self.tally
+        self.sockets
             .get(cookie)
+            .and_then(|st| st.verdict)
             .unwrap_or_else(|| self.between(cookie, rec, now))
     }
 }

@@ -3,7 +3,7 @@
 //! minute, `--dry-run`, and `--action restart` (for the unit's own sockets only). Outcomes
 //! come back typed and feed the backoff and the escalation.
 
-use std::{borrow::Cow, collections::HashMap, time::Duration};
+use std::{borrow::Cow, time::Duration};
 
 use super::{Cookie, Judge, Mono, Record, TcpInfo, Verdict};
 
@@ -120,10 +120,10 @@ impl Outcome {
 }
 
 /// At most `max` kills of one target's sockets in any sliding minute, and a growing pause
-/// per socket after any attempt that did not end it (5 s doubling to 5 min).
+/// per socket after any attempt that did not end it (5 s doubling to 5 min; the pause is
+/// the socket's own, `SocketState::backoff`).
 pub(super) struct Gate {
     budgets: KillBudgets,
-    backoff: HashMap<Cookie, (Mono, Duration)>,
     pub kills: u64,
 }
 
@@ -134,17 +134,8 @@ impl Gate {
     pub(super) fn new(max_per_minute: u32) -> Self {
         Self {
             budgets: KillBudgets::new(max_per_minute),
-            backoff: HashMap::new(),
             kills: 0,
         }
-    }
-
-    pub(super) fn retain(&mut self, live: impl Fn(Cookie) -> bool) {
-        self.backoff.retain(|c, _| live(*c));
-    }
-
-    pub(super) fn backoff_cookies(&self) -> impl Iterator<Item = &Cookie> {
-        self.backoff.keys()
     }
 }
 
@@ -153,10 +144,7 @@ impl Judge {
     /// daemon skips finding out whose it is).
     #[must_use]
     pub fn quiet(&self, cookie: Cookie, at: Mono) -> bool {
-        self.gate
-            .backoff
-            .get(&cookie)
-            .is_some_and(|(until, _)| at < *until)
+        self.sockets.get(cookie).is_some_and(|st| st.quiet(at))
     }
 
     /// The action for a confirmed kill. `endpoint_healthy`: the guard's answer for this
@@ -208,12 +196,12 @@ impl Judge {
     }
 
     fn back_off(&mut self, cookie: Cookie, at: Mono) {
-        let delay = self
-            .gate
-            .backoff
-            .get(&cookie)
-            .map_or(FIRST_BACKOFF, |(_, d)| (*d * 2).min(MAX_BACKOFF));
-        self.gate.backoff.insert(cookie, (at + delay, delay));
+        self.sockets.update(cookie, |st| {
+            let delay = st
+                .backoff
+                .map_or(FIRST_BACKOFF, |(_, d)| (d * 2).min(MAX_BACKOFF));
+            st.backoff = Some((at + delay, delay));
+        });
     }
 }
 

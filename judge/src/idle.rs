@@ -13,7 +13,7 @@ use lifeline_common::{
     features::{ITER_KEEPALIVE, KEEPALIVE_READ, KEEPALIVE_SET},
 };
 
-use crate::{Arming, Cookie, Deferred, Mono, Record, TcpInfo, due::DueQueue};
+use crate::{Arming, Cookie, Deferred, Mono, Record, TcpInfo, due::DueIndex};
 
 pub(crate) struct IdleWatch {
     /// The silent rule; `None` when keepalive is off: nothing is ever silent.
@@ -24,8 +24,9 @@ pub(crate) struct IdleWatch {
     /// once the kernel says its probes go unanswered; without that hook every armed idle
     /// socket is looked at on a schedule (one `sock_diag` read per silent timeout).
     pub notified: bool,
-    /// When each socket is next worth a look.
-    next: DueQueue,
+    /// Which socket is next worth a look; each one's time is its `SocketState::idle_due`,
+    /// the `slot` every method here takes.
+    next: DueIndex,
 }
 
 impl IdleWatch {
@@ -35,7 +36,7 @@ impl IdleWatch {
             silent: silent.filter(|_| want.idle_s != 0),
             want,
             notified: false,
-            next: DueQueue::default(),
+            next: DueIndex::default(),
         }
     }
 
@@ -43,22 +44,28 @@ impl IdleWatch {
         self.silent.is_some() && rec.arming.in_force() && rec.keepalive.idle_s != 0
     }
 
+    /// Whether `recorded` may schedule a first look for `rec` (so a slot is worth making).
+    #[must_use]
+    pub fn schedules(&self, rec: &Record) -> bool {
+        !self.notified && self.watches(rec)
+    }
+
     /// A record appeared or changed. On the schedule (no news of unanswered probes), its
     /// first look is due once it has been idle for its keepalive time: before that the
     /// kernel cannot have sent a single probe (the record's last ACK progress is a lower
     /// bound of the last segment received).
-    pub fn recorded(&mut self, cookie: Cookie, rec: &Record) {
-        if self.notified || !self.watches(rec) || self.next.get(cookie).is_some() {
+    pub fn recorded(&mut self, cookie: Cookie, slot: &mut Option<Mono>, rec: &Record) {
+        if !self.schedules(rec) || slot.is_some() {
             return;
         }
         let idle = Duration::from_secs(u64::from(rec.keepalive.idle_s));
-        self.next.set(cookie, rec.last_ack + idle);
+        self.next.set(cookie, slot, rec.last_ack + idle);
     }
 
     /// The kernel reports keepalive probes of `cookie` unanswered: look now.
-    pub fn unanswered(&mut self, cookie: Cookie, now: Mono) {
+    pub fn unanswered(&mut self, cookie: Cookie, slot: &mut Option<Mono>, now: Mono) {
         if self.silent.is_some() {
-            self.next.set_earlier(cookie, now);
+            self.next.set_earlier(cookie, slot, now);
         }
     }
 
@@ -66,33 +73,34 @@ impl IdleWatch {
     /// caller knows it idle: nothing outstanding as far as the record or the last look
     /// tells).
     #[must_use]
-    pub fn due(&self, cookie: Cookie, rec: &Record, now: Mono) -> bool {
+    pub fn due(&self, slot: Option<Mono>, rec: &Record, now: Mono) -> bool {
         if !self.watches(rec) {
             return false;
         }
         if self.notified {
-            return self.next.get(cookie).is_some_and(|t| now >= t);
+            return slot.is_some_and(|t| now >= t);
         }
         let idle = Duration::from_secs(u64::from(rec.keepalive.idle_s));
         if Duration::from_millis(now.ms_since(rec.last_ack)) < idle {
             return false;
         }
-        self.next.get(cookie).is_none_or(|t| now >= t)
+        slot.is_none_or(|t| now >= t)
     }
 
     /// After a look: the socket cannot turn silent before nothing has arrived from its peer
     /// for the whole silent timeout, so the next look is due exactly then; when the kernel
     /// reports unanswered probes and none are out, not before it reports them again.
-    pub fn looked(&mut self, cookie: Cookie, info: &TcpInfo, now: Mono) {
+    pub fn looked(&mut self, cookie: Cookie, slot: &mut Option<Mono>, info: &TcpInfo, now: Mono) {
         let Some(silent) = self.silent.map(|s| s.after) else {
             return;
         };
         if self.notified && info.probes == 0 {
-            self.next.remove(cookie);
+            self.next.remove(cookie, slot);
             return;
         }
         let quiet = Duration::from_millis(u64::from(info.last_ack_recv_ms));
-        self.next.set(cookie, now + silent.saturating_sub(quiet));
+        self.next
+            .set(cookie, slot, now + silent.saturating_sub(quiet));
     }
 
     /// The sockets whose look is due now, for the sweep to visit.
@@ -114,8 +122,9 @@ impl IdleWatch {
         self.next.len()
     }
 
-    pub fn forget(&mut self, cookie: Cookie) {
-        self.next.remove(cookie);
+    /// A forgotten socket's slot leaves the index.
+    pub fn forget(&mut self, cookie: Cookie, mut slot: Option<Mono>) {
+        self.next.remove(cookie, &mut slot);
     }
 }
 

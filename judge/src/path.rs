@@ -17,18 +17,17 @@
 //! on a backed-off timer: 2 RTOs are two round trips given seconds each. A keepalive probe
 //! every second is cheap, so silence asks for 3.
 
-use std::collections::HashMap;
-
-use super::{Cookie, Mono, TcpInfo, Verdict};
+use super::{Mono, TcpInfo, Verdict};
 
 /// Retransmission timeouts after the path's return, on top of the socket's count then.
 pub const FRESH_RTOS: u8 = 2;
 /// Keepalive probes after the path's return, likewise.
 pub const FRESH_PROBES: u8 = 3;
 
-/// The socket's counts at its first look after a return.
+/// The socket's counts at its first look after a return (kept per socket,
+/// `SocketState::base`).
 #[derive(Clone, Copy, Debug)]
-struct Base {
+pub(crate) struct Base {
     back: Mono,
     retransmits: u8,
     probes: u8,
@@ -42,7 +41,6 @@ pub(crate) struct PathWatch {
     pub back: Option<Mono>,
     /// Returns so far: a kill decided in an earlier epoch is earned again.
     pub epoch: u64,
-    base: HashMap<Cookie, Base>,
 }
 
 impl PathWatch {
@@ -67,17 +65,17 @@ impl PathWatch {
     /// The verdict once the path's last return is taken into account: a dead verdict of a
     /// socket silent across the return stands only on fresh evidence.
     pub fn fresh(
-        &mut self,
-        cookie: Cookie,
+        &self,
+        base: &mut Option<Base>,
         info: &TcpInfo,
         life: Mono,
         kernel: Verdict,
     ) -> Verdict {
         let Some(back) = self.back.filter(|b| life < *b) else {
-            self.base.remove(&cookie);
+            *base = None;
             return kernel;
         };
-        let b = self.base.entry(cookie).or_insert(Base {
+        let b = base.get_or_insert(Base {
             back,
             retransmits: info.retransmits,
             probes: info.probes,
@@ -95,16 +93,6 @@ impl PathWatch {
             _ => true,
         };
         if fresh { kernel } else { Verdict::Suspect }
-    }
-
-    /// Whether `cookie` is waiting for evidence after a return (status and logs say so).
-    #[must_use]
-    pub fn awaits_fresh(&self, cookie: Cookie) -> bool {
-        self.base.contains_key(&cookie)
-    }
-
-    pub fn forget(&mut self, cookie: Cookie) {
-        self.base.remove(&cookie);
     }
 }
 
@@ -142,48 +130,49 @@ mod tests {
         let t0 = Mono::from_secs(100);
         let s = Duration::from_secs;
         let mut p = PathWatch::default();
+        let (mut one, mut two) = (None, None);
         assert_eq!(
-            p.fresh(Cookie(1), &info(9, 0), t0, Verdict::Stalled),
+            p.fresh(&mut one, &info(9, 0), t0, Verdict::Stalled),
             Verdict::Stalled,
             "no return: the rule's word"
         );
         p.down(t0 + s(1));
         assert!(p.back(t0 + s(4)));
         assert_eq!(
-            p.fresh(Cookie(1), &info(9, 0), t0, Verdict::Stalled),
+            p.fresh(&mut one, &info(9, 0), t0, Verdict::Stalled),
             Verdict::Suspect
         );
-        assert!(p.awaits_fresh(Cookie(1)));
+        assert!(one.is_some(), "awaits fresh evidence");
         assert_eq!(
-            p.fresh(Cookie(1), &info(10, 0), t0, Verdict::Stalled),
+            p.fresh(&mut one, &info(10, 0), t0, Verdict::Stalled),
             Verdict::Suspect
         );
         assert_eq!(
-            p.fresh(Cookie(1), &info(11, 0), t0, Verdict::Stalled),
+            p.fresh(&mut one, &info(11, 0), t0, Verdict::Stalled),
             Verdict::Stalled
         );
         assert_eq!(
-            p.fresh(Cookie(2), &info(0, 14), t0, Verdict::Silent),
+            p.fresh(&mut two, &info(0, 14), t0, Verdict::Silent),
             Verdict::Suspect
         );
         assert_eq!(
-            p.fresh(Cookie(2), &info(0, 16), t0, Verdict::Silent),
+            p.fresh(&mut two, &info(0, 16), t0, Verdict::Silent),
             Verdict::Suspect
         );
         assert_eq!(
-            p.fresh(Cookie(2), &info(0, 17), t0, Verdict::Silent),
+            p.fresh(&mut two, &info(0, 17), t0, Verdict::Silent),
             Verdict::Silent
         );
         assert_eq!(
-            p.fresh(Cookie(1), &info(8, 0), t0 + s(5), Verdict::Stalled),
+            p.fresh(&mut one, &info(8, 0), t0 + s(5), Verdict::Stalled),
             Verdict::Stalled,
             "heard after the return: ordinary rules"
         );
-        assert!(!p.awaits_fresh(Cookie(1)));
+        assert!(one.is_none());
         p.down(t0 + s(6));
         assert!(p.back(t0 + s(9)));
         assert_eq!(
-            p.fresh(Cookie(2), &info(0, 20), t0, Verdict::Silent),
+            p.fresh(&mut two, &info(0, 20), t0, Verdict::Silent),
             Verdict::Suspect,
             "a second return takes a new baseline"
         );

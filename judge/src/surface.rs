@@ -91,8 +91,10 @@ impl Judge {
                 whose: Whose::default(), // the loop finds it out before acting
             });
         }
-        self.tally
-            .set(s.cookie, verdict, s.rec, self.settings.stall.after);
+        let stall = self.settings.stall.after;
+        self.sockets.update(s.cookie, |st| {
+            self.tally.set(s.cookie, st, verdict, s.rec, stall);
+        });
         self.seen.push(Seen {
             peer: s.rec.peer,
             endpoint_socket: s.followed.then_some(s.member.is_some()),
@@ -137,9 +139,11 @@ impl Judge {
     pub fn path_back(&mut self, at: Mono) -> bool {
         let back = self.path.back(at);
         if back {
-            self.seen_dead.clear();
-            self.dead_now.clear();
-            self.early.clear();
+            self.sockets.update_marked(|st| {
+                st.dead_before = false;
+                st.dead_now = false;
+                st.early = None;
+            });
         }
         back
     }
@@ -148,7 +152,7 @@ impl Judge {
     /// evidence gathered after it.
     #[must_use]
     pub fn awaits_fresh(&self, cookie: super::Cookie) -> bool {
-        self.path.awaits_fresh(cookie)
+        self.sockets.get(cookie).is_some_and(|st| st.base.is_some())
     }
 
     /// Whether `kill` was decided since the path's last return: one decided before it rests

@@ -1,48 +1,52 @@
-//! Each watched socket's verdict from its last look, and the count per verdict, kept as the
-//! sweeps go rather than recounted over every socket: metrics and systemd's STATUS= read the
-//! counts after every sweep. The one verdict that changes without news is healthy turning
-//! idle (`verdict::turns_idle_at`, the record's rule as a moment); that moment is known when
-//! the socket is looked at, so it is queued (`settle`) and the socket visited again then.
+//! The count per verdict of the watched sockets' last looks, kept as the sweeps go rather
+//! than recounted over every socket: metrics and systemd's STATUS= read the counts after
+//! every sweep. Each socket's own verdict is `SocketState::verdict`. The one verdict that
+//! changes without news is healthy turning idle (`verdict::turns_idle_at`, the record's rule
+//! as a moment); that moment is known when the socket is looked at, so it is queued (its
+//! `SocketState::settle`, ordered by `settle`) and the socket visited again then.
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
 use super::{
     Cookie, Record,
-    due::DueQueue,
+    due::DueIndex,
+    socket::SocketState,
     verdict::{self, Verdict},
 };
 
 #[derive(Default)]
 pub(crate) struct Tally {
-    verdicts: HashMap<Cookie, Verdict>,
     counts: [u64; Verdict::ALL.len()],
     /// Healthy sockets, due when their record turns idle.
-    pub settle: DueQueue,
+    pub settle: DueIndex,
 }
 
 impl Tally {
-    /// The verdict of a look.
-    pub fn set(&mut self, cookie: Cookie, v: Verdict, rec: &Record, stall: Duration) {
-        if let Some(old) = self.verdicts.insert(cookie, v) {
+    /// The verdict of a look at `cookie`, whose state is `st`.
+    pub fn set(
+        &mut self,
+        cookie: Cookie,
+        st: &mut SocketState,
+        v: Verdict,
+        rec: &Record,
+        stall: Duration,
+    ) {
+        if let Some(old) = st.verdict.replace(v) {
             self.counts[old.index()] -= 1;
         }
         self.counts[v.index()] += 1;
         match verdict::turns_idle_at(rec, stall) {
-            Some(t) if v == Verdict::Healthy => self.settle.set(cookie, t),
-            _ => self.settle.remove(cookie),
+            Some(t) if v == Verdict::Healthy => self.settle.set(cookie, &mut st.settle, t),
+            _ => self.settle.remove(cookie, &mut st.settle),
         }
     }
 
-    pub fn remove(&mut self, cookie: Cookie) {
-        if let Some(old) = self.verdicts.remove(&cookie) {
+    /// A forgotten socket leaves the counts and the queue.
+    pub fn forget(&mut self, cookie: Cookie, st: &mut SocketState) {
+        if let Some(old) = st.verdict.take() {
             self.counts[old.index()] -= 1;
         }
-        self.settle.remove(cookie);
-    }
-
-    #[must_use]
-    pub fn get(&self, cookie: Cookie) -> Option<Verdict> {
-        self.verdicts.get(&cookie).copied()
+        self.settle.remove(cookie, &mut st.settle);
     }
 
     /// Sockets per verdict, every verdict listed.
@@ -68,8 +72,9 @@ mod tests {
         };
         let stall = crate::Stall::new(Duration::from_secs(10), 8);
         let (one, two) = (Cookie(1), Cookie(2));
-        t.set(one, Verdict::Healthy, &rec, stall.after);
-        t.set(two, Verdict::Healthy, &rec, stall.after);
+        let (mut s1, mut s2) = (SocketState::default(), SocketState::default());
+        t.set(one, &mut s1, Verdict::Healthy, &rec, stall.after);
+        t.set(two, &mut s2, Verdict::Healthy, &rec, stall.after);
         let at = Mono::from_secs(110);
         assert_eq!(t.settle.due(at).collect::<Vec<_>>(), [one, two]);
         assert_eq!(
@@ -81,11 +86,11 @@ mod tests {
             verdict::from_record(&rec, Mono::from_nanos(at.as_nanos() - 1), stall),
             Verdict::Healthy
         );
-        t.set(one, Verdict::Idle, &rec, stall.after);
-        t.remove(two);
+        t.set(one, &mut s1, Verdict::Idle, &rec, stall.after);
+        t.forget(two, &mut s2);
         let counts: Vec<_> = t.counts().filter(|(_, n)| *n > 0).collect();
         assert_eq!(counts, [(Verdict::Idle, 1)]);
         assert_eq!(t.settle.len(), 0);
-        assert_eq!(t.get(one), Some(Verdict::Idle));
+        assert_eq!(s1.verdict, Some(Verdict::Idle));
     }
 }

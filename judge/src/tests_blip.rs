@@ -170,9 +170,12 @@ fn a_stall_whose_peer_spoke_after_the_episode_began_is_judged_afresh() {
         at + Duration::from_secs(2),
     )
     .expect("nothing from the peer since before the episode");
-    assert!(k.evidence.since >= k.evidence.life);
+    assert!(k.evidence.since() >= k.evidence.life());
     // The run began at the episode's first retransmission, 89 s on the sweep's clock.
-    assert_eq!(k.evidence.age(k.evidence.at), Duration::from_millis(13_500));
+    assert_eq!(
+        k.evidence.age(k.evidence.at()),
+        Duration::from_millis(13_500)
+    );
 }
 
 #[test]

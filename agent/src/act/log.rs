@@ -33,13 +33,14 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
     let outcome = outcome.as_ref();
     let r = &ev.rec;
     let owner_comm = r.comm().unwrap_or("-");
-    let trouble_age_ms = r.trouble.map_or(0, |t| ev.evidence.at.ms_since(t));
+    let e = ev.evidence;
+    let trouble_age_ms = r.trouble.map_or(0, |t| e.at().ms_since(t));
     // The evidence and the socket's last sign of life, aged at the look that confirmed it:
     // the evidence began after that life (`Evidence::new`), so evidence_age_ms never
     // exceeds life_age_ms, which a reader of the log can check.
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    let evidence_age_ms = ms(ev.evidence.age(ev.evidence.at));
-    let life_age_ms = ms(ev.evidence.at.saturating_duration_since(ev.evidence.life));
+    let evidence_age_ms = ms(e.age(e.at()));
+    let life_age_ms = ms(e.at().saturating_duration_since(e.life()));
     let (peer, local, i) = (r.peer, r.local, &ev.info);
     let verdict = ev.reason.verdict();
     let (endpoint, orphaned_for_ms, early) = endpoint_fields(&ev.reason);

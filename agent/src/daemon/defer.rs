@@ -7,9 +7,7 @@
 //! deferral is one log line with its evidence (target `lifeline::defer`), beside the
 //! decision's own (`outcome: dry-run` or `held`).
 
-use std::collections::HashMap;
-
-use lifeline_common::{Keepalive, restore::Defer};
+use lifeline_common::restore::Defer;
 
 use super::{
     Daemon,
@@ -29,8 +27,6 @@ pub struct Deferrals {
     pub(super) possible: bool,
     /// `--silent-probes`: a socket is deferred once its evidence is in (`defer::due_from`).
     pub(super) silent_probes: u8,
-    /// Deferred sockets: lifeline's values to bring back, and the application's view.
-    pub(super) deferred: HashMap<Cookie, (Keepalive, App)>,
     /// To apply at the end of this sweep, with what to say.
     pub(super) pending: Vec<(Cookie, Defer, Say)>,
     pub(super) last_poll: Option<Mono>,
@@ -44,7 +40,6 @@ impl Deferrals {
             holding: false,
             possible,
             silent_probes,
-            deferred: HashMap::new(),
             pending: Vec::new(),
             last_poll: None,
         }
@@ -56,16 +51,6 @@ impl Deferrals {
         } else {
             self.holding.then_some(Observe::Hold)
         }
-    }
-
-    pub fn forget(&mut self, cookie: Cookie) {
-        self.deferred.remove(&cookie);
-    }
-
-    /// Sockets deferred now.
-    #[must_use]
-    pub fn count(&self) -> u64 {
-        u64::try_from(self.deferred.len()).unwrap_or(u64::MAX)
     }
 
     /// `lifeline status`'s `restore on stop` line.
@@ -94,7 +79,7 @@ impl Daemon {
     pub(super) fn defer_seen(&mut self, cookie: Cookie, rec: &Record, info: &TcpInfo) {
         let app_now = || self.kernel.original(cookie).map(|o| App::from_original(&o));
         let mut ours = rec.keepalive;
-        if let Some((was, app)) = self.defer.deferred.get(&cookie).copied() {
+        if let Some((was, app)) = self.tracked.deferred(cookie) {
             if info.probes == 0 && info.retransmits == 0 {
                 self.resume(cookie, "it answered again");
                 return;
@@ -103,7 +88,7 @@ impl Daemon {
                 return;
             }
             // The application set its own values since: planned again, lifeline's kept.
-            self.defer.deferred.remove(&cookie);
+            self.tracked.undefer(cookie);
             ours = was;
         }
         let d = &self.defer;
@@ -127,7 +112,7 @@ impl Daemon {
             return;
         }
         tracing::debug!(cookie = cookie.0, mode = mode.label(), "deferral due");
-        self.defer.deferred.insert(cookie, (ours, app));
+        self.tracked.defer(cookie, (ours, app));
         let say = Say::Deferred {
             mode,
             plan,
@@ -148,8 +133,7 @@ impl Daemon {
         let ended = self.defer.holding && !holding;
         self.defer.holding = holding;
         if ended && !self.defer.dry_run {
-            let all: Vec<Cookie> = self.defer.deferred.keys().copied().collect();
-            for c in all {
+            for c in self.tracked.deferred_cookies() {
                 self.resume(c, "the hold ended");
             }
         }
@@ -159,7 +143,7 @@ impl Daemon {
 
     /// Bring lifeline's own values back on `cookie` (at the end of the sweep).
     pub(super) fn resume(&mut self, cookie: Cookie, why: &'static str) {
-        let Some((ours, app)) = self.defer.deferred.remove(&cookie) else {
+        let Some((ours, app)) = self.tracked.undefer(cookie) else {
             return;
         };
         if self.defer.pending.iter().any(|(c, _, _)| *c == cookie) {

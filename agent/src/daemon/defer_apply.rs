@@ -16,18 +16,21 @@ impl Daemon {
     /// Deferred sockets answer with no news: read them, at most every `POLL`.
     pub(super) fn poll_deferred(&mut self) {
         let now = self.clock.now();
-        if self.defer.deferred.is_empty() || self.defer.last_poll.is_some_and(|t| now - t < POLL) {
+        if self.tracked.deferred_count() == 0
+            || self.defer.last_poll.is_some_and(|t| now - t < POLL)
+        {
             return;
         }
         self.defer.last_poll = Some(now);
-        let cookies: Vec<Cookie> = self.defer.deferred.keys().copied().collect();
-        for c in cookies {
+        for c in self.tracked.deferred_cookies() {
             let Some(rec) = self.mirror.get(c).copied() else {
-                self.defer.forget(c);
+                self.tracked.undefer(c);
                 continue;
             };
             match self.kernel.get(rec.local, rec.peer, c) {
-                Ok(None) => self.defer.forget(c),
+                Ok(None) => {
+                    self.tracked.undefer(c);
+                }
                 Ok(Some(s)) => {
                     if let Some(info) = s.info {
                         self.defer_seen(c, &rec, &info);
@@ -54,7 +57,7 @@ impl Daemon {
         };
         for ((cookie, entry, say), (_, rec)) in pending.into_iter().zip(after) {
             let Some(rec) = rec else {
-                self.defer.forget(cookie);
+                self.tracked.undefer(cookie);
                 continue;
             };
             self.mirror.upsert(cookie, rec);

@@ -8,44 +8,40 @@
 //! time apart (at most 2 % of a core, whatever the node), and never closer than the
 //! interval. A phase the agent knows of is dropped at `BOUND_NS` whatever the kernel says.
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
 use lifeline_common::poke::BOUND_NS;
 
 use super::Daemon;
-use crate::judge::{Cookie, Mono};
+use crate::judge::Mono;
 
 /// Passes are at least this many times their own CPU time apart.
 const SHARE: u32 = 50;
 
+/// The passes' pacing. Which phases are open, and since when, is each socket's own
+/// (`Tracked::fast_since`, `tracked.rs`).
 #[derive(Default)]
 pub struct FastPhases {
-    /// Open phases the agent learned of (news of a first unanswered probe), and when.
-    open: HashMap<Cookie, Mono>,
     last_pass: Option<Mono>,
     /// The last pass's CPU time.
     last_cost: Duration,
 }
 
 impl FastPhases {
-    /// The kernel opened `cookie`'s phase (its first keepalive probe went unanswered). Its
-    /// first poke is due an interval later: when no phase was open, the next pass is
-    /// counted from now, not from the last one.
-    pub fn opened(&mut self, cookie: Cookie, at: Mono) {
-        if self.open.is_empty() {
+    /// A phase opened at `at` (a socket's first keepalive probe went unanswered), `first`
+    /// when no other was open. Its first poke is due an interval later: when no phase was
+    /// open, the next pass is counted from now, not from the last one.
+    pub fn opened(&mut self, first: bool, at: Mono) {
+        if first {
             self.last_pass = Some(at);
         }
-        self.open.entry(cookie).or_insert(at);
     }
 
-    pub fn forget(&mut self, cookie: Cookie) {
-        self.open.remove(&cookie);
-    }
-
-    /// When the next pass is due (`now` when none ran yet); `None` while no phase is open.
+    /// When the next pass is due (`now` when none ran yet); `None` while no phase is open
+    /// (`any_open`).
     #[must_use]
-    pub fn due(&self, interval: Duration, now: Mono) -> Option<Mono> {
-        if self.open.is_empty() {
+    pub fn due(&self, any_open: bool, interval: Duration, now: Mono) -> Option<Mono> {
+        if !any_open {
             return None;
         }
         let Some(last) = self.last_pass else {
@@ -62,7 +58,9 @@ impl Daemon {
     pub fn fast_due(&self) -> Option<Duration> {
         let interval = self.kernel.fast_interval()?;
         let now = self.clock.now();
-        self.fast.due(interval, now).map(|t| t - now)
+        self.fast
+            .due(self.tracked.any_fast(), interval, now)
+            .map(|t| t - now)
     }
 
     /// One pass of the TCP iterator (it pokes the sockets that are due), then forget the
@@ -76,14 +74,14 @@ impl Daemon {
         self.fast.last_cost = thread_cpu().saturating_sub(cpu);
         self.fast.last_pass = Some(start);
         let bound = Duration::from_nanos(BOUND_NS);
-        let open: Vec<(Cookie, Mono)> = self.fast.open.iter().map(|(c, t)| (*c, *t)).collect();
+        let open = self.tracked.fast_phases();
         let now = self.clock.now();
         for (cookie, since) in open {
             if now - since > bound {
                 self.kernel.fast_close(cookie);
-                self.fast.forget(cookie);
+                self.tracked.close_fast(cookie);
             } else if !self.kernel.fast_open(cookie) {
-                self.fast.forget(cookie);
+                self.tracked.close_fast(cookie);
             }
         }
     }
@@ -114,22 +112,21 @@ mod tests {
         let mut f = FastPhases::default();
         let ms = Duration::from_millis;
         let t = Mono::from_secs(100);
-        assert_eq!(f.due(ms(100), t), None, "no phase, no pass");
-        f.opened(Cookie(7), t);
+        assert_eq!(f.due(false, ms(100), t), None, "no phase, no pass");
+        f.opened(true, t);
         assert_eq!(
-            f.due(ms(100), t),
+            f.due(true, ms(100), t),
             Some(t + ms(100)),
             "the first poke, an interval on"
         );
         f.last_cost = ms(1);
-        assert_eq!(f.due(ms(100), t), Some(t + ms(100)));
+        assert_eq!(f.due(true, ms(100), t), Some(t + ms(100)));
         f.last_cost = ms(4);
         assert_eq!(
-            f.due(ms(100), t),
+            f.due(true, ms(100), t),
             Some(t + ms(200)),
             "a 4 ms pass: 200 ms apart"
         );
-        f.forget(Cookie(7));
-        assert_eq!(f.due(ms(100), t), None);
+        assert_eq!(f.due(false, ms(100), t), None);
     }
 }

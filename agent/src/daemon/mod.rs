@@ -41,6 +41,7 @@ mod sweep_blip_tests;
 #[cfg(test)]
 mod sweep_tests;
 mod table;
+mod tracked;
 mod visit;
 
 pub use live::Live;
@@ -48,15 +49,14 @@ pub use live::Live;
 pub struct Daemon {
     /// The probe, `sock_diag` and the watch stage's bookkeeping (`kernel.rs`).
     kernel: Box<dyn kernel::Kernel>,
-    /// Pre-existing sockets the probe could not arm: judged from `tcp_info` alone.
-    polled: HashSet<Cookie>,
+    /// The loop's own memory of each socket (polled, reported unreadable, its fast phase,
+    /// its deferral): `tracked.rs`.
+    tracked: tracked::Table,
     judge: Judge,
     /// The one clock of the sweeps (and of the peer probes' findings).
     clock: Arc<dyn Clock>,
     status: watch::Sender<Snapshot>,
     sockets_full: u64,
-    /// Sockets whose state could not be read, already reported (reported once each).
-    unreadable: HashSet<Cookie>,
     /// Restart requests to the restarter task, and the unit's cgroup; None without
     /// --restart-unit.
     restarts: Option<crate::act::restart::restarter::Restarts>,
@@ -72,7 +72,7 @@ pub struct Daemon {
     probe_stats: [u64; lifeline_common::config::stats::LEN as usize],
     /// News the inbox dropped, as of the last sweep.
     inbox_dropped: u64,
-    /// Sockets in a fast keepalive phase, and the iterator passes that poke them.
+    /// The pacing of the iterator passes that poke sockets in a fast keepalive phase.
     fast: fast::FastPhases,
     /// Keepalive deferred to the application's own deadline while lifeline only observes.
     defer: defer::Deferrals,
@@ -91,12 +91,11 @@ impl Daemon {
     pub fn new(parts: Parts) -> Self {
         Self {
             kernel: parts.kernel,
-            polled: parts.polled,
+            tracked: tracked::Table::with_polled(&parts.polled),
             judge: parts.judge,
             clock: parts.clock,
             status: parts.status,
             sockets_full: 0,
-            unreadable: HashSet::new(),
             restarts: parts.restarts,
             follow: parts.follow,
             mirror: Mirror::default(),
@@ -120,7 +119,7 @@ impl Daemon {
     pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
         let armed = *self.judge.keepalive() != lifeline_common::Keepalive::default();
         let adopted = self.kernel.watch(self.follow.as_ref(), armed);
-        self.polled.extend(adopted.polled.iter().copied());
+        self.tracked.poll(adopted.polled.iter().copied());
         let news = self.kernel.news();
         let now = self.clock.now();
         let lost = self.check_capacity()?;
@@ -130,8 +129,13 @@ impl Daemon {
         let devices = self.mirror.peers().map(|(p, _)| p.ip()).collect();
         self.kernel.fast_devices(devices);
         if let Some(f) = self.follow.as_ref() {
-            self.members
-                .sync(&f.endpoints, f.grace, self.mirror.peers(), Instant::now());
+            self.members.sync(
+                &mut self.tracked,
+                &f.endpoints,
+                f.grace,
+                self.mirror.peers(),
+                Instant::now(),
+            );
         }
         self.path_findings();
         let mut kills = Vec::new();
@@ -144,7 +148,7 @@ impl Daemon {
             let s = Socket {
                 cookie,
                 rec: &rec,
-                polled: self.polled.contains(&cookie),
+                polled: self.tracked.is_polled(cookie),
                 member: member.as_ref(),
                 followed: self.follow.is_some(),
                 peer,
@@ -190,12 +194,8 @@ impl Daemon {
     /// Everything kept about a socket that is gone.
     fn gone(&mut self, cookie: Cookie) {
         self.mirror.remove(cookie);
-        self.members.forget(cookie);
         self.judge.forget(cookie);
-        self.polled.remove(&cookie);
-        self.unreadable.remove(&cookie);
-        self.fast.forget(cookie);
-        self.defer.forget(cookie);
+        self.tracked.forget(cookie);
     }
 
     /// The kernel's `tcp_info` for one socket.

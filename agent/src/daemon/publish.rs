@@ -34,7 +34,7 @@ impl Daemon {
             kills: self.judge.kills(),
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             restore_on_stop: self.defer.restore_text().to_owned(),
-            deferred: self.defer.count(),
+            deferred: u64::try_from(self.tracked.deferred_count()).unwrap_or(u64::MAX),
             path_down_ms: self
                 .judge
                 .path_down_since()
@@ -67,7 +67,7 @@ impl Daemon {
         rec: &Record,
         e: &crate::kernel::diag::DiagError,
     ) {
-        if self.unreadable.insert(cookie) {
+        if self.tracked.tell_unreadable(cookie) {
             let d = Decided {
                 verdict: "unknown",
                 did: Did::Nothing,

@@ -88,7 +88,7 @@ impl Daemon {
             keepalive
                 .entry((rec.arming, k.idle_s, k.intvl_s, k.cnt, rec.deferred))
                 .or_insert_with(|| judge::idle::describe(rec, self.judge.keepalive(), can_adopt));
-            let member = self.members.endpoint_of(*cookie);
+            let member = self.tracked.endpoint_of(*cookie);
             members.entry((member, rec.peer)).or_insert_with(|| {
                 let f = self.follow.as_ref()?;
                 if let Some(i) = member {
@@ -113,7 +113,7 @@ impl Daemon {
                 });
                 counts[verdict.map_or(Verdict::ALL.len(), Verdict::index)] += 1;
                 let k = &rec.keepalive;
-                let member = self.members.endpoint_of(*cookie);
+                let member = self.tracked.endpoint_of(*cookie);
                 Extra {
                     verdict,
                     kernel: seen,

@@ -59,7 +59,8 @@ impl Daemon {
                 }
                 news::UNANSWERED => {
                     if n.arg == 1 && self.kernel.fast_interval().is_some() {
-                        self.fast.opened(cookie, now);
+                        let first = self.tracked.open_fast(cookie, now);
+                        self.fast.opened(first, now);
                     }
                     self.judge.unanswered(cookie, now);
                     self.resolve_early(cookie, at);
@@ -77,7 +78,7 @@ impl Daemon {
         let mut visit = fresh.clone();
         visit.extend(read.iter().copied());
         visit.extend(self.judge.due(now));
-        visit.extend(self.polled.iter().copied());
+        visit.extend(self.tracked.polled());
         visit.extend(self.mirror.troubled().filter(|c| {
             self.mirror
                 .get(*c)
@@ -108,7 +109,7 @@ impl Daemon {
     /// The first sign of trouble on `cookie`: when it is an endpoint's socket, re-resolve
     /// that endpoint now rather than at its TTL (at most once a second per endpoint).
     fn resolve_early(&self, cookie: Cookie, at: Instant) {
-        let (Some(f), Some(i)) = (self.follow.as_ref(), self.members.endpoint_of(cookie)) else {
+        let (Some(f), Some(i)) = (self.follow.as_ref(), self.tracked.endpoint_of(cookie)) else {
             return;
         };
         if f.endpoints.resolve_early(i, at) {
@@ -127,10 +128,14 @@ impl Daemon {
         let Some(f) = self.follow.as_ref() else {
             return (None, None);
         };
-        let Some(i) = self
-            .members
-            .see(cookie, rec.peer, &f.endpoints, f.grace, Instant::now())
-        else {
+        let Some(i) = self.members.see(
+            &mut self.tracked,
+            cookie,
+            rec.peer,
+            &f.endpoints,
+            f.grace,
+            Instant::now(),
+        ) else {
             return (None, None);
         };
         (
@@ -156,7 +161,7 @@ impl Daemon {
                     )
             })
             .flat_map(|(_, cookies)| cookies.iter().copied())
-            .filter(|c| self.members.endpoint_of(*c).is_some())
+            .filter(|c| self.tracked.endpoint_of(*c).is_some())
             .collect()
     }
 }

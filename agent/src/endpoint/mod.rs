@@ -33,7 +33,7 @@ pub use arming::{Armed, Arming, SETTLE};
 pub use guard::Guard;
 /// A process's start time from `/proc/PID/stat` (field 22, in clock ticks after boot).
 pub use kubelet::start_time as proc_start_time;
-pub use members::Members;
+pub use members::{Facts, Members};
 pub use nsswitch::lookup_order;
 pub use peers::Prober;
 pub use refresh::{Refresh, spawn_refreshers};
