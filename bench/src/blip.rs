@@ -34,7 +34,7 @@ const AFTER_SERVED: Duration = Duration::from_secs(2);
 const STEP: Duration = Duration::from_millis(100);
 
 /// What the blip's loop works with besides the trials.
-pub struct Watch<'a> {
+pub(crate) struct Watch<'a> {
     pub lab: &'a ApiLab,
     /// The clients' command line (for the dig script's restarts).
     pub args: &'a [String],
@@ -49,7 +49,7 @@ pub struct Watch<'a> {
 /// # Errors
 /// When nft refuses a rule, or on Ctrl-C (the lab's namespaces, rules with them, go when
 /// the caller drops the lab).
-pub fn strike(w: Watch, spec: BlipSpec, slots: &mut [Slot]) -> Result<Vec<TrialResult>> {
+pub(crate) fn strike(w: Watch, spec: BlipSpec, slots: &mut [Slot]) -> Result<Vec<TrialResult>> {
     let Watch {
         lab,
         args,

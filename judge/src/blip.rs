@@ -23,7 +23,7 @@ use std::time::Duration;
 use super::{Mono, PeerProbe, ProbeAsk, Socket, TcpInfo, life};
 
 /// While the probe runs, the socket is looked at again this soon.
-pub const PROBE_RECHECK: Duration = Duration::from_millis(100);
+pub(crate) const PROBE_RECHECK: Duration = Duration::from_millis(100);
 
 /// Why a confirmed death is not acted on yet, and what the loop should do meanwhile.
 #[derive(Debug, PartialEq, Eq)]

@@ -54,11 +54,11 @@ impl fmt::Display for Budget {
 /// The endpoint clients of one cgroup group (every uid in it) together may spend this many
 /// owners' budgets a minute: a pod running as root can take any uid, and each uid would
 /// otherwise be an owner with a budget of its own.
-pub const GROUP_SHARE: usize = 2;
+pub(crate) const GROUP_SHARE: usize = 2;
 /// All endpoint clients together may spend this many owners' budgets a minute: a bound on
 /// what lifeline does to the node's clients however many owners there are (60 kills at the
 /// default 6), which one unprivileged user (one uid, one user slice) cannot reach alone.
-pub const TOTAL_SHARE: usize = 10;
+pub(crate) const TOTAL_SHARE: usize = 10;
 
 /// Whether the socket is one of `--restart-unit`'s own: created in the unit's cgroup (or
 /// below it) as that cgroup is now.

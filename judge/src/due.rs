@@ -18,7 +18,7 @@ pub(crate) struct DueIndex {
 
 impl DueIndex {
     /// `cookie`, whose slot is `slot`, is due at `t` (replacing any earlier or later time).
-    pub fn set(&mut self, cookie: Cookie, slot: &mut Option<Mono>, t: Mono) {
+    pub(crate) fn set(&mut self, cookie: Cookie, slot: &mut Option<Mono>, t: Mono) {
         if let Some(old) = slot.replace(t) {
             self.order.remove(&(old, cookie));
         }
@@ -26,13 +26,13 @@ impl DueIndex {
     }
 
     /// Due at `t`, or at the time already set if that is earlier.
-    pub fn set_earlier(&mut self, cookie: Cookie, slot: &mut Option<Mono>, t: Mono) {
+    pub(crate) fn set_earlier(&mut self, cookie: Cookie, slot: &mut Option<Mono>, t: Mono) {
         if slot.is_none_or(|old| t < old) {
             self.set(cookie, slot, t);
         }
     }
 
-    pub fn remove(&mut self, cookie: Cookie, slot: &mut Option<Mono>) {
+    pub(crate) fn remove(&mut self, cookie: Cookie, slot: &mut Option<Mono>) {
         if let Some(old) = slot.take() {
             self.order.remove(&(old, cookie));
         }
@@ -40,7 +40,7 @@ impl DueIndex {
 
     /// Every cookie due at `now` or before, earliest first; they stay queued until
     /// rescheduled or removed.
-    pub fn due(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
+    pub(crate) fn due(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
         self.order
             .range(..=(now, Cookie(u64::MAX)))
             .map(|(_, c)| *c)
@@ -48,13 +48,13 @@ impl DueIndex {
 
     /// The earliest due time.
     #[must_use]
-    pub fn first(&self) -> Option<Mono> {
+    pub(crate) fn first(&self) -> Option<Mono> {
         self.order.first().map(|(t, _)| *t)
     }
 
     #[cfg(test)]
     #[must_use]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.order.len()
     }
 }

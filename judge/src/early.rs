@@ -18,7 +18,7 @@ use super::{Cookie, Mono, Record, Seed, TcpInfo};
 /// An early migration happens within this of the look that found it due: enough to keep a
 /// node's sockets of one endpoint from re-dialling in the same millisecond, small beside the
 /// seconds the rotation already took.
-pub const EARLY_JITTER: Duration = Duration::from_millis(200);
+pub(crate) const EARLY_JITTER: Duration = Duration::from_millis(200);
 
 /// Which failed round trip of a socket whose peer left made its migration early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +53,11 @@ impl Trouble {
 /// <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>), so half an
 /// interval beyond that is a round trip no healthy path takes.
 #[must_use]
-pub fn trouble(info: &TcpInfo, rec: &Record, want: &lifeline_common::Keepalive) -> Option<Trouble> {
+pub(crate) fn trouble(
+    info: &TcpInfo,
+    rec: &Record,
+    want: &lifeline_common::Keepalive,
+) -> Option<Trouble> {
     if info.unacked > 0 && info.retransmits > 0 {
         return Some(Trouble::Retransmitting);
     }

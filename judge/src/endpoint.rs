@@ -11,9 +11,9 @@ use super::{
 
 /// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
 /// the same instant.
-pub const DEAD_PEER_JITTER: Duration = Duration::from_secs(1);
+pub(crate) const DEAD_PEER_JITTER: Duration = Duration::from_secs(1);
 /// An orphaned socket due for migration but busy is looked at again this soon.
-pub const QUIET_RECHECK: Duration = Duration::from_millis(200);
+pub(crate) const QUIET_RECHECK: Duration = Duration::from_millis(200);
 const FAR: Duration = Duration::from_hours(1);
 
 /// The judge's only randomness, handed in at start (`Settings::seed`): the agent draws one

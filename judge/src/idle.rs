@@ -31,7 +31,7 @@ pub(crate) struct IdleWatch {
 
 impl IdleWatch {
     #[must_use]
-    pub fn new(silent: Option<super::Silence>, want: Keepalive) -> Self {
+    pub(crate) fn new(silent: Option<super::Silence>, want: Keepalive) -> Self {
         Self {
             silent: silent.filter(|_| want.idle_s != 0),
             want,
@@ -46,7 +46,7 @@ impl IdleWatch {
 
     /// Whether `recorded` may schedule a first look for `rec` (so a slot is worth making).
     #[must_use]
-    pub fn schedules(&self, rec: &Record) -> bool {
+    pub(crate) fn schedules(&self, rec: &Record) -> bool {
         !self.notified && self.watches(rec)
     }
 
@@ -54,7 +54,7 @@ impl IdleWatch {
     /// first look is due once it has been idle for its keepalive time: before that the
     /// kernel cannot have sent a single probe (the record's last ACK progress is a lower
     /// bound of the last segment received).
-    pub fn recorded(&mut self, cookie: Cookie, slot: &mut Option<Mono>, rec: &Record) {
+    pub(crate) fn recorded(&mut self, cookie: Cookie, slot: &mut Option<Mono>, rec: &Record) {
         if !self.schedules(rec) || slot.is_some() {
             return;
         }
@@ -63,7 +63,7 @@ impl IdleWatch {
     }
 
     /// The kernel reports keepalive probes of `cookie` unanswered: look now.
-    pub fn unanswered(&mut self, cookie: Cookie, slot: &mut Option<Mono>, now: Mono) {
+    pub(crate) fn unanswered(&mut self, cookie: Cookie, slot: &mut Option<Mono>, now: Mono) {
         if self.silent.is_some() {
             self.next.set_earlier(cookie, slot, now);
         }
@@ -73,7 +73,7 @@ impl IdleWatch {
     /// caller knows it idle: nothing outstanding as far as the record or the last look
     /// tells).
     #[must_use]
-    pub fn due(&self, slot: Option<Mono>, rec: &Record, now: Mono) -> bool {
+    pub(crate) fn due(&self, slot: Option<Mono>, rec: &Record, now: Mono) -> bool {
         if !self.watches(rec) {
             return false;
         }
@@ -90,7 +90,13 @@ impl IdleWatch {
     /// After a look: the socket cannot turn silent before nothing has arrived from its peer
     /// for the whole silent timeout, so the next look is due exactly then; when the kernel
     /// reports unanswered probes and none are out, not before it reports them again.
-    pub fn looked(&mut self, cookie: Cookie, slot: &mut Option<Mono>, info: &TcpInfo, now: Mono) {
+    pub(crate) fn looked(
+        &mut self,
+        cookie: Cookie,
+        slot: &mut Option<Mono>,
+        info: &TcpInfo,
+        now: Mono,
+    ) {
         let Some(silent) = self.silent.map(|s| s.after) else {
             return;
         };
@@ -104,26 +110,26 @@ impl IdleWatch {
     }
 
     /// The sockets whose look is due now, for the sweep to visit.
-    pub fn due_now(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
+    pub(crate) fn due_now(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
         self.next.due(now)
     }
 
     /// How soon the earliest scheduled look is due, so the sweep can wake for it: a silent
     /// socket is then found on time, not up to a sweep interval late.
     #[must_use]
-    pub fn next_due(&self, now: Mono) -> Option<Duration> {
+    pub(crate) fn next_due(&self, now: Mono) -> Option<Duration> {
         self.next.first().map(|t| t - now)
     }
 
     /// Sockets with a look scheduled.
     #[cfg(test)]
     #[must_use]
-    pub fn scheduled(&self) -> usize {
+    pub(crate) fn scheduled(&self) -> usize {
         self.next.len()
     }
 
     /// A forgotten socket's slot leaves the index.
-    pub fn forget(&mut self, cookie: Cookie, mut slot: Option<Mono>) {
+    pub(crate) fn forget(&mut self, cookie: Cookie, mut slot: Option<Mono>) {
         self.next.remove(cookie, &mut slot);
     }
 }

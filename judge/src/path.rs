@@ -45,12 +45,12 @@ pub(crate) struct PathWatch {
 
 impl PathWatch {
     /// The path was found down at `at` (the earliest moment known: a probe's start).
-    pub fn down(&mut self, at: Mono) {
+    pub(crate) fn down(&mut self, at: Mono) {
         self.down = Some(self.down.map_or(at, |d| d.min(at)));
     }
 
     /// The path was found working at `at`. Returns whether it was down: a return.
-    pub fn back(&mut self, at: Mono) -> bool {
+    pub(crate) fn back(&mut self, at: Mono) -> bool {
         match self.down {
             Some(d) if at >= d => {
                 self.down = None;
@@ -64,7 +64,7 @@ impl PathWatch {
 
     /// The verdict once the path's last return is taken into account: a dead verdict of a
     /// socket silent across the return stands only on fresh evidence.
-    pub fn fresh(
+    pub(crate) fn fresh(
         &self,
         base: &mut Option<Base>,
         info: &TcpInfo,

@@ -55,7 +55,7 @@ impl SocketState {
     /// Whether a rule has business with the socket whatever the news: a dead verdict awaiting
     /// its confirming look, a migration due, a kill backing off (`Judge::due`).
     #[must_use]
-    pub fn pending(&self) -> bool {
+    pub(crate) fn pending(&self) -> bool {
         self.dead_before
             || self.migration.is_some()
             || self.early.is_some()
@@ -70,13 +70,13 @@ impl SocketState {
 
     /// The verdict the last look's kernel answer holds for `trouble`'s episode at `now`.
     #[must_use]
-    pub fn held(&self, trouble: Mono, now: Mono) -> Option<Verdict> {
+    pub(crate) fn held(&self, trouble: Mono, now: Mono) -> Option<Verdict> {
         self.held.and_then(|h| h.holds(trouble, now))
     }
 
     /// Whether it was backing off at `at`.
     #[must_use]
-    pub fn quiet(&self, at: Mono) -> bool {
+    pub(crate) fn quiet(&self, at: Mono) -> bool {
         self.backoff.is_some_and(|(until, _)| at < until)
     }
 }
@@ -91,12 +91,12 @@ pub(crate) struct Sockets {
 
 impl Sockets {
     #[must_use]
-    pub fn get(&self, cookie: Cookie) -> Option<&SocketState> {
+    pub(crate) fn get(&self, cookie: Cookie) -> Option<&SocketState> {
         self.states.get(&cookie)
     }
 
     /// Change `cookie`'s state (made empty if it had none), and file it again.
-    pub fn update<R>(&mut self, cookie: Cookie, f: impl FnOnce(&mut SocketState) -> R) -> R {
+    pub(crate) fn update<R>(&mut self, cookie: Cookie, f: impl FnOnce(&mut SocketState) -> R) -> R {
         let st = self.states.entry(cookie).or_default();
         let r = f(st);
         if st.marked() {
@@ -108,13 +108,13 @@ impl Sockets {
     }
 
     /// Everything kept about `cookie`, taken out in one.
-    pub fn remove(&mut self, cookie: Cookie) -> Option<SocketState> {
+    pub(crate) fn remove(&mut self, cookie: Cookie) -> Option<SocketState> {
         self.marked.remove(&cookie);
         self.states.remove(&cookie)
     }
 
     /// The sockets a rule has business with whatever the news.
-    pub fn pending(&self) -> impl Iterator<Item = Cookie> + '_ {
+    pub(crate) fn pending(&self) -> impl Iterator<Item = Cookie> + '_ {
         self.marked
             .iter()
             .copied()
@@ -123,7 +123,7 @@ impl Sockets {
 
     /// Change every marked socket (the only ones with a look's dead verdict, a migration or
     /// a backoff to change).
-    pub fn update_marked(&mut self, mut f: impl FnMut(&mut SocketState)) {
+    pub(crate) fn update_marked(&mut self, mut f: impl FnMut(&mut SocketState)) {
         let marked: Vec<Cookie> = self.marked.iter().copied().collect();
         for c in marked {
             self.update(c, &mut f);

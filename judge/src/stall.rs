@@ -25,18 +25,18 @@ impl Held {
     /// The kernel's verdict of the last look, while it holds for this episode; `None`: the
     /// record speaks for itself (a new episode, or the hold ran out).
     #[must_use]
-    pub fn holds(self, trouble: Mono, now: Mono) -> Option<Verdict> {
+    pub(crate) fn holds(self, trouble: Mono, now: Mono) -> Option<Verdict> {
         (self.trouble == trouble && now < self.until).then_some(self.verdict)
     }
 }
 
-pub struct StallWatch {
+pub(crate) struct StallWatch {
     stall: Duration,
 }
 
 impl StallWatch {
     #[must_use]
-    pub fn new(stall: Duration) -> Self {
+    pub(crate) fn new(stall: Duration) -> Self {
         Self { stall }
     }
 

@@ -23,7 +23,7 @@ pub(crate) struct Tally {
 
 impl Tally {
     /// The verdict of a look at `cookie`, whose state is `st`.
-    pub fn set(
+    pub(crate) fn set(
         &mut self,
         cookie: Cookie,
         st: &mut SocketState,
@@ -42,7 +42,7 @@ impl Tally {
     }
 
     /// A forgotten socket leaves the counts and the queue.
-    pub fn forget(&mut self, cookie: Cookie, st: &mut SocketState) {
+    pub(crate) fn forget(&mut self, cookie: Cookie, st: &mut SocketState) {
         if let Some(old) = st.verdict.take() {
             self.counts[old.index()] -= 1;
         }
@@ -50,7 +50,7 @@ impl Tally {
     }
 
     /// Sockets per verdict, every verdict listed.
-    pub fn counts(&self) -> impl Iterator<Item = (Verdict, u64)> + '_ {
+    pub(crate) fn counts(&self) -> impl Iterator<Item = (Verdict, u64)> + '_ {
         Verdict::ALL
             .into_iter()
             .map(|v| (v, self.counts[v.index()]))

@@ -13,7 +13,7 @@ const CARGO_DENY: &str = "0.20.2";
 
 /// # Errors
 /// When cargo-deny cannot be installed, or a check fails (its report names the crate).
-pub fn check(ws: &Path) -> Result<()> {
+pub(crate) fn check(ws: &Path) -> Result<()> {
     if !installed() {
         run(
             "installing cargo-deny",

@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, bail};
 
 /// # Errors
 /// When the tree cannot be read, or names each file that is out of place or undeclared.
-pub fn check(ws: &Path) -> Result<()> {
+pub(crate) fn check(ws: &Path) -> Result<()> {
     let tests = ws.join("tests/tests");
     let mut problems = Vec::new();
     for name in entries(&tests)? {

@@ -21,7 +21,7 @@ use xtask::process::{Output, capture, run};
 use crate::cargo_run::cargo_cmd;
 
 /// The lab's test target: `tests/tests/lab/main.rs`.
-pub const LAB_TARGET: &str = "lab";
+pub(crate) const LAB_TARGET: &str = "lab";
 
 /// Tests that last minutes and mostly sleep between checks: the quiet lane, all at once. A
 /// module (`name::`, all its tests) or one test's full name.
@@ -103,7 +103,7 @@ fn test_args(lab: &str, names: &[String], threads: usize) -> Vec<String> {
 
 /// Builds the lab binary once, then runs the two lanes; both must pass. The quiet lane's
 /// output goes to `log` and is printed when it ends, so the two do not interleave.
-pub fn run_lab_tests(ws: &Path, lab: &str, env: &[(&str, &Path)], log: &Path) -> Result<()> {
+pub(crate) fn run_lab_tests(ws: &Path, lab: &str, env: &[(&str, &Path)], log: &Path) -> Result<()> {
     let with_env = |args: &[String]| {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut cmd = cargo_cmd(ws, &args);

@@ -26,7 +26,7 @@ const HOST: [&str; 7] = [
 
 /// # Errors
 /// The first gate that fails, named.
-pub fn lint(ws: &Path) -> Result<()> {
+pub(crate) fn lint(ws: &Path) -> Result<()> {
     let cargo = || {
         let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
         c.current_dir(ws);

@@ -82,7 +82,7 @@ fn missing(needed: &[(&str, &'static str)]) -> Vec<&'static str> {
 ///
 /// # Errors
 /// When packages are missing and apt-get is not available or fails.
-pub fn ensure() -> Result<()> {
+pub(crate) fn ensure() -> Result<()> {
     let mut pkgs = missing(NEEDED);
     // A dynamic module, no command of its own: checked by the file the lab loads.
     if !std::path::Path::new(NGINX_STREAM_MODULE).exists() {
@@ -104,7 +104,7 @@ pub fn ensure() -> Result<()> {
 ///
 /// # Errors
 /// As `ensure`.
-pub fn ensure_cross() -> Result<()> {
+pub(crate) fn ensure_cross() -> Result<()> {
     let arches = crate::arch::ALL.iter();
     let needed: Vec<_> = (arches.clone().map(|a| a.strip))
         .chain(arches.filter_map(|a| a.emulator))
@@ -120,7 +120,7 @@ pub fn ensure_cross() -> Result<()> {
 ///
 /// # Errors
 /// As `ensure`.
-pub fn ensure_rpm() -> Result<()> {
+pub(crate) fn ensure_rpm() -> Result<()> {
     let pkgs = missing(RPM);
     if pkgs.is_empty() {
         return Ok(());
@@ -134,7 +134,7 @@ pub fn ensure_rpm() -> Result<()> {
 ///
 /// # Errors
 /// As `ensure`.
-pub fn ensure_matrix() -> Result<()> {
+pub(crate) fn ensure_matrix() -> Result<()> {
     let mut pkgs = missing(MATRIX);
     let status = Command::new("dpkg-query")
         .args(["-W", "-f=${Status}", "busybox-static"])

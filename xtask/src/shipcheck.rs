@@ -24,7 +24,7 @@ const KUBERNETES: std::ops::RangeInclusive<u32> = 28..=37;
 const RULE_TESTS: &str = "packaging/prometheus/lifeline-rules.test.yaml";
 const KUSTOMIZE_ROOT: &str = "packaging/kubernetes";
 
-pub fn check(ws: &Path) -> Result<()> {
+pub(crate) fn check(ws: &Path) -> Result<()> {
     rules(ws)?;
     let validate = kubernetes_validate()?;
     let renders = render_all(ws)?;

@@ -29,26 +29,26 @@ impl EncodeLabelValue for Class {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct DecisionLabels {
+pub(crate) struct DecisionLabels {
     verdict: &'static str,
     action: Did,
     outcome: Class,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ResultLabel {
+pub(crate) struct ResultLabel {
     result: Class,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct HoldLabels {
+pub(crate) struct HoldLabels {
     action: Did,
     reason: &'static str,
 }
 
 /// The decision counters; a clone counts into the same series.
 #[derive(Clone, Debug)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub decisions: Family<DecisionLabels, Counter>,
     pub kills: Counter,
     pub restarts: Family<ResultLabel, Counter>,
@@ -93,7 +93,7 @@ impl Default for Counts {
 
 impl Counts {
     /// Count a decision.
-    pub fn count(&self, d: &Decided) {
+    pub(crate) fn count(&self, d: &Decided) {
         let labels = DecisionLabels {
             verdict: d.verdict,
             action: d.did,

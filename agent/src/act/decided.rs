@@ -6,7 +6,7 @@ use crate::judge::{Action, Outcome};
 
 /// What was done: the decision event's `action` field and the metrics' `action` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Did {
+pub(crate) enum Did {
     /// Logged only (`--dry-run`, `--on-orphan log`, an unreadable socket).
     Nothing,
     Kill,
@@ -16,7 +16,7 @@ pub enum Did {
 
 impl Did {
     #[must_use]
-    pub const fn label(self) -> &'static str {
+    pub(crate) const fn label(self) -> &'static str {
         match self {
             Self::Nothing => "none",
             Self::Kill => "kill",
@@ -41,7 +41,7 @@ impl From<Action> for Did {
 /// How it ended, as a class: the metrics' `outcome` label. The event's `outcome` field may
 /// add free text after a `:` (`failed: <why>`), which never becomes a label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Class {
+pub(crate) enum Class {
     Killed,
     Gone,
     Failed,
@@ -60,7 +60,7 @@ pub enum Class {
 
 impl Class {
     #[must_use]
-    pub const fn label(self) -> &'static str {
+    pub(crate) const fn label(self) -> &'static str {
         match self {
             Self::Killed => "killed",
             Self::Gone => "gone",
@@ -77,7 +77,7 @@ impl Class {
 
     /// The event's whole `outcome` for a class that needs no free text.
     #[must_use]
-    pub const fn text(self) -> &'static str {
+    pub(crate) const fn text(self) -> &'static str {
         match self {
             Self::Held => "held: no healthy endpoint",
             Self::Policy => "policy: log",
@@ -110,7 +110,7 @@ impl From<&Outcome> for Class {
 
 /// One decision, as its event says it and the metrics count it.
 #[derive(Clone, Copy, Debug)]
-pub struct Decided {
+pub(crate) struct Decided {
     /// The judge's verdict word (`Reason::verdict`), or `unknown`, `unrecovered`.
     pub verdict: &'static str,
     pub did: Did,

@@ -12,7 +12,7 @@ use super::{
 use crate::judge::{Action, Budget, Kill, Outcome, Reason, Record, TcpInfo, Trouble, Verdict};
 
 /// The decision event for a kill decided and carried out (or held back).
-pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcome) {
+pub(crate) fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcome) {
     // Decided on the typed values; the strings below are only what the event shows.
     let failed = matches!(outcome, Outcome::Failed(_));
     let hold = match (action, outcome) {
@@ -158,7 +158,12 @@ fn early_why(endpoint: &str, absent_for: Duration, t: Trouble, i: &TcpInfo) -> S
 }
 
 /// `--on-orphan log`: an orphaned socket, reported once and left alone.
-pub fn log_orphan_report(counts: &Counts, rec: &Record, endpoint: &str, absent_for: Duration) {
+pub(crate) fn log_orphan_report(
+    counts: &Counts,
+    rec: &Record,
+    endpoint: &str,
+    absent_for: Duration,
+) {
     let (peer, local) = (rec.peer, rec.local);
     let orphaned_for_ms = u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX);
     let d = Decided {

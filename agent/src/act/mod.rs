@@ -1,17 +1,17 @@
 //! Carrying out the judge's decisions: the kill itself (`SOCK_DESTROY` over `sock_diag`),
 //! and one structured decision event per decision (target `lifeline::decision`).
 
-pub mod restart;
+pub(crate) mod restart;
 
-pub mod count;
-pub mod decided;
+pub(crate) mod count;
+pub(crate) mod decided;
 mod group;
 mod log;
-pub mod owner;
+pub(crate) mod owner;
 
-pub use count::Counts;
-pub use decided::{Class, Decided, Did};
-pub use log::{log_decision, log_orphan_report};
+pub(crate) use count::Counts;
+pub(crate) use decided::{Class, Decided, Did};
+pub(crate) use log::{log_decision, log_orphan_report};
 
 use crate::{
     judge::{Action, Kill, Outcome},
@@ -20,7 +20,7 @@ use crate::{
 
 /// The outcome of `action` on `kill`; only `Action::Kill` touches the socket.
 /// `Action::Quiet` and `Action::Restart` are not carried out here.
-pub fn execute(diag: &mut dyn Diag, kill: &Kill, action: Action) -> Option<Outcome> {
+pub(crate) fn execute(diag: &mut dyn Diag, kill: &Kill, action: Action) -> Option<Outcome> {
     Some(match action {
         Action::Kill => destroyed(diag.destroy(kill.rec.local, kill.rec.peer, kill.cookie)),
         Action::DryRun => Outcome::DryRun,

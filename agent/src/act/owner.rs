@@ -22,13 +22,13 @@ use crate::{
 /// What the read right before a kill says of the socket (`sock_diag`): None for what it
 /// could not say (the socket closed, an old kernel).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub cgroup_id: Option<CgroupId>,
     pub uid: Option<u32>,
 }
 
 /// The subtrees of one batch of kills.
-pub struct Scopes {
+pub(crate) struct Scopes {
     /// Each target cgroup's key and the cgroup ids of its subtree now.
     targets: Vec<(String, HashSet<CgroupId>)>,
     comms: Vec<String>,
@@ -41,7 +41,7 @@ pub struct Scopes {
 
 impl Scopes {
     #[must_use]
-    pub fn read(targets: &Targets, unit_dir: Option<&Path>) -> Self {
+    pub(crate) fn read(targets: &Targets, unit_dir: Option<&Path>) -> Self {
         Self {
             targets: targets
                 .cgroups
@@ -55,7 +55,7 @@ impl Scopes {
     }
 
     /// Whose the socket with record `rec` is, as `seen` just before the kill.
-    pub fn whose(&mut self, seen: Seen, rec: &Record) -> Whose {
+    pub(crate) fn whose(&mut self, seen: Seen, rec: &Record) -> Whose {
         let Seen { cgroup_id, uid } = seen;
         let in_target = cgroup_id.and_then(|id| {
             self.targets

@@ -10,7 +10,7 @@ use crate::{
 };
 
 /// The row, from the record of a connection the probe watched from its connect.
-pub fn row(rec: &Record) -> Row {
+pub(super) fn row(rec: &Record) -> Row {
     const NAME: &str = "stall evidence";
     match rec.linear {
         // Paused: armed, and off for a trouble episode whose path is not known to work.

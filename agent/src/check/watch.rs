@@ -28,7 +28,7 @@ use crate::{
 };
 
 /// `sock_ops watch` and `keepalive`: a loopback connection made after the probe attached.
-pub fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
+pub(super) fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
     match watched_connection(p) {
         Ok(Some((client, rec))) => {
             let text = idle::describe(&rec, want, p.can_adopt);
@@ -133,7 +133,7 @@ fn app_keepalive_row(p: &Probe, client: &TcpStream, rec: &Record, want: &Keepali
 
 /// `bpf_setsockopt`: what the TCP iterator did with a socket older than the probe
 /// (`Some(result)`), or `None` when it could not load.
-pub fn iterator_row(result: Option<Result<Option<i32>>>) -> Row {
+pub(super) fn iterator_row(result: Option<Result<Option<i32>>>) -> Row {
     let (k, c) = (ITER_KEEPALIVE.since, ITER_CALLBACKS.since);
     match result {
         None => Row::warn(

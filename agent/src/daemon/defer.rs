@@ -19,7 +19,7 @@ use crate::judge::{
 };
 
 /// The deferrals in force and the ones to apply at the end of the sweep.
-pub struct Deferrals {
+pub(crate) struct Deferrals {
     pub(super) dry_run: bool,
     /// The guard held the last batch of kills.
     pub(super) holding: bool,
@@ -34,7 +34,7 @@ pub struct Deferrals {
 
 impl Deferrals {
     #[must_use]
-    pub fn new(dry_run: bool, possible: bool, silent_probes: u8) -> Self {
+    pub(crate) fn new(dry_run: bool, possible: bool, silent_probes: u8) -> Self {
         Self {
             dry_run,
             holding: false,
@@ -55,7 +55,7 @@ impl Deferrals {
 
     /// `lifeline status`'s `restore on stop` line.
     #[must_use]
-    pub const fn restore_text(&self) -> &'static str {
+    pub(crate) const fn restore_text(&self) -> &'static str {
         if self.possible {
             "the application's socket options are put back (TCP iterator); in --dry-run and while holding, the kernel's own keepalive aborts are deferred to the application's own deadline"
         } else {

@@ -19,7 +19,7 @@ use crate::{
 
 /// One socket: its record as the probe wrote it at ESTABLISHED (or adoption), and the
 /// moments that decide what it looks like now.
-pub struct Sock {
+pub(super) struct Sock {
     pub rec: Record,
     /// The last ACK of new data from the peer.
     pub acked: Mono,
@@ -36,7 +36,7 @@ pub struct Sock {
 
 impl Sock {
     #[must_use]
-    pub fn new(rec: Record, armed: bool) -> Self {
+    pub(super) fn new(rec: Record, armed: bool) -> Self {
         Self {
             acked: rec.established,
             rec,
@@ -48,7 +48,7 @@ impl Sock {
     }
 
     /// The peer stops answering at `now` (a segment in flight), or answers again.
-    pub fn silent(&mut self, silent: bool, now: Mono) {
+    pub(super) fn silent(&mut self, silent: bool, now: Mono) {
         if silent {
             self.silent_since = Some(now);
             self.told = false;
@@ -119,7 +119,7 @@ impl Sock {
 
 /// What the fake kernel holds; the test changes it between sweeps.
 #[derive(Default)]
-pub struct Host {
+pub(super) struct Host {
     pub now: Mono,
     pub socks: BTreeMap<Cookie, Sock>,
     pub news: Vec<News>,
@@ -131,10 +131,10 @@ pub struct Host {
 
 /// The kernel and the clock of one test: clones share the host.
 #[derive(Clone, Default)]
-pub struct Fake(Arc<Mutex<Host>>);
+pub(super) struct Fake(Arc<Mutex<Host>>);
 
 impl Fake {
-    pub fn host(&self) -> MutexGuard<'_, Host> {
+    pub(super) fn host(&self) -> MutexGuard<'_, Host> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

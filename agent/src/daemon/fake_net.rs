@@ -26,7 +26,7 @@ use crate::endpoint::{
 
 /// The path to the endpoint: every connect is accepted, or none is answered.
 #[derive(Default)]
-pub struct Net {
+pub(super) struct Net {
     pub down: AtomicBool,
 }
 
@@ -49,7 +49,7 @@ impl Connect for Net {
 }
 
 /// The endpoint `api.test:6443` at two addresses, probed and guarded through `Net`.
-pub fn following(clock: &Fake, net: &Arc<Net>) -> Follow {
+pub(super) fn following(clock: &Fake, net: &Arc<Net>) -> Follow {
     let set = Arc::new(Mutex::new(EndpointSet::new("api.test", API)));
     if let Ok(mut s) = set.lock() {
         s.update(BTreeSet::from([api(10).ip(), api(11).ip()]), Instant::now());

@@ -25,11 +25,11 @@ use crate::{
 /// The sweep interval: the loop sweeps at least this often.
 const INTERVAL: Duration = Duration::from_secs(1);
 /// The endpoint's port.
-pub const API: u16 = 6443;
+pub(super) const API: u16 = 6443;
 /// The fake clock at the daemon's start (well after boot: adopted sockets are older).
-pub const START: Mono = Mono::from_secs(1_000);
+pub(super) const START: Mono = Mono::from_secs(1_000);
 
-pub struct World {
+pub(super) struct World {
     pub kernel: Fake,
     pub net: Arc<Net>,
     pub daemon: Daemon,
@@ -37,12 +37,12 @@ pub struct World {
 }
 
 /// An endpoint address (TEST-NET-1).
-pub fn api(d: u8) -> SocketAddr {
+pub(super) fn api(d: u8) -> SocketAddr {
     SocketAddr::new(IpAddr::from([192, 0, 2, d]), API)
 }
 
 /// kubelet's connection from local port `port` to `peer`, established at `at`.
-pub fn kubelet(port: u16, peer: SocketAddr, at: Mono) -> Record {
+pub(super) fn kubelet(port: u16, peer: SocketAddr, at: Mono) -> Record {
     let mut r = Record {
         local: SocketAddr::new(IpAddr::from([10, 0, 0, 1]), port),
         peer,
@@ -60,7 +60,7 @@ pub fn kubelet(port: u16, peer: SocketAddr, at: Mono) -> Record {
 impl World {
     /// A daemon at `START` with `budget` kills a minute; following the endpoint at
     /// `api(10)` and `api(11)` when `follow`.
-    pub fn new(budget: u32, follow: bool) -> Self {
+    pub(super) fn new(budget: u32, follow: bool) -> Self {
         let kernel = Fake::default();
         kernel.host().now = START;
         let net = Arc::new(Net::default());
@@ -95,7 +95,7 @@ impl World {
     }
 
     /// A socket the probe saw at ESTABLISHED (its news is queued).
-    pub fn connect(&self, cookie: u64, rec: Record) {
+    pub(super) fn connect(&self, cookie: u64, rec: Record) {
         let mut h = self.kernel.host();
         h.socks.insert(Cookie(cookie), Sock::new(rec, true));
         h.news.push(lifeline_common::news::News {
@@ -106,7 +106,7 @@ impl World {
     }
 
     /// The peer of `cookie` stops answering now (data in flight), or answers again.
-    pub fn silent(&self, cookie: u64, silent: bool) {
+    pub(super) fn silent(&self, cookie: u64, silent: bool) {
         let mut h = self.kernel.host();
         let now = h.now;
         if let Some(s) = h.socks.get_mut(&Cookie(cookie)) {
@@ -116,7 +116,7 @@ impl World {
 
     /// Sweeps, as the loop does, until `secs` seconds past `START`: each at the moment the
     /// last one asked for (at most the interval), the peer probes it started answered.
-    pub async fn run_until(&mut self, secs: u64) {
+    pub(super) async fn run_until(&mut self, secs: u64) {
         let until = START + Duration::from_secs(secs);
         while self.kernel.host().now < until {
             let wake = self
@@ -132,12 +132,12 @@ impl World {
         }
     }
 
-    pub fn destroyed(&self) -> Vec<u64> {
+    pub(super) fn destroyed(&self) -> Vec<u64> {
         self.kernel.host().destroyed.iter().map(|c| c.0).collect()
     }
 
     /// The decisions counted with these labels (`lifeline_decisions_total`).
-    pub fn decisions(&self, verdict: &str, action: &str, outcome: &str) -> u64 {
+    pub(super) fn decisions(&self, verdict: &str, action: &str, outcome: &str) -> u64 {
         let series = format!(
             "lifeline_decisions_total{{verdict=\"{verdict}\",action=\"{action}\",outcome=\"{outcome}\"}} "
         );
@@ -149,7 +149,7 @@ impl World {
     }
 
     /// What the last sweep published (`lifeline status`'s summary).
-    pub fn published(&self) -> Snapshot {
+    pub(super) fn published(&self) -> Snapshot {
         self.daemon.published().clone()
     }
 }

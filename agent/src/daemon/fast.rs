@@ -21,7 +21,7 @@ const SHARE: u32 = 50;
 /// The passes' pacing. Which phases are open, and since when, is each socket's own
 /// (`Tracked::fast_since`, `tracked.rs`).
 #[derive(Default)]
-pub struct FastPhases {
+pub(super) struct FastPhases {
     last_pass: Option<Mono>,
     /// The last pass's CPU time.
     last_cost: Duration,
@@ -31,7 +31,7 @@ impl FastPhases {
     /// A phase opened at `at` (a socket's first keepalive probe went unanswered), `first`
     /// when no other was open. Its first poke is due an interval later: when no phase was
     /// open, the next pass is counted from now, not from the last one.
-    pub fn opened(&mut self, first: bool, at: Mono) {
+    pub(super) fn opened(&mut self, first: bool, at: Mono) {
         if first {
             self.last_pass = Some(at);
         }
@@ -40,7 +40,7 @@ impl FastPhases {
     /// When the next pass is due (`now` when none ran yet); `None` while no phase is open
     /// (`any_open`).
     #[must_use]
-    pub fn due(&self, any_open: bool, interval: Duration, now: Mono) -> Option<Mono> {
+    pub(super) fn due(&self, any_open: bool, interval: Duration, now: Mono) -> Option<Mono> {
         if !any_open {
             return None;
         }
@@ -55,7 +55,7 @@ impl Daemon {
     /// How soon the run loop should call `fast_pass`; `None`: no phase open, or no fast
     /// probes.
     #[must_use]
-    pub fn fast_due(&self) -> Option<Duration> {
+    pub(crate) fn fast_due(&self) -> Option<Duration> {
         let interval = self.kernel.fast_interval()?;
         let now = self.clock.now();
         self.fast
@@ -65,7 +65,7 @@ impl Daemon {
 
     /// One pass of the TCP iterator (it pokes the sockets that are due), then forget the
     /// phases the kernel closed and close those past their bound.
-    pub fn fast_pass(&mut self) {
+    pub(crate) fn fast_pass(&mut self) {
         let start = self.clock.now();
         let cpu = thread_cpu();
         if let Err(e) = self.kernel.fast_pass() {

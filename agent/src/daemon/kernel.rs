@@ -27,10 +27,10 @@ use crate::{
 };
 
 /// The probe's counters, summed over CPUs (`lifeline_common::config::stats`).
-pub type Counters = [u64; stats::LEN as usize];
+pub(crate) type Counters = [u64; stats::LEN as usize];
 
 /// What the loop asks of the kernel (see the module's doc).
-pub trait Kernel: Diag {
+pub(crate) trait Kernel: Diag {
     /// The probe's news since the last call, oldest first.
     fn news(&mut self) -> Vec<News>;
     /// News the inbox dropped since the start (it was full).

@@ -24,7 +24,7 @@ use crate::{
 
 /// The kernel itself: the loaded probe, a `sock_diag` socket, the watch stage's state and
 /// the news inbox the ring-buffer reader fills.
-pub struct Live {
+pub(crate) struct Live {
     pub probe: Probe,
     pub diag: SockDiag,
     pub watching: Watching,

@@ -18,7 +18,7 @@ use crate::{
     report::status::Snapshot,
 };
 
-pub mod defer;
+pub(crate) mod defer;
 mod defer_apply;
 mod defer_log;
 mod execute;
@@ -31,7 +31,7 @@ mod fake_net;
 #[cfg(test)]
 mod fake_world;
 mod fast;
-pub mod kernel;
+pub(crate) mod kernel;
 mod live;
 mod path;
 mod publish;
@@ -44,9 +44,9 @@ mod table;
 mod tracked;
 mod visit;
 
-pub use live::Live;
+pub(crate) use live::Live;
 
-pub struct Daemon {
+pub(crate) struct Daemon {
     /// The probe, `sock_diag` and the watch stage's bookkeeping (`kernel.rs`).
     kernel: Box<dyn kernel::Kernel>,
     /// The loop's own memory of each socket (polled, reported unreadable, its fast phase,
@@ -83,12 +83,12 @@ pub struct Daemon {
 impl Daemon {
     /// The summary published after the last sweep.
     #[must_use]
-    pub fn published(&self) -> watch::Ref<'_, Snapshot> {
+    pub(crate) fn published(&self) -> watch::Ref<'_, Snapshot> {
         self.status.borrow()
     }
 
     #[must_use]
-    pub fn new(parts: Parts) -> Self {
+    pub(crate) fn new(parts: Parts) -> Self {
         Self {
             kernel: parts.kernel,
             tracked: tracked::Table::with_polled(&parts.polled),
@@ -116,7 +116,7 @@ impl Daemon {
     ///
     /// # Errors
     /// When the probe's maps cannot be read.
-    pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
+    pub(crate) async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
         let armed = *self.judge.keepalive() != lifeline_common::Keepalive::default();
         let adopted = self.kernel.watch(self.follow.as_ref(), armed);
         self.tracked.poll(adopted.polled.iter().copied());
@@ -212,7 +212,7 @@ impl Daemon {
 }
 
 /// What a daemon is made of, from `run`.
-pub struct Parts {
+pub(crate) struct Parts {
     pub kernel: Box<dyn kernel::Kernel>,
     pub polled: HashSet<Cookie>,
     pub judge: Judge,

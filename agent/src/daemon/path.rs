@@ -11,7 +11,7 @@ use crate::judge::Mono;
 
 /// The endpoint addresses followed in `PATH_ALIVE`.
 #[derive(Default)]
-pub struct PathPeers {
+pub(super) struct PathPeers {
     installed: BTreeSet<SocketAddr>,
 }
 

@@ -11,7 +11,7 @@ use crate::kernel::probe::RestoreSummary;
 
 impl Daemon {
     /// The restore pass, its one log line, and the crash-recovery pin removed.
-    pub fn restore(&mut self) {
+    pub(crate) fn restore(&mut self) {
         match self.kernel.restore() {
             Ok(r) => log(&r),
             Err((e, left)) => {

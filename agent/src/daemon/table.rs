@@ -50,7 +50,7 @@ impl Daemon {
     ///
     /// # Errors
     /// When the answer cannot be serialised.
-    pub fn status_body(&mut self) -> Result<Vec<u8>> {
+    pub(crate) fn status_body(&mut self) -> Result<Vec<u8>> {
         let t0 = std::time::Instant::now();
         let (kernel, kernel_error) = match snapshot::kernel::view(
             self.kernel.as_mut(),

@@ -60,14 +60,14 @@ pub(super) struct Table {
 
 impl Table {
     /// Sockets found polled when the watch began (`Parts::polled`).
-    pub fn with_polled(polled: &HashSet<Cookie>) -> Self {
+    pub(super) fn with_polled(polled: &HashSet<Cookie>) -> Self {
         let mut t = Self::default();
         t.poll(polled.iter().copied());
         t
     }
 
     /// These sockets are polled (adopted without the probe's callbacks).
-    pub fn poll(&mut self, cookies: impl IntoIterator<Item = Cookie>) {
+    pub(super) fn poll(&mut self, cookies: impl IntoIterator<Item = Cookie>) {
         for c in cookies {
             self.sockets.entry(c).or_default().polled = true;
             self.polled.insert(c);
@@ -75,24 +75,24 @@ impl Table {
     }
 
     #[must_use]
-    pub fn is_polled(&self, cookie: Cookie) -> bool {
+    pub(super) fn is_polled(&self, cookie: Cookie) -> bool {
         self.sockets.get(&cookie).is_some_and(|t| t.polled)
     }
 
     /// The polled sockets, in cookie order.
-    pub fn polled(&self) -> impl Iterator<Item = Cookie> + '_ {
+    pub(super) fn polled(&self) -> impl Iterator<Item = Cookie> + '_ {
         self.polled.iter().copied()
     }
 
     /// Whether the socket's unreadable state is to be reported: the first time only.
-    pub fn tell_unreadable(&mut self, cookie: Cookie) -> bool {
+    pub(super) fn tell_unreadable(&mut self, cookie: Cookie) -> bool {
         let t = self.sockets.entry(cookie).or_default();
         !std::mem::replace(&mut t.unreadable_told, true)
     }
 
     /// The kernel opened `cookie`'s fast phase at `at` (kept from the first news of it).
     /// Returns whether no phase was open before.
-    pub fn open_fast(&mut self, cookie: Cookie, at: Mono) -> bool {
+    pub(super) fn open_fast(&mut self, cookie: Cookie, at: Mono) -> bool {
         let first = self.fast_open == 0;
         let t = self.sockets.entry(cookie).or_default();
         if t.fast_since.is_none() {
@@ -102,7 +102,7 @@ impl Table {
     }
 
     /// The socket's fast phase is over.
-    pub fn close_fast(&mut self, cookie: Cookie) {
+    pub(super) fn close_fast(&mut self, cookie: Cookie) {
         if let Some(t) = self.sockets.get_mut(&cookie) {
             swap(&mut self.fast_open, &mut t.fast_since, None);
         }
@@ -110,12 +110,12 @@ impl Table {
 
     /// Whether any fast phase is open.
     #[must_use]
-    pub fn any_fast(&self) -> bool {
+    pub(super) fn any_fast(&self) -> bool {
         self.fast_open > 0
     }
 
     /// The open fast phases and since when, in cookie order.
-    pub fn fast_phases(&self) -> Vec<(Cookie, Mono)> {
+    pub(super) fn fast_phases(&self) -> Vec<(Cookie, Mono)> {
         self.sockets
             .iter()
             .filter_map(|(c, t)| t.fast_since.map(|s| (*c, s)))
@@ -124,30 +124,30 @@ impl Table {
 
     /// The socket's deferral, if it is deferred.
     #[must_use]
-    pub fn deferred(&self, cookie: Cookie) -> Option<(Keepalive, App)> {
+    pub(super) fn deferred(&self, cookie: Cookie) -> Option<(Keepalive, App)> {
         self.sockets.get(&cookie).and_then(|t| t.deferred)
     }
 
     /// The socket is deferred: lifeline's values to bring back, the application's view.
-    pub fn defer(&mut self, cookie: Cookie, deferral: (Keepalive, App)) {
+    pub(super) fn defer(&mut self, cookie: Cookie, deferral: (Keepalive, App)) {
         let t = self.sockets.entry(cookie).or_default();
         swap(&mut self.deferred, &mut t.deferred, Some(deferral));
     }
 
     /// The socket is no longer deferred; its deferral, if it was.
-    pub fn undefer(&mut self, cookie: Cookie) -> Option<(Keepalive, App)> {
+    pub(super) fn undefer(&mut self, cookie: Cookie) -> Option<(Keepalive, App)> {
         let t = self.sockets.get_mut(&cookie)?;
         swap(&mut self.deferred, &mut t.deferred, None)
     }
 
     /// How many sockets are deferred.
     #[must_use]
-    pub fn deferred_count(&self) -> usize {
+    pub(super) fn deferred_count(&self) -> usize {
         self.deferred
     }
 
     /// The deferred sockets, in cookie order.
-    pub fn deferred_cookies(&self) -> Vec<Cookie> {
+    pub(super) fn deferred_cookies(&self) -> Vec<Cookie> {
         self.sockets
             .iter()
             .filter(|(_, t)| t.deferred.is_some())
@@ -157,12 +157,12 @@ impl Table {
 
     /// The endpoint (index) `cookie` is the connection of, as recorded.
     #[must_use]
-    pub fn endpoint_of(&self, cookie: Cookie) -> Option<usize> {
+    pub(super) fn endpoint_of(&self, cookie: Cookie) -> Option<usize> {
         self.sockets.get(&cookie).and_then(|t| t.endpoint)
     }
 
     /// Everything the loop kept about a socket that is gone.
-    pub fn forget(&mut self, cookie: Cookie) {
+    pub(super) fn forget(&mut self, cookie: Cookie) {
         self.polled.remove(&cookie);
         if let Some(mut t) = self.sockets.remove(&cookie) {
             swap(&mut self.fast_open, &mut t.fast_since, None);

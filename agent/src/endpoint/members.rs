@@ -29,7 +29,7 @@ const REPORTED_MAX: usize = 4096;
 
 /// Where the facts are kept: one per socket, in the loop's table of sockets
 /// (`daemon/tracked.rs`), so that forgetting a socket forgets its fact too.
-pub trait Facts {
+pub(crate) trait Facts {
     /// The endpoint (index) `cookie` is the connection of, as recorded.
     fn endpoint_of(&self, cookie: Cookie) -> Option<usize>;
     /// `cookie` is the connection of endpoint `i` from now on; whether it was not recorded.
@@ -37,7 +37,7 @@ pub trait Facts {
 }
 
 #[derive(Default)]
-pub struct Members {
+pub(crate) struct Members {
     /// Every current answer's address at the last `sync`: an address not here is a join.
     current: BTreeSet<(usize, SocketAddr)>,
     /// Never-held peers logged, and when.
@@ -48,7 +48,7 @@ impl Members {
     /// The endpoint `cookie` (a socket to `peer`) is the connection of. Recorded the first
     /// time its address is admitted; until then asked again at each visit, so a socket whose
     /// address joins between two `sync`s is not missed.
-    pub fn see(
+    pub(crate) fn see(
         &mut self,
         facts: &mut impl Facts,
         cookie: Cookie,
@@ -72,7 +72,7 @@ impl Members {
     /// sockets to an address that joined are the endpoint's from now on, and the peers on an
     /// endpoint's port that no answer ever held are reported (sockets adopted before the
     /// first answer were seen when nothing could be said).
-    pub fn sync<'a>(
+    pub(crate) fn sync<'a>(
         &mut self,
         facts: &mut impl Facts,
         endpoints: &Endpoints,

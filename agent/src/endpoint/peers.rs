@@ -32,7 +32,7 @@ const FRESH_DEAD: Duration = Duration::from_secs(10);
 
 /// What a peer probe found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Finding {
+pub(super) enum Finding {
     /// A try was accepted.
     Alive,
     /// A try was refused: a live host with nothing listening, alive as far as the path goes.
@@ -47,7 +47,7 @@ pub enum Finding {
 
 impl Finding {
     #[must_use]
-    pub const fn label(self) -> &'static str {
+    pub(super) const fn label(self) -> &'static str {
         match self {
             Self::Alive => "alive",
             Self::Refused => "refused",
@@ -92,7 +92,7 @@ struct State {
 }
 
 #[derive(Clone)]
-pub struct Prober {
+pub(crate) struct Prober {
     inner: Arc<Mutex<State>>,
     /// Woken when a probe finishes, so the daemon acts on a dead peer at once.
     wake: Arc<Notify>,
@@ -104,7 +104,7 @@ pub struct Prober {
 
 impl Prober {
     #[must_use]
-    pub fn new(wake: Arc<Notify>, clock: Arc<dyn Clock>, connect: Arc<dyn Connect>) -> Self {
+    pub(crate) fn new(wake: Arc<Notify>, clock: Arc<dyn Clock>, connect: Arc<dyn Connect>) -> Self {
         Self {
             inner: Arc::default(),
             wake,
@@ -120,7 +120,7 @@ impl Prober {
     /// Probe `peer` unless a probe is running or a fresh result exists (one that began
     /// after `ask.after`, when given). `others`: the endpoint's current addresses, tried when
     /// `peer` times out.
-    pub fn request(&self, peer: SocketAddr, ask: ProbeAsk, others: Vec<SocketAddr>) {
+    pub(crate) fn request(&self, peer: SocketAddr, ask: ProbeAsk, others: Vec<SocketAddr>) {
         let now = self.clock.now();
         let mut inner = self.lock();
         let e = inner.by_peer.entry(peer).or_default();
@@ -160,7 +160,7 @@ impl Prober {
 
     /// The latest probe of `peer`: running, or its fresh finding.
     #[must_use]
-    pub fn finding(&self, peer: SocketAddr) -> Option<PeerProbe> {
+    pub(crate) fn finding(&self, peer: SocketAddr) -> Option<PeerProbe> {
         let now = self.clock.now();
         let inner = self.lock();
         let e = inner.by_peer.get(&peer)?;
@@ -183,7 +183,7 @@ impl Prober {
 
     /// The latest fresh finding that `peer` is dead, with when its probe began.
     #[must_use]
-    pub fn dead(&self, peer: SocketAddr) -> Option<DeadPeer> {
+    pub(crate) fn dead(&self, peer: SocketAddr) -> Option<DeadPeer> {
         let now = self.clock.now();
         let inner = self.lock();
         let r = inner.by_peer.get(&peer)?.result?;
@@ -195,7 +195,7 @@ impl Prober {
 
     /// `peer` was heard from at `at` (a socket received from it, or it accepted a
     /// connection): a dead or path-down finding of a probe that began before is dropped.
-    pub fn heard(&self, peer: SocketAddr, at: Mono) {
+    pub(crate) fn heard(&self, peer: SocketAddr, at: Mono) {
         let mut inner = self.lock();
         if let Some(e) = inner.by_peer.get_mut(&peer)
             && e.result.is_some_and(|r| {
@@ -208,7 +208,7 @@ impl Prober {
 
     /// The path is back: every path-down finding is stale (a peer still dead is probed again,
     /// and with the path working that probe tells a dead peer from a live one).
-    pub fn path_back(&self) {
+    pub(crate) fn path_back(&self) {
         let mut inner = self.lock();
         inner.path_down = None;
         for e in inner.by_peer.values_mut() {
@@ -219,17 +219,17 @@ impl Prober {
     }
 
     /// The latest peer a probe found alive since the last call, and when.
-    pub fn take_alive(&self) -> Option<(SocketAddr, Mono)> {
+    pub(crate) fn take_alive(&self) -> Option<(SocketAddr, Mono)> {
         self.lock().alive.take()
     }
 
     /// The start of the earliest probe that found the path down since the last call.
-    pub fn take_path_down(&self) -> Option<Mono> {
+    pub(crate) fn take_path_down(&self) -> Option<Mono> {
         self.lock().path_down.take()
     }
 
     /// Forget peers nobody asked about for a while.
-    pub fn prune(&self) {
+    pub(crate) fn prune(&self) {
         let now = self.clock.now();
         self.lock().by_peer.retain(|_, e| {
             e.running.is_some()

@@ -7,12 +7,12 @@ use crate::judge::Mono;
 
 /// Where the moments of the loop and the peer probes come from: the system's clock, or a
 /// test's (the daemon's sweeps run against a fake kernel and a hand-moved clock).
-pub trait Clock: Send + Sync {
+pub(crate) trait Clock: Send + Sync {
     fn now(&self) -> Mono;
 }
 
 /// `CLOCK_MONOTONIC` itself.
-pub struct System;
+pub(crate) struct System;
 
 impl Clock for System {
     fn now(&self) -> Mono {
@@ -22,13 +22,13 @@ impl Clock for System {
 
 /// The system's clock, to hand to the parts that read one.
 #[must_use]
-pub fn system() -> Arc<dyn Clock> {
+pub(crate) fn system() -> Arc<dyn Clock> {
     Arc::new(System)
 }
 
 /// Now, as the probe's stamps count it: nanoseconds since boot, not counting suspend.
 #[must_use]
-pub fn now() -> Mono {
+pub(crate) fn now() -> Mono {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -17,10 +17,10 @@ use std::{
 use crate::judge::{Cookie, Record};
 
 /// A whole read this often even without lost news: a safety net, not the mechanism.
-pub const RECONCILE: Duration = Duration::from_mins(1);
+pub(crate) const RECONCILE: Duration = Duration::from_mins(1);
 
 #[derive(Default)]
-pub struct Mirror {
+pub(crate) struct Mirror {
     records: HashMap<Cookie, Record>,
     by_peer: HashMap<SocketAddr, HashSet<Cookie>>,
     /// Records in a trouble episode.
@@ -34,13 +34,13 @@ impl Mirror {
     /// Whether this sweep must read the whole map: never read yet, news lost since the last
     /// whole read, or `RECONCILE` has passed.
     #[must_use]
-    pub fn whole_read_due(&self, at: Instant, news_lost: u64) -> bool {
+    pub(crate) fn whole_read_due(&self, at: Instant, news_lost: u64) -> bool {
         news_lost > self.lost || self.read_at.is_none_or(|t| at >= t + RECONCILE)
     }
 
     /// Replace everything with a whole read of the map; returns the cookies that were
     /// mirrored and are gone, and those that are new or changed (news that was lost).
-    pub fn replace(
+    pub(crate) fn replace(
         &mut self,
         all: Vec<(Cookie, Record)>,
         at: Instant,
@@ -68,7 +68,7 @@ impl Mirror {
         (gone, changed)
     }
 
-    pub fn upsert(&mut self, cookie: Cookie, rec: Record) {
+    pub(crate) fn upsert(&mut self, cookie: Cookie, rec: Record) {
         let peer = rec.peer;
         if rec.trouble.is_none() {
             self.troubled.remove(&cookie);
@@ -83,7 +83,7 @@ impl Mirror {
         self.by_peer.entry(peer).or_default().insert(cookie);
     }
 
-    pub fn remove(&mut self, cookie: Cookie) -> Option<Record> {
+    pub(crate) fn remove(&mut self, cookie: Cookie) -> Option<Record> {
         let rec = self.records.remove(&cookie)?;
         self.troubled.remove(&cookie);
         self.unlink(cookie, rec.peer);
@@ -100,30 +100,30 @@ impl Mirror {
     }
 
     #[must_use]
-    pub fn get(&self, cookie: Cookie) -> Option<&Record> {
+    pub(crate) fn get(&self, cookie: Cookie) -> Option<&Record> {
         self.records.get(&cookie)
     }
 
     #[must_use]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.records.len()
     }
 
-    pub fn cookies(&self) -> impl Iterator<Item = Cookie> + '_ {
+    pub(crate) fn cookies(&self) -> impl Iterator<Item = Cookie> + '_ {
         self.records.keys().copied()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (Cookie, &Record)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Cookie, &Record)> {
         self.records.iter().map(|(c, r)| (*c, r))
     }
 
     /// Each distinct peer and its sockets.
-    pub fn peers(&self) -> impl Iterator<Item = (&SocketAddr, &HashSet<Cookie>)> {
+    pub(crate) fn peers(&self) -> impl Iterator<Item = (&SocketAddr, &HashSet<Cookie>)> {
         self.by_peer.iter()
     }
 
     /// Records in a trouble episode.
-    pub fn troubled(&self) -> impl Iterator<Item = Cookie> + '_ {
+    pub(crate) fn troubled(&self) -> impl Iterator<Item = Cookie> + '_ {
         self.troubled.iter().copied()
     }
 }

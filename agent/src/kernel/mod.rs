@@ -2,15 +2,15 @@
 //! probe's records, the adoption of sockets that predate the agent, and the few syscalls the
 //! other stages need (the monotonic clock, keepalive options). Nothing here decides anything.
 
-pub mod clock;
-pub mod diag;
-pub mod errors;
-pub mod mirror;
-pub mod owners;
-pub mod probe;
-pub mod readers;
-pub mod record;
-pub mod routes;
-pub mod sockopts;
-pub mod tc;
-pub mod tracefs;
+pub(crate) mod clock;
+pub(crate) mod diag;
+pub(crate) mod errors;
+pub(crate) mod mirror;
+pub(crate) mod owners;
+pub(crate) mod probe;
+pub(crate) mod readers;
+pub(crate) mod record;
+pub(crate) mod routes;
+pub(crate) mod sockopts;
+pub(crate) mod tc;
+pub(crate) mod tracefs;

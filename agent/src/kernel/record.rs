@@ -22,7 +22,7 @@ const DEFERRED_OFF: i32 = DEFER_OFF as i32;
 
 /// The record as the rules read it.
 #[must_use]
-pub fn decode(s: &SockState) -> Record {
+pub(crate) fn decode(s: &SockState) -> Record {
     Record {
         local: s.local(),
         peer: s.peer(),
@@ -65,7 +65,7 @@ pub fn decode(s: &SockState) -> Record {
 
 /// `SockState::adopt` of an adopted socket.
 #[must_use]
-pub const fn adoption(code: i32) -> Adoption {
+pub(crate) const fn adoption(code: i32) -> Adoption {
     match code {
         ADOPT_ARMED => Adoption::Armed,
         ADOPT_ALREADY => Adoption::AlreadyArmed,
@@ -77,7 +77,7 @@ pub const fn adoption(code: i32) -> Adoption {
 
 /// `SockState::ka_result`.
 #[must_use]
-pub const fn arming(code: i32) -> Arming {
+pub(crate) const fn arming(code: i32) -> Arming {
     match code {
         KA_ARMED => Arming::Armed,
         KA_SET_UNREAD => Arming::SetUnread,

@@ -97,7 +97,7 @@ fn program(pid: u32) -> [libc::sock_filter; LEN] {
 /// # Errors
 /// The kernel's refusal (no seccomp: `EINVAL`; a filter already there that refuses
 /// `prctl`: `EPERM`).
-pub fn install() -> io::Result<()> {
+pub(crate) fn install() -> io::Result<()> {
     let prog = program(std::process::id());
     load(&prog)
 }
@@ -107,7 +107,7 @@ pub fn install() -> io::Result<()> {
 ///
 /// # Errors
 /// When the filter is not installed, why.
-pub fn describe(installed: &io::Result<()>) -> Result<String, String> {
+pub(crate) fn describe(installed: &io::Result<()>) -> Result<String, String> {
     match installed {
         Ok(()) => Ok(
             "lifeline can signal no process but itself (a seccomp filter of its own)".to_owned(),

@@ -33,7 +33,7 @@ use crate::{
 
 /// # Errors
 /// Bad input, missing privileges or kernel features, each with one clear message.
-pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
+pub(crate) fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
     // Before anything is mounted or locked: a binary without its object can do nothing.
     crate::kernel::probe::object()?;
     node::validate(args)?;

@@ -28,7 +28,7 @@ use crate::{
 };
 
 /// Which existing sockets are targets, and why (`lifeline_common::watch::BY_*`; 0: not one).
-pub struct Selector<'a> {
+pub(crate) struct Selector<'a> {
     pub ports: &'a [u16],
     pub targets: &'a Targets,
     /// Ids of the present target cgroups and their descendants.
@@ -65,7 +65,7 @@ fn comm_matches(filter: &[String], comm: &str) -> bool {
 
 /// The sockets one adoption recorded.
 #[derive(Debug, Default)]
-pub struct Adopted {
+pub(crate) struct Adopted {
     /// Those whose callbacks could not be armed: polled every sweep.
     pub polled: HashSet<Cookie>,
     /// Every socket recorded now (armed or polled): the daemon reads each into its mirror
@@ -74,7 +74,7 @@ pub struct Adopted {
 }
 
 impl Adopted {
-    pub fn extend(&mut self, other: Self) {
+    pub(crate) fn extend(&mut self, other: Self) {
         self.polled.extend(other.polled);
         self.all.extend(other.all);
     }
@@ -86,7 +86,7 @@ impl Adopted {
 ///
 /// # Errors
 /// When the dump fails.
-pub fn adopt(
+pub(crate) fn adopt(
     probe: &mut Probe,
     diag: &mut SockDiag,
     select: &Selector<'_>,

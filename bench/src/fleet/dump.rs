@@ -23,7 +23,7 @@ fn write(path: &PathBuf, lines: &[String]) {
 }
 
 /// Every agent's log lines (the probe's own chatter left out).
-pub fn agents(s: Scenario, agents: &[Agent]) {
+pub(super) fn agents(s: Scenario, agents: &[Agent]) {
     let lines: Vec<String> = agents
         .iter()
         .enumerate()
@@ -38,7 +38,7 @@ pub fn agents(s: Scenario, agents: &[Agent]) {
 }
 
 /// Every client's events other than its successes, with the node's index.
-pub fn clients(s: Scenario, runs: &[NodeRun]) {
+pub(super) fn clients(s: Scenario, runs: &[NodeRun]) {
     let mut lines = Vec::new();
     for (k, run) in runs.iter().enumerate() {
         let Some(p) = &run.client else { continue };

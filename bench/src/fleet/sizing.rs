@@ -12,15 +12,15 @@ use anyhow::{Context, Result, ensure};
 use lifeline_tests::cgroup2_mount;
 
 /// The kernel's limit of programs per attach type on one cgroup.
-pub const KERNEL_MAX_PROGS: usize = 64;
+pub(super) const KERNEL_MAX_PROGS: usize = 64;
 /// Slots left for other labs (an agent of a concurrent test attaches one).
-pub const HEADROOM: usize = 4;
+pub(super) const HEADROOM: usize = 4;
 
 /// `sock_ops` programs attached to the cgroup v2 root now (`bpftool cgroup show`).
 ///
 /// # Errors
 /// When bpftool fails.
-pub fn attached_sock_ops() -> Result<usize> {
+pub(super) fn attached_sock_ops() -> Result<usize> {
     let root = cgroup2_mount()?;
     let out = lifeline_tests::infra::cmd::run_args(&[
         "bpftool",
@@ -39,7 +39,7 @@ pub fn attached_sock_ops() -> Result<usize> {
 ///
 /// # Errors
 /// When the namespace cannot be joined or a socket fails.
-pub fn connect_us(ns: &str, count: u32) -> Result<f64> {
+pub(super) fn connect_us(ns: &str, count: u32) -> Result<f64> {
     let path = lifeline_tests::infra::cmd::netns_path(ns);
     let timing = std::thread::spawn(move || -> Result<f64> {
         let file = std::fs::File::open(&path)?;

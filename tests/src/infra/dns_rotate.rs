@@ -15,7 +15,7 @@ use crate::infra::dns::{Dnsmasq, write_hosts};
 use crate::infra::util::mono_ms;
 
 /// Each set served, with the `CLOCK_MONOTONIC` ms it was served from.
-pub type Applied = Arc<Mutex<Vec<(u64, Vec<IpAddr>)>>>;
+pub(crate) type Applied = Arc<Mutex<Vec<(u64, Vec<IpAddr>)>>>;
 
 /// A running rotation. `applied` lists each set with the time it was served from. It borrows
 /// the `Dnsmasq`, so dnsmasq cannot be stopped (and its pid reused) while the thread signals it.

@@ -9,7 +9,7 @@ use crate::infra::mountinfo::cgroup2_mount;
 use crate::infra::teardown;
 
 /// Removes leftover namespaces, cgroups and temp dirs of dead lab processes, once per process.
-pub fn sweep() {
+pub(crate) fn sweep() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let netns = crate::infra::cmd::run_args(&["ip", "netns", "list"]).unwrap_or_default();

@@ -9,7 +9,7 @@ use crate::infra::cmd::run_args;
 
 /// Pids of processes whose network namespace is `name`.
 #[must_use]
-pub fn netns_pids(name: &str) -> Vec<i32> {
+pub(crate) fn netns_pids(name: &str) -> Vec<i32> {
     run_args(&["ip", "netns", "pids", name])
         .map(|s| {
             s.split_whitespace()
@@ -21,7 +21,7 @@ pub fn netns_pids(name: &str) -> Vec<i32> {
 
 /// Kills what runs in namespace `name`, then deletes it; failures are reported, not raised
 /// (this runs in `Drop`).
-pub fn netns(name: &str) {
+pub(crate) fn netns(name: &str) {
     // Kill stragglers first: a namespace with live processes outlives `ip netns del`
     // (only its name goes), and its sockets and veths would linger.
     for _ in 0..20 {
@@ -42,7 +42,7 @@ pub fn netns(name: &str) {
 
 /// Pids currently in the cgroup at `path`.
 #[must_use]
-pub fn cgroup_pids(path: &Path) -> Vec<i32> {
+pub(crate) fn cgroup_pids(path: &Path) -> Vec<i32> {
     std::fs::read_to_string(path.join("cgroup.procs"))
         .map(|s| s.lines().filter_map(|p| p.trim().parse().ok()).collect())
         .unwrap_or_default()
@@ -50,7 +50,7 @@ pub fn cgroup_pids(path: &Path) -> Vec<i32> {
 
 /// Kills every process in the cgroup at `path`, then removes it; failures are reported, not
 /// raised (this runs in `Drop`).
-pub fn cgroup(path: &Path) {
+pub(crate) fn cgroup(path: &Path) {
     // cgroup.kill (Linux 5.14+) kills everything at once; kill(2) per pid as a fallback.
     let _ = std::fs::write(path.join("cgroup.kill"), "1");
     for _ in 0..50 {

@@ -25,7 +25,7 @@ const GUEST_DEADLINE: Duration = Duration::from_mins(5);
 /// # Errors
 /// When busybox cannot be fetched, a tool fails, or the guest overruns its deadline or
 /// prints no check.
-pub fn run(k: &Kernel, lifeline: &Path, out: &Path) -> Result<Run> {
+pub(super) fn run(k: &Kernel, lifeline: &Path, out: &Path) -> Result<Run> {
     if out.exists() {
         fs::remove_dir_all(out)?;
     }

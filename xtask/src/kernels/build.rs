@@ -16,7 +16,7 @@ use xtask::process::capture;
 use super::TESTS;
 use crate::cargo_run::{cargo, cargo_cmd, json_string, target_dir};
 
-pub struct Built {
+pub(super) struct Built {
     pub lifeline: PathBuf,
     /// (executable, test name), in `TESTS` order: the lab's one binary each time.
     pub tests: Vec<(PathBuf, &'static str)>,
@@ -24,7 +24,7 @@ pub struct Built {
 
 /// # Errors
 /// When a build fails or cargo does not name a test executable.
-pub fn build(ws: &Path) -> Result<Built> {
+pub(super) fn build(ws: &Path) -> Result<Built> {
     cargo(
         ws,
         "building the release agent",
@@ -93,7 +93,7 @@ const TEST_TIMEOUT_S: u32 = 300;
 ///
 /// # Errors
 /// When a file cannot be written.
-pub fn write_plan(built: &Built, out: &Path) -> Result<()> {
+pub(super) fn write_plan(built: &Built, out: &Path) -> Result<()> {
     let plan = format!(
         "LIFELINE_BIN={}\nPARALLEL={PARALLEL}\nTEST_TIMEOUT={TEST_TIMEOUT_S}\nLAB_NO_FALSE_POSITIVE_SECS=20\n",
         built.lifeline.display()

@@ -27,7 +27,7 @@ use crate::{
 };
 
 /// A kernel line of the matrix: Debian's cloud kernel of a release series.
-pub struct Series {
+pub(crate) struct Series {
     pub name: &'static str,
     /// The Debian suites it comes from; `None`: the host's own apt sources (bookworm).
     pub suites: Option<[&'static str; 2]>,
@@ -38,7 +38,7 @@ pub struct Series {
     pub arch: &'static Arch,
 }
 
-pub const SERIES: [Series; 5] = [
+pub(crate) const SERIES: [Series; 5] = [
     Series {
         name: "5.10",
         suites: Some(["bullseye", "bullseye-security"]),
@@ -80,7 +80,7 @@ pub const SERIES: [Series; 5] = [
 /// The lab subset run in every guest: every kernel-dependent path (`lifeline_common::
 /// features`) and the watch model, longest first so two at a time finish together. Names
 /// of tests in the lab's one binary (`tests/tests/lab/`), `module::test`.
-pub const TESTS: [&str; 18] = [
+pub(crate) const TESTS: [&str; 18] = [
     "dry_run::dry_run_never_aborts_sooner_than_the_applications_own_settings",
     "tc_neighbour::a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_says_so",
     "tc_leftovers::a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop",
@@ -105,7 +105,7 @@ pub const TESTS: [&str; 18] = [
 ///
 /// # Errors
 /// When a name is not a series of the matrix.
-pub fn parse(arg: &str) -> Result<Vec<&'static Series>> {
+pub(crate) fn parse(arg: &str) -> Result<Vec<&'static Series>> {
     if arg == "all" {
         return Ok(SERIES.iter().collect());
     }
@@ -124,7 +124,7 @@ pub fn parse(arg: &str) -> Result<Vec<&'static Series>> {
 ///
 /// # Errors
 /// When a step fails; the report is written first when the guests ran.
-pub fn test(ws: &Path, phases: &mut Phases, series: &[&'static Series]) -> Result<()> {
+pub(crate) fn test(ws: &Path, phases: &mut Phases, series: &[&'static Series]) -> Result<()> {
     crate::lab::require_root("test --kernel")?;
     phases.run("packages", crate::packages::ensure)?;
     phases.run("matrix packages", crate::packages::ensure_matrix)?;

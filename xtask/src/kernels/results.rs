@@ -11,7 +11,7 @@ use super::{TESTS, vm::Run};
 use crate::cargo_run::json_string;
 
 /// One guest's results, read back from its directory.
-pub struct Guest<'a> {
+pub(super) struct Guest<'a> {
     pub run: &'a Run,
     /// (test, exit code, seconds, first error line).
     pub tests: Vec<(String, i32, u64, String)>,
@@ -20,7 +20,7 @@ pub struct Guest<'a> {
     pub check: String,
 }
 
-pub fn read(run: &Run) -> Guest<'_> {
+pub(super) fn read(run: &Run) -> Guest<'_> {
     let mut g = Guest {
         run,
         tests: Vec::new(),
@@ -71,7 +71,7 @@ pub fn read(run: &Run) -> Guest<'_> {
 }
 
 /// "pass", "degraded", or "NOT SHOWN", and every distinct thing the user saw.
-pub fn feature_cell(g: &Guest<'_>, f: &Feature) -> (String, Vec<String>) {
+pub(super) fn feature_cell(g: &Guest<'_>, f: &Feature) -> (String, Vec<String>) {
     let mine: Vec<_> = g.reports.iter().filter(|r| r.0 == f.id).collect();
     let mut shows: Vec<String> = mine.iter().map(|r| r.2.clone()).collect();
     shows.dedup();

@@ -52,7 +52,7 @@ impl Ended {
     }
 }
 
-pub struct Restarter {
+pub(crate) struct Restarter {
     pub bus: SystemdBus,
     pub unit: String,
     pub max_per_hour: u32,
@@ -68,13 +68,13 @@ pub struct Restarter {
 }
 
 /// Where the daemon sends restart requests, and which sockets may send one.
-pub struct Restarts {
+pub(crate) struct Restarts {
     pub tx: mpsc::UnboundedSender<Request>,
     pub scope: UnitScope,
 }
 
 impl Restarter {
-    pub fn spawn(self) -> (Restarts, JoinHandle<()>) {
+    pub(crate) fn spawn(self) -> (Restarts, JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let scope = self.scope.clone();
         (Restarts { tx, scope }, tokio::spawn(self.run(rx)))

@@ -14,7 +14,7 @@ use crate::kernel::diag::CgroupId;
 /// What one look at the loopback endpoint found: the proxy or why none, and the servers of
 /// kubelet's connections that were refused (one line each, for the caller to log once).
 #[derive(Debug)]
-pub struct Look {
+pub(crate) struct Look {
     pub found: Result<Proxy, String>,
     pub refused: Vec<String>,
 }
@@ -23,7 +23,7 @@ pub struct Look {
 /// kubelet's cgroups), and its upstreams (`api_ports`: where to look for its connections
 /// when its configuration says nothing).
 #[must_use]
-pub fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<CgroupId>) -> Look {
+pub(crate) fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<CgroupId>) -> Look {
     let conns = match served::served_soon(listen, kubelet) {
         Ok(c) => c,
         Err(e) => {

@@ -12,7 +12,7 @@ use crate::kernel::diag::CgroupId;
 
 /// What a re-read found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Reread {
+pub(crate) enum Reread {
     /// The same proxy; its upstreams now.
     Upstreams(Vec<(String, u16)>),
     /// The same proxy, whose list could not be read: the last good one stays (why).
@@ -61,7 +61,7 @@ fn changed(p: &Proxy, kubelet: &HashSet<CgroupId>) -> Option<String> {
 
 /// The proxy's upstreams now (a reload changes them), once its identity holds.
 #[must_use]
-pub fn reread(p: &Proxy, api_ports: &[u16], kubelet: &HashSet<CgroupId>) -> Reread {
+pub(crate) fn reread(p: &Proxy, api_ports: &[u16], kubelet: &HashSet<CgroupId>) -> Reread {
     if let Some(why) = changed(p, kubelet) {
         return Reread::Changed(why);
     }

@@ -18,7 +18,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the object has no log map.
-    pub fn take_logger(&mut self) -> Result<aya_log::EbpfLogger<&'static dyn log::Log>> {
+    pub(crate) fn take_logger(&mut self) -> Result<aya_log::EbpfLogger<&'static dyn log::Log>> {
         aya_log::EbpfLogger::init(&mut self.ebpf).context("cannot start the probe's log reader")
     }
 
@@ -27,7 +27,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the object has no such map.
-    pub fn take_news(&mut self) -> Result<RingBuf<MapData>> {
+    pub(crate) fn take_news(&mut self) -> Result<RingBuf<MapData>> {
         let map = self
             .ebpf
             .take_map(maps::NEWS)
@@ -39,7 +39,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the map cannot be read.
-    pub fn sockets(&self) -> Result<Vec<(Cookie, Record)>> {
+    pub(crate) fn sockets(&self) -> Result<Vec<(Cookie, Record)>> {
         let found = self.map(maps::SOCKETS)?;
         let raw = match found {
             aya::maps::Map::HashMap(data) => {
@@ -62,7 +62,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the map cannot be read.
-    pub fn stats(&self) -> Result<[u64; stats::LEN as usize]> {
+    pub(crate) fn stats(&self) -> Result<[u64; stats::LEN as usize]> {
         let map: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map(maps::STATS)?)?;
         counters::sum(&map)
     }
@@ -72,7 +72,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the iterator cannot run.
-    pub fn adopt(&mut self, cookies: &[u64]) -> Result<StdHashMap<u64, i32>> {
+    pub(crate) fn adopt(&mut self, cookies: &[u64]) -> Result<StdHashMap<u64, i32>> {
         {
             let mut adopt: HashMap<&mut MapData, u64, i32> =
                 HashMap::try_from(self.map_mut(maps::ADOPT)?)?;

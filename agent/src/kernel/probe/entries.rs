@@ -29,7 +29,7 @@ impl Probe {
     ///
     /// # Errors
     /// When a map is full (that share, or `SOCKETS`) or cannot be written.
-    pub fn seed(&mut self, cookie: u64, state: &SockState) -> Result<bool> {
+    pub(crate) fn seed(&mut self, cookie: u64, state: &SockState) -> Result<bool> {
         let took_quota = state.reasons == BY_ENDPOINT && self.take_quota(cookie)?;
         let mut map: HashMap<&mut MapData, u64, SockState> =
             HashMap::try_from(self.map_mut(maps::SOCKETS)?)?;
@@ -69,7 +69,7 @@ impl Probe {
     }
 
     /// Drop a record whose socket no longer exists, with its other entries.
-    pub fn forget(&mut self, cookie: Cookie) {
+    pub(crate) fn forget(&mut self, cookie: Cookie) {
         let cookie = cookie.0;
         if let Ok(m) = self.map_mut(maps::SOCKETS)
             && let Ok(mut map) = HashMap::<&mut MapData, u64, SockState>::try_from(m)

@@ -23,7 +23,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the map is full or cannot be written.
-    pub fn add_path_peer(&mut self, peer: SocketAddr) -> Result<()> {
+    pub(crate) fn add_path_peer(&mut self, peer: SocketAddr) -> Result<()> {
         let mut map = self.path_alive_map()?;
         let key = PeerKey::from(peer);
         if map.get(&key, 0).is_ok() {
@@ -34,7 +34,7 @@ impl Probe {
 
     /// The path to `peer` worked at `at`; only a followed peer, and only a later moment, is
     /// written.
-    pub fn path_alive(&mut self, peer: SocketAddr, at: Mono) {
+    pub(crate) fn path_alive(&mut self, peer: SocketAddr, at: Mono) {
         let ns = at.as_nanos();
         let Ok(mut map) = self.path_alive_map() else {
             return;
@@ -45,7 +45,7 @@ impl Probe {
         }
     }
 
-    pub fn remove_path_peer(&mut self, peer: SocketAddr) {
+    pub(crate) fn remove_path_peer(&mut self, peer: SocketAddr) {
         if let Ok(mut map) = self.path_alive_map() {
             let _ = map.remove(&PeerKey::from(peer));
         }

@@ -22,7 +22,7 @@ use crate::judge::{Cookie, Record};
 
 /// What a restore pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RestoreSummary {
+pub(crate) struct RestoreSummary {
     /// Sockets whose every changed option is the application's again.
     pub restored: usize,
     /// Sockets with at least one changed option left as lifeline set it.
@@ -43,7 +43,7 @@ pub struct RestoreSummary {
 impl RestoreSummary {
     /// Sum up the entries a restore pass wrote.
     #[must_use]
-    pub fn of(entries: impl Iterator<Item = Original>) -> Self {
+    pub(crate) fn of(entries: impl Iterator<Item = Original>) -> Self {
         let mut r = Self::default();
         for o in entries {
             if o.changed == 0 {
@@ -80,7 +80,7 @@ impl RestoreSummary {
 impl Probe {
     /// What the application had on `cookie` (and what lifeline changed), when recorded.
     #[must_use]
-    pub fn original(&self, cookie: Cookie) -> Option<Original> {
+    pub(crate) fn original(&self, cookie: Cookie) -> Option<Original> {
         let map = self.map(maps::ORIGINALS).ok()?;
         let map: HashMap<&MapData, u64, Original> = HashMap::try_from(map).ok()?;
         map.get(&cookie.0, 0).ok()
@@ -100,7 +100,10 @@ impl Probe {
     ///
     /// # Errors
     /// When the map cannot be written or the iterator cannot run.
-    pub fn defer(&mut self, entries: &[(Cookie, Defer)]) -> Result<Vec<(Cookie, Option<Record>)>> {
+    pub(crate) fn defer(
+        &mut self,
+        entries: &[(Cookie, Defer)],
+    ) -> Result<Vec<(Cookie, Option<Record>)>> {
         {
             let mut map: HashMap<&mut MapData, u64, Defer> =
                 HashMap::try_from(self.map_mut(maps::DEFER)?)?;
@@ -137,7 +140,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the iterator is unavailable or fails.
-    pub fn restore_all(&mut self) -> Result<RestoreSummary> {
+    pub(crate) fn restore_all(&mut self) -> Result<RestoreSummary> {
         self.detach_all_but_the_iterator();
         if !self.can_adopt {
             anyhow::bail!(
@@ -155,7 +158,7 @@ impl Probe {
 
     /// Sockets lifeline changed an option on (what a stop without the iterator leaves).
     #[must_use]
-    pub fn changed_sockets(&self) -> usize {
+    pub(crate) fn changed_sockets(&self) -> usize {
         self.originals()
             .iter()
             .filter(|(_, o)| o.changed & !opt::CWND_CLAMP != 0)

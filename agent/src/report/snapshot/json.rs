@@ -11,7 +11,7 @@ use super::Row;
 
 impl Row<'_> {
     /// Append this row's JSON object to `out`.
-    pub fn write_json(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
         // Writing into a Vec cannot fail.
         let _ = write!(
             out,

@@ -25,7 +25,10 @@ const CONFIRM_MAX: usize = 1_000;
 ///
 /// # Errors
 /// When the kernel cannot be asked.
-pub fn view(diag: &mut dyn Diag, mirror: &Mirror) -> Result<HashMap<Cookie, DiagSock>, DiagError> {
+pub(crate) fn view(
+    diag: &mut dyn Diag,
+    mirror: &Mirror,
+) -> Result<HashMap<Cookie, DiagSock>, DiagError> {
     let mut found = HashMap::with_capacity(mirror.len());
     // Each dump walks the whole TCP hash (with 19,000 IPv4 sockets, 4.5 ms for an IPv6 dump
     // that finds none, against 26 ms for the IPv4 one): only the families records have are
@@ -63,7 +66,7 @@ pub fn view(diag: &mut dyn Diag, mirror: &Mirror) -> Result<HashMap<Cookie, Diag
 /// The verdict a row shows (`None`: closing, no longer ESTABLISHED): the judge's rule on the
 /// kernel's view at the request; without one (the dump failed, or the kernel gave no
 /// `tcp_info`), `daemon`'s verdict of its last sweep.
-pub fn shown(
+pub(crate) fn shown(
     seen: Option<&DiagSock>,
     stall: Stall,
     silence: Option<Silence>,

@@ -20,7 +20,7 @@ const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
 /// What became of a socket's owner: a row's `owner_state`, by its label (left out while the
 /// owner holds it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Owner {
+pub(crate) enum Owner {
     /// Held by a process (the recorded one, as far as can be told).
     #[default]
     #[serde(rename = "holds")]
@@ -37,7 +37,7 @@ pub enum Owner {
 impl Owner {
     /// The row's `owner_state`; `None` while the owner holds it.
     #[must_use]
-    pub const fn label(self) -> Option<&'static str> {
+    pub(crate) const fn label(self) -> Option<&'static str> {
         match self {
             Self::Holds => None,
             Self::Exited => Some("exited"),
@@ -51,13 +51,13 @@ impl Owner {
         reason = "serde's skip_serializing_if passes the field by reference"
     )]
     #[must_use]
-    pub const fn holds(&self) -> bool {
+    pub(crate) const fn holds(&self) -> bool {
         matches!(self, Self::Holds)
     }
 }
 
 /// One status request's owner checks: each pid's start time is read once.
-pub struct Owners {
+pub(crate) struct Owners {
     /// `/proc` numbers pids as the probe does.
     procfs: bool,
     /// `CLOCK_BOOTTIME` less `CLOCK_MONOTONIC` (time spent suspended), in ns.
@@ -68,7 +68,7 @@ pub struct Owners {
 
 impl Owners {
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let procfs =
             std::fs::metadata("/proc/self/ns/pid").is_ok_and(|m| m.ino() == PROC_PID_INIT_INO);
         // SAFETY: sysconf has no memory effects.
@@ -84,7 +84,7 @@ impl Owners {
     }
 
     /// The owner of the socket recorded as `rec`, seen by the kernel as `kernel`.
-    pub fn of(&mut self, rec: &Record, kernel: Option<&DiagSock>) -> Owner {
+    pub(crate) fn of(&mut self, rec: &Record, kernel: Option<&DiagSock>) -> Owner {
         if kernel.is_some_and(|k| k.inode == 0) {
             return Owner::Nobody;
         }

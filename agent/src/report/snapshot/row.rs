@@ -16,7 +16,7 @@ use crate::{
 /// ESTABLISHED), the kernel's view of the socket at the request (`None` when the dump
 /// failed), its owner, the keepalive column, the endpoint on its port, where its peer stands
 /// in that endpoint's answers, and whether it is the endpoint's socket.
-pub struct Extra<'a> {
+pub(crate) struct Extra<'a> {
     pub verdict: Option<Verdict>,
     pub kernel: Option<&'a DiagSock>,
     pub owner: Owner,
@@ -28,10 +28,10 @@ pub struct Extra<'a> {
 }
 
 /// The verdict label of a socket that is no longer ESTABLISHED.
-pub const CLOSING: &str = "closing";
+pub(crate) const CLOSING: &str = "closing";
 
 #[must_use]
-pub fn row<'a>(cookie: Cookie, r: &'a Record, x: &Extra<'a>, now: Mono) -> Row<'a> {
+pub(crate) fn row<'a>(cookie: Cookie, r: &'a Record, x: &Extra<'a>, now: Mono) -> Row<'a> {
     let info = x.kernel.and_then(|k| k.info.as_ref());
     // The kernel's word on the record's trouble episode: still on while data is outstanding
     // and an RTO fired since the last ACK progress (`tcp_ack()` zeroes `icsk_retransmits`

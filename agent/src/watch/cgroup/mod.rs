@@ -1,7 +1,7 @@
 //! Opening cgroup v2 directories, and the ids of a target cgroup's subtree. Finding (or
 //! mounting) the hierarchy's root is `watch/cgroup/root.rs`.
 
-pub mod root;
+pub(crate) mod root;
 
 use std::{collections::HashSet, fs::File, os::unix::fs::MetadataExt as _, path::Path};
 
@@ -9,14 +9,14 @@ use anyhow::{Context as _, Result, anyhow, bail};
 
 use crate::kernel::diag::CgroupId;
 
-pub use crate::watch::cgroup::root::cgroup2_mount;
+pub(crate) use crate::watch::cgroup::root::cgroup2_mount;
 
 /// Open a cgroup directory (the hierarchy's root, where the probe attaches), checking that
 /// it exists and is cgroup v2.
 ///
 /// # Errors
 /// Naming the path and the problem.
-pub fn open(path: &Path) -> Result<File> {
+pub(crate) fn open(path: &Path) -> Result<File> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow!("cgroup {} does not exist", path.display()),
         _ => anyhow!("cannot read cgroup {}: {e}", path.display()),
@@ -54,7 +54,7 @@ pub(crate) fn statfs_magic(path: &Path) -> Result<u64> {
 
 /// Ids of the cgroup and its descendants: a socket belongs to the target when its
 /// `INET_DIAG_CGROUP_ID` is one of them (a cgroup's id is its directory's inode).
-pub fn subtree_ids(root: &Path) -> HashSet<CgroupId> {
+pub(crate) fn subtree_ids(root: &Path) -> HashSet<CgroupId> {
     let mut ids = HashSet::new();
     let mut stack = vec![root.to_path_buf()];
     // Bounded: a node has hundreds of cgroups, not hundreds of thousands.

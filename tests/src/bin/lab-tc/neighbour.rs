@@ -18,7 +18,7 @@ use crate::{Chain, Verdict};
 const SOURCE: &str = include_str!("../../../bpf/neighbour.c");
 
 /// Build, load and attach the neighbour to `dev`, then report its counts.
-pub fn run(
+pub(crate) fn run(
     dev: &str,
     chain: Chain,
     verdict: Verdict,

@@ -21,17 +21,17 @@ use lifeline_tests::{NetNs, Proc, TempDir, cgroup2_mount, infra::pod_syscalls, u
 use crate::container::steps::{as_check, strs};
 
 /// Where the lab's tools are in a container.
-pub const TOOLS: &str = "/lab";
+pub(super) const TOOLS: &str = "/lab";
 /// A link of the node nobody uses, with a route on it (203.0.113.0/24): what the pod must
 /// not be able to change. A bridge without ports: the lab's kernel has no dummy driver.
-pub const DEVICE: &str = "lldev0";
+pub(super) const DEVICE: &str = "lldev0";
 
 /// The API server the pod's `ConfigMap` names, on a host of its own on the lab's bridge.
 const API: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, 3)), 443);
 
 /// The node the pod runs on. Fields drop in order: the API server, the volumes' directory,
 /// then tracefs.
-pub struct LabNode {
+pub(super) struct LabNode {
     _api: (Proc, NetNs),
     node: Node,
     /// The lab client's cgroup relative to the hierarchy's root, as the `ConfigMap` names one.
@@ -45,7 +45,7 @@ pub struct LabNode {
 }
 
 impl LabNode {
-    pub fn new(pod: &Pod, s: &Setup, m: &UserManager) -> Result<Self> {
+    pub(super) fn new(pod: &Pod, s: &Setup, m: &UserManager) -> Result<Self> {
         let tracefs = LabTracefs::new()?;
         let dir = TempDir::new()?;
         // The node's hosts file: the lab's own, never the machine's.
@@ -116,7 +116,7 @@ impl LabNode {
     }
 
     /// `podman run` arguments for the pod with `command` in place of the manifest's.
-    pub fn args(
+    pub(super) fn args(
         &self,
         pod: &Pod,
         name: &str,
@@ -147,7 +147,7 @@ impl LabNode {
     }
 
     /// `lifeline check` with the pod's flags in a one-off container: (exit code, output).
-    pub fn check_once(
+    pub(super) fn check_once(
         &self,
         podman: &Podman,
         pod: &Pod,
@@ -160,7 +160,7 @@ impl LabNode {
 
     /// `command` in a one-off container of the pod under `seccomp`: (exit code, stdout and
     /// stderr).
-    pub fn run_once(
+    pub(super) fn run_once(
         &self,
         podman: &Podman,
         pod: &Pod,
@@ -180,7 +180,7 @@ impl LabNode {
     }
 
     /// Whether `DEVICE` is up and its route still there.
-    pub fn device(&self) -> Result<(bool, bool)> {
+    pub(super) fn device(&self) -> Result<(bool, bool)> {
         let run = |args: &[&str]| {
             lifeline_tests::infra::cmd::run(
                 std::process::Command::new("ip")
@@ -199,7 +199,7 @@ impl LabNode {
     }
 
     /// The node's /run/lifeline, as the lab provides it.
-    pub fn run_dir(&self) -> PathBuf {
+    pub(super) fn run_dir(&self) -> PathBuf {
         self.node
             .host_paths
             .get("/run/lifeline")
@@ -208,7 +208,7 @@ impl LabNode {
     }
 
     /// The lab path of the pod's `--status-socket` (in its /run/lifeline volume).
-    pub fn status_socket(&self, pod: &Pod) -> Result<PathBuf> {
+    pub(super) fn status_socket(&self, pod: &Pod) -> Result<PathBuf> {
         let i = pod.command.iter().position(|a| a == "--status-socket");
         let path = i
             .and_then(|i| pod.command.get(i + 1))

@@ -11,7 +11,7 @@ use lifeline_tests::{Agent, Proc, cgroup2_mount};
 use serde_json::Value;
 
 /// The image `cargo xtask image` built (`LIFELINE_IMAGE`, set by `cargo xtask test`).
-pub fn image_archive(pod: &Pod) -> Result<PathBuf> {
+pub(super) fn image_archive(pod: &Pod) -> Result<PathBuf> {
     let tag = pod.image.rsplit(':').next().unwrap_or("latest");
     let path = std::env::var_os("LIFELINE_IMAGE").map_or_else(
         || {
@@ -28,12 +28,12 @@ pub fn image_archive(pod: &Pod) -> Result<PathBuf> {
     Ok(path)
 }
 
-pub fn strs(v: &[String]) -> Vec<&str> {
+pub(super) fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
 /// The pod's command with `check` for `run`: the same flags and config.
-pub fn as_check(pod: &Pod) -> Vec<String> {
+pub(super) fn as_check(pod: &Pod) -> Vec<String> {
     pod.command
         .iter()
         .map(|a| {
@@ -47,14 +47,14 @@ pub fn as_check(pod: &Pod) -> Vec<String> {
 }
 
 /// The result column and detail of a row of `check`'s table.
-pub fn row<'a>(table: &'a str, name: &str) -> Option<&'a str> {
+pub(super) fn row<'a>(table: &'a str, name: &str) -> Option<&'a str> {
     table
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .map(str::trim)
 }
 
-pub fn assert_seccomp_named((code, out): &(Option<i32>, String)) -> Result<()> {
+pub(super) fn assert_seccomp_named((code, out): &(Option<i32>, String)) -> Result<()> {
     ensure!(
         *code == Some(1),
         "check passed under RuntimeDefault:\n{out}"
@@ -75,7 +75,7 @@ pub fn assert_seccomp_named((code, out): &(Option<i32>, String)) -> Result<()> {
 }
 
 /// Cgroup v2 root attachments by program id (`bpftool cgroup show`).
-pub fn attached_ids() -> Result<Vec<u64>> {
+pub(super) fn attached_ids() -> Result<Vec<u64>> {
     let out = Command::new("bpftool")
         .args(["-j", "cgroup", "show"])
         .arg(cgroup2_mount()?)
@@ -90,15 +90,20 @@ pub fn attached_ids() -> Result<Vec<u64>> {
         .unwrap_or_default())
 }
 
-pub mod exclusion;
-pub mod hardening;
+pub(super) mod exclusion;
+pub(super) mod hardening;
 mod pod_checks;
-pub use pod_checks::{
+pub(super) use pod_checks::{
     assert_prediction, check_in_pod, config_duration, kill_counted, probes_healthy,
 };
 
 /// Runs `podman exec NAME cmd...`, bounded by `timeout`; its output when it succeeds.
-pub fn exec(podman: &Podman, name: &str, cmd: &[String], timeout: Duration) -> Result<String> {
+pub(super) fn exec(
+    podman: &Podman,
+    name: &str,
+    cmd: &[String],
+    timeout: Duration,
+) -> Result<String> {
     let mut args = vec!["exec", name];
     args.extend(strs(cmd));
     let mut p = Proc::spawn("podman exec", podman.command(&args))?;
@@ -117,7 +122,7 @@ pub fn exec(podman: &Podman, name: &str, cmd: &[String], timeout: Duration) -> R
 }
 
 /// Whether the agent's log has a line from `ensure` about `fstype` with `message`.
-pub fn logged(agent: &Agent, fstype: &str, message: &str) -> bool {
+pub(super) fn logged(agent: &Agent, fstype: &str, message: &str) -> bool {
     agent.log().iter().any(|(_, v)| {
         v.pointer("/fields/fstype").and_then(Value::as_str) == Some(fstype)
             && v.pointer("/fields/message")
@@ -127,7 +132,7 @@ pub fn logged(agent: &Agent, fstype: &str, message: &str) -> bool {
 }
 
 /// The `ConfigMap`'s lifeline.toml, as the manifest has it.
-pub fn config(pod: &Pod) -> Result<toml::Table> {
+pub(super) fn config(pod: &Pod) -> Result<toml::Table> {
     let text = pod
         .mounts
         .iter()
@@ -141,7 +146,7 @@ pub fn config(pod: &Pod) -> Result<toml::Table> {
 
 /// The pid of the one `lifeline SUBCOMMAND` process in the network namespace at `netns`
 /// (the pod's, seen from the host: `hostPID`).
-pub fn agent_pid(netns: &str, subcommand: &str) -> Result<u32> {
+pub(super) fn agent_pid(netns: &str, subcommand: &str) -> Result<u32> {
     use std::os::unix::fs::MetadataExt as _;
     let ns = std::fs::metadata(netns)?.ino();
     let mut found = Vec::new();
@@ -166,7 +171,7 @@ pub fn agent_pid(netns: &str, subcommand: &str) -> Result<u32> {
 }
 
 /// `Seccomp_filters` of /proc/PID/status: how many filters the process runs under.
-pub fn seccomp_filters(pid: u32) -> Result<u32> {
+pub(super) fn seccomp_filters(pid: u32) -> Result<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()

@@ -31,7 +31,7 @@ fn unit_agent(s: &Setup, node: &LabNode) -> Result<Agent> {
 }
 
 /// While the pod runs (its agent `pod_agent`), the unit's agent ends at once, naming it.
-pub fn host_agent_refused(s: &Setup, node: &LabNode, pod_agent: u32) -> Result<()> {
+pub(crate) fn host_agent_refused(s: &Setup, node: &LabNode, pod_agent: u32) -> Result<()> {
     let mut unit = unit_agent(s, node)?;
     let status = unit
         .proc
@@ -48,7 +48,7 @@ pub fn host_agent_refused(s: &Setup, node: &LabNode, pod_agent: u32) -> Result<(
 }
 
 /// While the unit's agent runs, the pod's ends at once, naming it.
-pub fn pod_refused(podman: &Podman, pod: &Pod, s: &Setup, node: &LabNode) -> Result<()> {
+pub(crate) fn pod_refused(podman: &Podman, pod: &Pod, s: &Setup, node: &LabNode) -> Result<()> {
     let mut unit = unit_agent(s, node)?;
     unit.wait_ready(Duration::from_mins(1))?;
     let name = unique_name("two");

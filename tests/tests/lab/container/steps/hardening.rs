@@ -17,7 +17,7 @@ const EPERM: Outcome = Outcome::Errno(libc::EPERM);
 
 /// The default manifest: no `SYS_PTRACE`, no host bus, no token, `no_new_privs`, `AppArmor`
 /// not off.
-pub fn assert_least_privilege(pod: &Pod) -> Result<()> {
+pub(crate) fn assert_least_privilege(pod: &Pod) -> Result<()> {
     for cap in [
         "SYS_ADMIN",
         "SYS_PTRACE",
@@ -58,7 +58,12 @@ pub fn assert_least_privilege(pod: &Pod) -> Result<()> {
 /// the node's link and route (`DEVICE`) are left as they were by the pod, and changed by
 /// the same calls without the profile. Returns the filters the profile alone makes
 /// (`Seccomp_filters` of a process in the pod that is not lifeline).
-pub fn assert_refused(podman: &Podman, node: &LabNode, pod: &Pod, name: &str) -> Result<u32> {
+pub(crate) fn assert_refused(
+    podman: &Podman,
+    node: &LabNode,
+    pod: &Pod,
+    name: &str,
+) -> Result<u32> {
     let helper = vec![format!("{TOOLS}/{NAME}"), DEVICE.to_owned()];
     ensure!(
         node.device()? == (true, true),
@@ -114,7 +119,7 @@ pub fn assert_refused(podman: &Podman, node: &LabNode, pod: &Pod, name: &str) ->
 
 /// The pod with the `restart_unit` opt-in exactly as the manifest's comment writes it: its
 /// two lines added to lifeline.toml, and the host's `/run/dbus` mounted.
-pub fn with_restart_opt_in(pod: &Pod, manifest: &str) -> Result<Pod> {
+pub(crate) fn with_restart_opt_in(pod: &Pod, manifest: &str) -> Result<Pod> {
     let lines: Vec<&str> = manifest
         .lines()
         .map(|l| l.trim_start().trim_start_matches('#').trim())

@@ -12,7 +12,7 @@ use lifeline_tests::{Agent, parse_duration};
 use super::{config, exec, logged, row};
 
 /// The readiness and liveness probes, run as kubelet runs exec probes, within their timeouts.
-pub fn probes_healthy(podman: &Podman, pod: &Pod, name: &str) -> Result<()> {
+pub(crate) fn probes_healthy(podman: &Podman, pod: &Pod, name: &str) -> Result<()> {
     for (what, p) in [("readiness", &pod.readiness), ("liveness", &pod.liveness)] {
         exec(podman, name, &p.command, Duration::from_secs(p.timeout_s))
             .with_context(|| format!("the {what} probe"))?;
@@ -21,7 +21,7 @@ pub fn probes_healthy(podman: &Podman, pod: &Pod, name: &str) -> Result<()> {
 }
 
 /// `lifeline check` with the pod's flags inside the running pod: it passes; its table.
-pub fn check_in_pod(podman: &Podman, pod: &Pod, name: &str) -> Result<String> {
+pub(crate) fn check_in_pod(podman: &Podman, pod: &Pod, name: &str) -> Result<String> {
     let cmd = super::as_check(pod);
     let table = exec(podman, name, &cmd, Duration::from_mins(1))?;
     eprintln!("check in the pod:\n{table}");
@@ -58,7 +58,7 @@ pub fn check_in_pod(podman: &Podman, pod: &Pod, name: &str) -> Result<String> {
 }
 
 /// What `check` said of bpffs and tracefs is what `run` did in the same pod.
-pub fn assert_prediction(table: &str, agent: &Agent) -> Result<()> {
+pub(crate) fn assert_prediction(table: &str, agent: &Agent) -> Result<()> {
     for (name, fstype) in [("bpffs", "bpf"), ("tracefs", "tracefs")] {
         let r = row(table, name).with_context(|| format!("no row {name}"))?;
         let mounted = logged(agent, fstype, "mounted (it was missing)");
@@ -82,7 +82,7 @@ pub fn assert_prediction(table: &str, agent: &Agent) -> Result<()> {
 }
 
 /// A duration key of the `ConfigMap`'s lifeline.toml.
-pub fn config_duration(pod: &Pod, key: &str) -> Result<Duration> {
+pub(crate) fn config_duration(pod: &Pod, key: &str) -> Result<Duration> {
     let t = config(pod)?;
     parse_duration(
         t.get(key)
@@ -92,7 +92,7 @@ pub fn config_duration(pod: &Pod, key: &str) -> Result<Duration> {
 }
 
 /// `lifeline_kills_total` at the `ConfigMap`'s metrics address (in the pod's network) is 1.
-pub fn kill_counted(pod: &Pod, s: &Setup) -> Result<()> {
+pub(crate) fn kill_counted(pod: &Pod, s: &Setup) -> Result<()> {
     let t = config(pod)?;
     let addr: SocketAddr = t
         .get("metrics_addr")
