@@ -32,9 +32,16 @@ pub(crate) fn lint(ws: &Path) -> Result<()> {
         c.current_dir(ws);
         c
     };
+    // The pinned nightly first (a no-op when set up): its rustfmt applies rustfmt.toml's
+    // import groups, which stable rustfmt only warns about; the host clippy pass runs the
+    // agent's build script, which needs that toolchain and bpf-linker too.
+    let tc = xtask::setup::setup()?.toolchain;
+    tc.ensure_rustfmt()?;
+    let mut fmt = tc.run("cargo");
+    fmt.current_dir(ws).args(["fmt", "--all", "--check"]);
     run(
-        "cargo fmt --check",
-        cargo().args(["fmt", "--all", "--check"]),
+        "cargo fmt --check (pinned nightly)",
+        &mut fmt,
         Output::Inherit,
     )?;
     crate::gofixture::check_format(ws)?;
@@ -44,9 +51,6 @@ pub(crate) fn lint(ws: &Path) -> Result<()> {
     crate::lab_tree::check(ws)?;
     // Reads the dependency graph only: seconds too.
     crate::purity::check(ws)?;
-    // After the formatting gate (it needs no build, and fails in seconds): the host clippy
-    // pass runs the agent's build script, which needs the pinned nightly and bpf-linker.
-    let tc = xtask::setup::setup()?.toolchain;
     let mut host = cargo();
     host.arg("clippy");
     for p in HOST {

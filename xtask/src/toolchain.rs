@@ -33,6 +33,18 @@ impl Toolchain {
         self.add_component("clippy")
     }
 
+    /// Adds rustfmt to the pinned toolchain unless it has it: `rustfmt.toml` groups imports,
+    /// an option only a nightly rustfmt applies (the formatting gate in `lint.rs`).
+    ///
+    /// # Errors
+    /// When the install fails.
+    pub fn ensure_rustfmt(&self) -> Result<()> {
+        if self.sysroot.join("bin").join("rustfmt").is_file() {
+            return Ok(());
+        }
+        self.add_component("rustfmt")
+    }
+
     /// `rustup component add` for the pinned toolchain, logged like any one-time install.
     fn add_component(&self, component: &str) -> Result<()> {
         let mut cmd = Command::new(&self.rustup);

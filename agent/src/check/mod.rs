@@ -20,7 +20,6 @@ use std::fmt::Write as _;
 
 use anyhow::{Result, bail};
 use lifeline_common::features;
-
 use row::{Level, Row};
 
 use crate::{

@@ -2,6 +2,7 @@
 //! after finding out whose the socket is: its target's kill budget, whether it is
 //! `--restart-unit`'s) and restart requests, and the escalation's check after every sweep.
 
+use super::Daemon;
 use crate::{
     act::{
         self,
@@ -10,8 +11,6 @@ use crate::{
     endpoint::guard,
     judge::{Action, Kill, RestartRequest, SweepEnd, UnitOwned},
 };
-
-use super::Daemon;
 
 impl Daemon {
     /// Carry out a batch of confirmed kills: ask the guard once for the batch (a connect

@@ -7,13 +7,12 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use lifeline_common::config::stats;
 
+use super::Daemon;
 use crate::{
     act::{Class, Decided, Did},
     judge::{Cookie, Record},
     report::status::{Capacity, Snapshot},
 };
-
-use super::Daemon;
 
 impl Daemon {
     /// The counts and settings, after every sweep.

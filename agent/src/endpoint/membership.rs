@@ -2,9 +2,8 @@
 //! (`set.rs`; the fact itself is the judge's input, `lifeline_judge::Membership`) and as
 //! status and logs name it.
 
-use serde::{Deserialize, Serialize};
-
 pub(crate) use lifeline_judge::Membership;
+use serde::{Deserialize, Serialize};
 
 impl From<Membership> for Standing {
     /// Where it stands, without for how long.

@@ -27,8 +27,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde::{Deserialize, Serialize};
-
 pub(crate) use arming::{Armed, Arming, SETTLE};
 pub(crate) use guard::Guard;
 /// A process's start time from `/proc/PID/stat` (field 22, in clock ticks after boot).
@@ -38,6 +36,7 @@ pub(crate) use nsswitch::lookup_order;
 pub(crate) use peers::Prober;
 pub(crate) use refresh::{Refresh, spawn_refreshers};
 pub(crate) use resolve::Resolver;
+use serde::{Deserialize, Serialize};
 pub(crate) use set::{EndpointSet, Membership, Standing};
 
 /// What `lifeline status` shows of one endpoint.

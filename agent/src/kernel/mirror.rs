@@ -131,7 +131,6 @@ impl Mirror {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     use crate::judge::Mono;
 
     fn rec(peer_port: u16, trouble_ns: u64) -> Record {

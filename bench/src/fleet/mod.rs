@@ -21,11 +21,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
-
-use crate::procstat::{machine_busy_s, proc_cpu_s, vm_kib};
 use contender::Contender;
 use scenario::Scenario;
 use tally::Tally;
+
+use crate::procstat::{machine_busy_s, proc_cpu_s, vm_kib};
 
 /// What the run measured besides the scenarios: the sizing and the machine's load.
 pub(crate) struct Machine {

@@ -7,9 +7,8 @@
 //! which prints one `kernel-matrix:` line: `cargo xtask test --kernel` collects those lines
 //! from every guest into docs/KERNELS.md, and a feature no test reported fails the matrix.
 
-use serde_json::json;
-
 pub use lifeline_common::features::{self, Feature};
+use serde_json::json;
 
 /// The running kernel's release, e.g. `5.10.0-46-cloud-amd64`.
 #[must_use]

@@ -14,12 +14,13 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use anyhow::{Context, Result, ensure};
+
 use crate::assertions::metrics::{parse, scrape};
 use crate::infra::kernel::{self, features};
 use crate::scenarios::idle_lab::{SERVER, agent_of, wait_armed};
 use crate::scenarios::scenario::Setup;
 use crate::{Client, mono_ms, wait_until};
-use anyhow::{Context, Result, ensure};
 
 const METRIC: &str = "lifeline_probe_unanswered_news_total";
 /// `--silent-probes` 12 - 2: from the 11th probe in a row, each one is news again.

@@ -19,7 +19,6 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, bail};
-
 use graph::Graph;
 use resolve::Module;
 use rules::{OnlyFrom, show};

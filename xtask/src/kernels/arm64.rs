@@ -14,8 +14,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{apt::Apt, fetch::Kernel, initrd_arm64, vm::Run};
 use anyhow::{Context as _, Result, bail};
+
+use super::{apt::Apt, fetch::Kernel, initrd_arm64, vm::Run};
 
 /// `check` loads the probe once and calibrates; under TCG that takes well under a minute.
 const GUEST_DEADLINE: Duration = Duration::from_mins(5);

@@ -14,13 +14,13 @@ use std::{
 };
 
 pub(crate) use tcp_info::TcpInfo;
-
-use crate::judge::Cookie;
 pub(crate) use wire::{CgroupId, DiagSock};
 use wire::{
     NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDRLEN, SOCK_DESTROY,
     SOCK_DIAG_BY_FAMILY, family_of, parse_msg, request,
 };
+
+use crate::judge::Cookie;
 
 /// TCP states as a `sock_diag` bitmask.
 pub(crate) const STATE_ESTABLISHED: u32 = 1 << 1;

@@ -1,11 +1,11 @@
 //! The row as the status client reads it back.
 
-use super::*;
 use lifeline_common::{
     SockState,
     watch::{BY_CGROUP, BY_ENDPOINT},
 };
 
+use super::*;
 use crate::{
     endpoint::Standing,
     judge::{Cookie, Mono, Verdict},

@@ -9,9 +9,8 @@ mod table;
 
 pub(crate) use capacity::Capacity;
 pub(crate) use client::{fetch, fetch_within, print_json};
-pub(crate) use table::render;
-
 use serde::{Deserialize, Serialize};
+pub(crate) use table::render;
 
 use crate::report::snapshot::Row;
 

@@ -8,7 +8,6 @@ use std::{collections::HashSet, fs::File, os::unix::fs::MetadataExt as _, path::
 use anyhow::{Context as _, Result, anyhow, bail};
 
 use crate::kernel::diag::CgroupId;
-
 pub(crate) use crate::watch::cgroup::root::cgroup2_mount;
 
 /// Open a cgroup directory (the hierarchy's root, where the probe attaches), checking that

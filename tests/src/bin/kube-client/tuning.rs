@@ -11,13 +11,12 @@
 
 use std::time::Duration;
 
+use http_body_util::Empty;
 use hyper::body::Bytes;
 use hyper::client::conn::http2::{self, Connection, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use lifeline_tests::parse_duration;
 use tokio::net::TcpStream;
-
-use http_body_util::Empty;
 
 type Io = TokioIo<TcpStream>;
 type Pair = (

@@ -24,7 +24,6 @@ use aya::{
     programs::SchedClassifier,
 };
 use lifeline_common::{hooks::Hook, maps, poke::Poke};
-
 pub(crate) use reach::Reach;
 pub(crate) use status::{FastState, FastStatus};
 
