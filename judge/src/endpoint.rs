@@ -114,11 +114,20 @@ pub(crate) fn endpoint_reason(
         Membership::Leaving { rotates, .. } => !rotates,
         _ => left.is_some(),
     };
-    // Trouble asks what the path does now, after the socket last heard from its peer.
+    // Trouble asks what the path does now: since this trouble episode began, when the kernel
+    // has one on (its first retransmission), else since the socket last heard from its peer.
+    // The episode's start, not the socket's life: the probe's answer is also what tells the
+    // kernel the path works (`PATH_ALIVE`), which keeps this socket's linear timeouts on for
+    // the episode only when it came after its start; an answer from just before (another
+    // socket's episode, moments earlier) would leave them off and its evidence slow.
     if trouble {
         call.probe = Some(ProbeAsk {
             why: "trouble on a watched socket",
-            after: info.map(|i| life(i, at)),
+            after: s
+                .rec
+                .trouble
+                .map(|t| t + SLACK)
+                .or_else(|| info.map(|i| life(i, at))),
         });
     } else if left.is_some() {
         call.probe = Some(ProbeAsk {

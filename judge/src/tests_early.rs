@@ -227,3 +227,45 @@ fn trouble_with_the_peer_in_the_set_or_under_on_orphan_log_is_no_early_kill() {
         );
     }
 }
+
+#[test]
+fn trouble_asks_for_a_probe_begun_after_its_episode_began_not_after_its_last_ack() {
+    // The socket last heard from its peer at 96 s; its trouble episode (the kernel's first
+    // retransmission) began at 99 s. A probe begun at 97 s, for another socket's episode,
+    // says nothing about the path since 99 s: it must not answer this ask, else the
+    // kernel keeps this socket's linear timeouts off and its evidence comes at the
+    // exponential schedule (the flow-only bench row, five clients per lab).
+    let at = Mono::from_secs(100);
+    let r = Record {
+        trouble: Some(Mono::from_secs(99)),
+        ..rec()
+    };
+    let in_set = member(Membership::InSet);
+    let s = Socket {
+        member: Some(&in_set),
+        ..sock(&r)
+    };
+    let info = TcpInfo {
+        state: 1,
+        unacked: 1,
+        retransmits: 1,
+        last_ack_recv_ms: 4_000,
+        ..TcpInfo::default()
+    };
+    let mut j = Judge::new(settings(), None);
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&info), at);
+    let after = call.probe.and_then(|p| p.after).expect("a probe asked for");
+    assert!(after > Mono::from_secs(99), "{after:?}");
+    // Without an episode on (keepalive probes out), since its last sign of life.
+    let quiet = rec();
+    let s = Socket {
+        member: Some(&in_set),
+        ..sock(&quiet)
+    };
+    let silent = TcpInfo {
+        last_data_recv_ms: 5_000,
+        ..probed(5_000)
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&silent), at);
+    assert_eq!(call.probe.and_then(|p| p.after), Some(Mono::from_secs(95)));
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{
     count::Counts,
-    decided::{Class, Decided, Did},
+    decided::{Decided, DecisionAction, OutcomeClass},
 };
 use crate::judge::{Action, Budget, Kill, Outcome, Reason, Record, TcpInfo, Trouble, Verdict};
 
@@ -26,9 +26,9 @@ pub(crate) fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: 
         },
         _ => String::new(),
     };
-    let did = Did::from(action);
+    let did = DecisionAction::from(action);
     let action = did.label();
-    let class = Class::from(outcome);
+    let class = OutcomeClass::from(outcome);
     let outcome = outcome.label();
     let outcome = outcome.as_ref();
     let r = &ev.rec;
@@ -168,8 +168,8 @@ pub(crate) fn log_orphan_report(
     let orphaned_for_ms = u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX);
     let d = Decided {
         verdict: "orphaned",
-        did: Did::Nothing,
-        class: Class::Policy,
+        did: DecisionAction::Nothing,
+        class: OutcomeClass::Policy,
         trouble_age_ms: 0,
     };
     counts.count(&d);

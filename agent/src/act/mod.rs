@@ -10,7 +10,7 @@ mod log;
 pub(crate) mod owner;
 
 pub(crate) use count::Counts;
-pub(crate) use decided::{Class, Decided, Did};
+pub(crate) use decided::{Decided, DecisionAction, OutcomeClass};
 pub(crate) use log::{log_decision, log_orphan_report};
 
 use crate::{

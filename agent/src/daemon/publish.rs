@@ -9,7 +9,7 @@ use lifeline_common::config::stats;
 
 use super::Daemon;
 use crate::{
-    act::{Class, Decided, Did},
+    act::{Decided, DecisionAction, OutcomeClass},
     judge::{Cookie, Record},
     report::status::{Capacity, Snapshot},
 };
@@ -69,8 +69,8 @@ impl Daemon {
         if self.tracked.tell_unreadable(cookie) {
             let d = Decided {
                 verdict: "unknown",
-                did: Did::Nothing,
-                class: Class::Unreadable,
+                did: DecisionAction::Nothing,
+                class: OutcomeClass::Unreadable,
                 trouble_age_ms: 0,
             };
             self.counts.count(&d);

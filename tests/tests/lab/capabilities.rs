@@ -4,30 +4,19 @@
 //! finds the running kubelet's kubeconfig although it may not read kubelet's /proc/PID/ns.
 //! The agent runs through a `setpriv` wrapper passed to it explicitly (`AgentArgs::bin`).
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use lifeline_tests::fixtures::confined;
 use lifeline_tests::fixtures::fake_kubelet::kubeconfig;
 use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
 use lifeline_tests::{Agent, AgentArgs, FakeKubelet, TempDir, require_root};
 
-const CAPS: &str = "+bpf,+perfmon,+net_admin";
-
 #[test]
 fn three_capabilities_suffice() -> Result<()> {
     require_root();
-    let real = lifeline_tests::infra::paths::lifeline()?;
     let dir = TempDir::new()?;
-    let wrapper = dir.path().join("lifeline");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nexec setpriv --bounding-set=-all,{CAPS} --inh-caps=-all -- {} \"$@\"\n",
-            real.display()
-        ),
-    )?;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
+    let wrapper = confined::wrapper(dir.path())?;
 
     let s = Setup::new()?;
     let args = AgentArgs {

@@ -8,10 +8,10 @@
 //! iterator) the documented degradation is asserted instead: one warning naming
 //! `CAP_SYSLOG` and the iterator, unless fentry itself loads (then the news come as above).
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 use anyhow::{Context as _, Result, ensure};
+use lifeline_tests::fixtures::confined;
 use lifeline_tests::infra::kernel::{self, features};
 use lifeline_tests::scenarios::idle_lab::agent_of;
 use lifeline_tests::scenarios::scenario::Setup;
@@ -20,24 +20,13 @@ use lifeline_tests::{TempDir, require_root};
 #[test]
 fn a_confined_agent_learns_the_keepalive_timer_and_reports_unanswered_probes() -> Result<()> {
     require_root();
-    let real = lifeline_tests::infra::paths::lifeline()?;
     let dir = TempDir::new()?;
-    let wrapper = dir.path().join("lifeline");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nexec setpriv --bounding-set=-all,+bpf,+perfmon,+net_admin --inh-caps=-all -- {} \"$@\"\n",
-            real.display()
-        ),
-    )?;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
+    let wrapper = confined::wrapper(dir.path())?;
     // What the wrapped agent sees: no addresses (else this test would not test the fallback).
     let out = lifeline_tests::infra::cmd::output(
         std::process::Command::new("setpriv")
-            .args([
-                "--bounding-set=-all,+bpf,+perfmon,+net_admin",
-                "--inh-caps=-all",
-            ])
+            .arg(format!("--bounding-set=-all,{}", confined::CAPS))
+            .arg("--inh-caps=-all")
             .args(["--", "grep", "-w", "tcp_keepalive_timer", "/proc/kallsyms"]),
     )?;
     let line = String::from_utf8_lossy(&out.stdout);

@@ -17,7 +17,7 @@ use super::{
     scope::UnitScope,
 };
 use crate::{
-    act::{Class, Counts, Decided, Did},
+    act::{Counts, Decided, DecisionAction, OutcomeClass},
     judge::{RestartRequest as Request, Stage},
     settings::SystemdBus,
 };
@@ -32,21 +32,21 @@ enum Ended {
     Restarted,
     Failed(String),
     /// Not attempted: `Held` (no healthy endpoint), `RateLimited`, `Backoff`.
-    Declined(Class),
+    Declined(OutcomeClass),
 }
 
 impl Ended {
-    const fn class(&self) -> Class {
+    const fn class(&self) -> OutcomeClass {
         match self {
-            Self::Restarted => Class::Restarted,
-            Self::Failed(_) => Class::Failed,
+            Self::Restarted => OutcomeClass::Restarted,
+            Self::Failed(_) => OutcomeClass::Failed,
             Self::Declined(class) => *class,
         }
     }
 
     fn label(&self) -> Cow<'static, str> {
         match self {
-            Self::Failed(e) => format!("{}: {e}", Class::Failed.label()).into(),
+            Self::Failed(e) => format!("{}: {e}", OutcomeClass::Failed.label()).into(),
             _ => self.class().text().into(),
         }
     }
@@ -109,12 +109,12 @@ impl Restarter {
                 continue;
             }
             if !self.endpoints.is_empty() && self.endpoints.any_accepts().await.is_none() {
-                self.decline(&req, Class::Held, None);
+                self.decline(&req, OutcomeClass::Held, None);
                 continue;
             }
             match policy.gate(Instant::now()) {
-                Gate::RateLimited(d) => self.decline(&req, Class::RateLimited, Some(d)),
-                Gate::Backoff(d) => self.decline(&req, Class::Backoff, Some(d)),
+                Gate::RateLimited(d) => self.decline(&req, OutcomeClass::RateLimited, Some(d)),
+                Gate::Backoff(d) => self.decline(&req, OutcomeClass::Backoff, Some(d)),
                 // The last step before RestartUnit: a kill that recovered meanwhile (while
                 // the connect test above ran) is not restarted.
                 Gate::Go if req.ticket.take() => {
@@ -131,7 +131,7 @@ impl Restarter {
         }
     }
 
-    fn decline(&self, req: &Request, why: Class, retry_in: Option<Duration>) {
+    fn decline(&self, req: &Request, why: OutcomeClass, retry_in: Option<Duration>) {
         self.log(req, &Ended::Declined(why), retry_in);
         req.ticket.close();
     }
@@ -199,14 +199,14 @@ impl Restarter {
         );
         self.counts.count(&Decided {
             verdict: r.verdict,
-            did: Did::Restart,
+            did: DecisionAction::Restart,
             class: ended.class(),
             trouble_age_ms: r.trouble_age_ms,
         });
         macro_rules! decision {
             ($lvl:ident) => {
                 tracing::$lvl!(target: "lifeline::decision", peer = %r.peer, local = %r.local, owner_pid = r.owner_pid,
-                    owner_comm = %r.owner_comm, verdict = r.verdict, action = Did::Restart.label(), outcome, reason,
+                    owner_comm = %r.owner_comm, verdict = r.verdict, action = DecisionAction::Restart.label(), outcome, reason,
                     unit, trouble_age_ms = r.trouble_age_ms, retry_in_ms, "{message}")
             };
         }
