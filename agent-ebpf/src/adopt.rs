@@ -38,7 +38,7 @@ const TCP_BPF_SOCK_OPS_CB_FLAGS: i32 = 1008;
 
 /// `struct bpf_iter__tcp` (`net/ipv4/tcp_ipv4.c`): the iterator's context.
 #[repr(C)]
-pub struct IterTcp {
+pub(crate) struct IterTcp {
     meta: *mut c_void,
     sk_common: *mut c_void,
     uid: u32,
@@ -46,7 +46,7 @@ pub struct IterTcp {
 
 #[unsafe(no_mangle)]
 #[unsafe(link_section = "iter/tcp")]
-pub extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
+pub(crate) extern "C" fn lifeline_adopt(ctx: *mut IterTcp) -> i32 {
     // SAFETY: the kernel passes a valid context; `sk_common` may be NULL at the end.
     let sk = unsafe { (*ctx).sk_common };
     if sk.is_null() {

@@ -49,7 +49,7 @@ const MAX_BARE_ACK: u32 = 14 + 60 + 60;
 /// <https://github.com/torvalds/linux/blob/v6.18/net/sched/cls_bpf.c>). `TC_ACT_OK` would
 /// end it: the neighbours' egress datapath (masquerading, host firewall) would be skipped.
 #[classifier]
-pub fn lifeline_probe_byte(ctx: TcContext) -> i32 {
+pub(crate) fn lifeline_probe_byte(ctx: TcContext) -> i32 {
     seen(&ctx);
     let _ = try_probe_byte(&ctx);
     tc::PASS_ON

@@ -17,14 +17,14 @@ use lifeline_common::watch::{CGROUP_PATH_LEN, tracepoint as tp};
 use crate::maps::{PATH_SCRATCH, TARGET_CGROUPS, TARGET_PATHS};
 
 #[tracepoint(category = "cgroup", name = "cgroup_mkdir")]
-pub fn lifeline_cgroup_mkdir(ctx: TracePointContext) -> u32 {
+pub(crate) fn lifeline_cgroup_mkdir(ctx: TracePointContext) -> u32 {
     match try_mkdir(&ctx) {
         Ok(()) | Err(_) => 0,
     }
 }
 
 #[tracepoint(category = "cgroup", name = "cgroup_rmdir")]
-pub fn lifeline_cgroup_rmdir(ctx: TracePointContext) -> u32 {
+pub(crate) fn lifeline_cgroup_rmdir(ctx: TracePointContext) -> u32 {
     match try_rmdir(&ctx) {
         Ok(()) | Err(_) => 0,
     }

@@ -40,7 +40,7 @@ const INT_LEN: i32 = 4;
 const EINVAL: i32 = -22;
 
 /// Reads an int option; `Err(-errno)` when the kernel refuses.
-pub fn get(sk: *mut c_void, level: i32, name: i32) -> Result<i32, i32> {
+pub(crate) fn get(sk: *mut c_void, level: i32, name: i32) -> Result<i32, i32> {
     let mut v: i32 = 0;
     let ptr: *mut i32 = &raw mut v;
     // SAFETY: `ptr` points at a live i32 of INT_LEN bytes; `sk` is the program's socket.
@@ -49,8 +49,8 @@ pub fn get(sk: *mut c_void, level: i32, name: i32) -> Result<i32, i32> {
         clippy::cast_possible_truncation,
         reason = "helpers return 0 or -errno"
     )]
-    // SAFETY: the helper wrote through `ptr`; read it back the same way.
     if ret == 0 {
+        // SAFETY: the helper wrote through `ptr`; read it back the same way.
         Ok(unsafe { ptr.read_volatile() })
     } else {
         Err(ret as i32)
@@ -58,7 +58,7 @@ pub fn get(sk: *mut c_void, level: i32, name: i32) -> Result<i32, i32> {
 }
 
 /// Sets an int option; `Err(-errno)` when the kernel refuses.
-pub fn set(sk: *mut c_void, level: i32, name: i32, value: i32) -> Result<(), i32> {
+pub(crate) fn set(sk: *mut c_void, level: i32, name: i32, value: i32) -> Result<(), i32> {
     let mut v = value;
     let ptr: *mut i32 = &raw mut v;
     // SAFETY: as in `get`.
@@ -105,7 +105,7 @@ fn shorten(sk: *mut c_void, opt: (i32, i32), cur: Option<u32>, want: u32) -> Res
 /// first, `lifeline_common::restore`). Returns `KA_ARMED`, `KA_SET_UNREAD` (armed, but the
 /// kernel could not read the socket's own values), `KA_OFF` (nothing asked for) or the first
 /// negative errno.
-pub fn arm(sk: *mut c_void, out: &mut Keepalive, orig: &mut Original) -> i32 {
+pub(crate) fn arm(sk: *mut c_void, out: &mut Keepalive, orig: &mut Original) -> i32 {
     let Some(want) = KEEPALIVE.get(0) else {
         return KA_OFF;
     };

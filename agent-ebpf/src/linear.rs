@@ -47,7 +47,7 @@ use crate::{
 /// Turns linear timeouts on for `sk` when the agent asked for them, noting the socket's own
 /// setting in `orig` (readable wherever settable, 6.1): `LTO_ARMED`, `LTO_OFF` or the
 /// negative errno.
-pub fn arm(sk: *mut c_void, orig: &mut Original) -> i32 {
+pub(crate) fn arm(sk: *mut c_void, orig: &mut Original) -> i32 {
     if !config_flag(ARM_LINEAR_TIMEOUTS) {
         return LTO_OFF;
     }
@@ -74,7 +74,7 @@ pub fn arm(sk: *mut c_void, orig: &mut Original) -> i32 {
 /// start mark if the congestion control left `snd_ssthresh` infinite, so this RTO and the
 /// next are linear. That mark is noted in the socket's `ORIGINALS` entry: the one change the
 /// restore pass can only report.
-pub fn at_rto(sk: *mut c_void, cookie: u64, s: &mut SockState, snd_ssthresh: u32) {
+pub(crate) fn at_rto(sk: *mut c_void, cookie: u64, s: &mut SockState, snd_ssthresh: u32) {
     /// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
     const INFINITE: u32 = 0x7fff_ffff;
     if s.lto != LTO_ARMED && s.lto != LTO_PAUSED {

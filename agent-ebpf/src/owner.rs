@@ -38,12 +38,12 @@ const ALLOW: i32 = 1;
 const REFUSE: i32 = 0;
 
 #[cgroup_sock_addr(connect4)]
-pub fn lifeline_connect4(ctx: SockAddrContext) -> i32 {
+pub(crate) fn lifeline_connect4(ctx: SockAddrContext) -> i32 {
     record_owner::<false>(&ctx)
 }
 
 #[cgroup_sock_addr(connect6)]
-pub fn lifeline_connect6(ctx: SockAddrContext) -> i32 {
+pub(crate) fn lifeline_connect6(ctx: SockAddrContext) -> i32 {
     record_owner::<true>(&ctx)
 }
 

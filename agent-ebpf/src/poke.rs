@@ -41,12 +41,12 @@ static POKE_LIMIT: Global<u32> = Global::new(0);
 /// Whether fast probes can serve the silent verdict on a socket whose count in force is
 /// `cnt`: only when the kernel does not abort it before `--silent-probes` are unanswered
 /// (`POKE_LIMIT` is that + 2).
-pub fn worth_it(cnt: u32) -> bool {
+pub(crate) fn worth_it(cnt: u32) -> bool {
     cnt + 2 > POKE_LIMIT.load()
 }
 
 /// For the TCP iterator, on every socket it visits.
-pub fn visit(sk: *mut c_void, cookie: u64) {
+pub(crate) fn visit(sk: *mut c_void, cookie: u64) {
     if poke(sk, cookie).is_none() {
         let _ = POKE.remove(cookie);
     }

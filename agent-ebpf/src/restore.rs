@@ -43,7 +43,7 @@ const NO_PROBES_OUT: i32 = -61;
 
 /// The restore pass, for every socket: put each option lifeline changed back to the
 /// application's value; what could not be is noted in `left`.
-pub fn visit(sk: *mut c_void, cookie: u64) {
+pub(crate) fn visit(sk: *mut c_void, cookie: u64) {
     let Some(o) = ORIGINALS.get_ptr_mut(cookie) else {
         return;
     };
@@ -100,7 +100,7 @@ fn put_back(sk: *mut c_void, o: &Original) -> u32 {
 /// Apply the agent's deferral for `cookie`, if it asked for one, and note the result in the
 /// socket's record (`SockState::defer`) and the options it touched in its `ORIGINALS` entry
 /// (so that a restore at stop puts them back too).
-pub fn defer(sk: *mut c_void, cookie: u64) {
+pub(crate) fn defer(sk: *mut c_void, cookie: u64) {
     // Nearly every socket the iterator visits has no entry: one lookup, and out.
     let Some(d) = DEFER.get_ptr(cookie) else {
         return;

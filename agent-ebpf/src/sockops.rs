@@ -49,7 +49,7 @@ const TCP_ESTABLISHED: u8 = 1;
 const BPF_NOEXIST: u64 = 1;
 
 #[sock_ops]
-pub fn lifeline_sockops(ctx: SockOpsContext) -> u32 {
+pub(crate) fn lifeline_sockops(ctx: SockOpsContext) -> u32 {
     match ctx.op() {
         BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB => on_established(&ctx),
         BPF_SOCK_OPS_RTO_CB => on_trouble(&ctx, true),

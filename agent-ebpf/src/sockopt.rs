@@ -39,7 +39,7 @@ const PAGE: i32 = 4096;
 
 /// Linux 5.15 on: only sockets in the agent's network namespace.
 #[cgroup_sockopt(setsockopt)]
-pub fn lifeline_setsockopt(ctx: SockoptContext) -> i32 {
+pub(crate) fn lifeline_setsockopt(ctx: SockoptContext) -> i32 {
     run::<true>(&ctx)
 }
 
@@ -47,7 +47,7 @@ pub fn lifeline_setsockopt(ctx: SockoptContext) -> i32 {
 /// another namespace with the very addresses and ports of a watched one would be merged too
 /// (keepalive only, and only ever stricter).
 #[cgroup_sockopt(setsockopt)]
-pub fn lifeline_setsockopt_any_netns(ctx: SockoptContext) -> i32 {
+pub(crate) fn lifeline_setsockopt_any_netns(ctx: SockoptContext) -> i32 {
     run::<false>(&ctx)
 }
 

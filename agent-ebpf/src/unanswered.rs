@@ -68,16 +68,16 @@ static SK_TIMER_OFFSET: Global<u32> = Global::new(0);
 static KEEPALIVE_TIMER: Global<u64> = Global::new(0);
 /// `lifeline_common::globals::FAST_INTERVAL_NS`; 0: fast probes off, no phase opens.
 #[unsafe(no_mangle)]
-pub static FAST_INTERVAL_NS: Global<u64> = Global::new(0);
+pub(crate) static FAST_INTERVAL_NS: Global<u64> = Global::new(0);
 
 /// `lifeline_common::keepalive_fn`: the agent's socket's cookie, and the address the TCP
 /// iterator read from it (0 until it has).
 #[map]
-pub static KEEPALIVE_FN: Array<u64> = Array::with_max_entries(keepalive_fn::LEN, 0);
+pub(crate) static KEEPALIVE_FN: Array<u64> = Array::with_max_entries(keepalive_fn::LEN, 0);
 
 /// For the TCP iterator, on every socket it visits: when `sk` is the agent's own socket,
 /// keep its keepalive timer's function.
-pub fn learn_keepalive_timer(sk: *const u8, cookie: u64) {
+pub(crate) fn learn_keepalive_timer(sk: *const u8, cookie: u64) {
     let ours = KEEPALIVE_FN.get(keepalive_fn::COOKIE).copied();
     if cookie == 0 || ours != Some(cookie) {
         return;
@@ -93,7 +93,7 @@ pub fn learn_keepalive_timer(sk: *const u8, cookie: u64) {
 }
 
 #[fentry(function = "tcp_write_wakeup")]
-pub fn lifeline_unanswered(ctx: FEntryContext) -> u32 {
+pub(crate) fn lifeline_unanswered(ctx: FEntryContext) -> u32 {
     let _ = report(ctx.arg(0));
     0
 }
@@ -102,7 +102,7 @@ pub fn lifeline_unanswered(ctx: FEntryContext) -> u32 {
 /// (<https://github.com/torvalds/linux/blob/v6.18/include/trace/events/timer.h>), run by
 /// `expire_timers()` right before `timer->function(timer)`.
 #[btf_tracepoint(function = "timer_expire_entry")]
-pub fn lifeline_unanswered_timer(ctx: BtfTracePointContext) -> u32 {
+pub(crate) fn lifeline_unanswered_timer(ctx: BtfTracePointContext) -> u32 {
     let _ = try_timer(&ctx);
     0
 }
@@ -172,7 +172,7 @@ fn report(sk: *const u8) -> Option<()> {
 
 /// `icsk_probes_out` of a socket the kernel handed the program (the TCP iterator's): keepalive
 /// probes sent since the peer last answered.
-pub fn probes_out(sk: *const u8) -> Option<u8> {
+pub(crate) fn probes_out(sk: *const u8) -> Option<u8> {
     match PROBES_OUT_OFFSET.load() {
         0 => None,
         at => read(sk, at),

@@ -14,9 +14,9 @@ mod settings;
 mod watch;
 
 // The judge is its own crate, so the compiler keeps it pure; the agent names it as a stage.
-use lifeline_judge as judge;
-
 use std::process::ExitCode;
+
+use lifeline_judge as judge;
 
 /// The whole `lifeline` command: parse `args` (with the program name first), run the
 /// subcommand, and turn every failure into one line on stderr and an exit code.

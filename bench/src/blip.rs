@@ -7,15 +7,15 @@
 //!
 //! The blip strikes at a random moment of every client's heartbeat cycle (the trial's random
 //! delay before the fault, and the clients' start-up stagger over one interval), so a row is
-//! a distribution over phases, not one lucky phase. (`tests/tests/blip.rs` pins the phase
+//! a distribution over phases, not one lucky phase. (`tests/tests/lab/blip.rs` pins the phase
 //! instead, to compare two runs at the same moment of the retransmission schedule.)
 
 use std::time::Duration;
 
 use anyhow::Result;
-use lifeline_tests::client::ClientEvent;
-use lifeline_tests::decision::Decision;
-use lifeline_tests::kube::connections;
+use lifeline_tests::assertions::decision::Decision;
+use lifeline_tests::fixtures::client::ClientEvent;
+use lifeline_tests::fixtures::kube::connections;
 use lifeline_tests::{Agent, ApiLab, api, mono_ms};
 use serde_json::Value;
 
@@ -34,7 +34,7 @@ const AFTER_SERVED: Duration = Duration::from_secs(2);
 const STEP: Duration = Duration::from_millis(100);
 
 /// What the blip's loop works with besides the trials.
-pub struct Watch<'a> {
+pub(crate) struct Watch<'a> {
     pub lab: &'a ApiLab,
     /// The clients' command line (for the dig script's restarts).
     pub args: &'a [String],
@@ -49,7 +49,7 @@ pub struct Watch<'a> {
 /// # Errors
 /// When nft refuses a rule, or on Ctrl-C (the lab's namespaces, rules with them, go when
 /// the caller drops the lab).
-pub fn strike(w: Watch, spec: BlipSpec, slots: &mut [Slot]) -> Result<Vec<TrialResult>> {
+pub(crate) fn strike(w: Watch, spec: BlipSpec, slots: &mut [Slot]) -> Result<Vec<TrialResult>> {
     let Watch {
         lab,
         args,

@@ -8,7 +8,7 @@ use crate::stats::{Summary, secs, summarize};
 
 /// Over a cell's trials.
 #[derive(Clone, Copy, Debug)]
-pub struct BlipSummary {
+pub(crate) struct BlipSummary {
     /// The blip's start to served again (ms), p50 / p90 / max.
     pub served: Summary,
     /// Re-dials, all trials together (a fleet's reconnects per node per blip, summed).
@@ -25,13 +25,13 @@ pub struct BlipSummary {
 impl BlipSummary {
     /// Re-dials per trial, the mean.
     #[must_use]
-    pub fn redials_per_trial(&self) -> f64 {
+    pub(crate) fn redials_per_trial(&self) -> f64 {
         f64::from(self.redials) / f64::from(u32::try_from(self.served.n.max(1)).unwrap_or(1))
     }
 
     /// The progress line of one lab.
     #[must_use]
-    pub fn progress(&self, cap: Duration) -> String {
+    pub(crate) fn progress(&self, cap: Duration) -> String {
         format!(
             "{} trials, served again p50 {} s, p90 {} s, max {} s, re-dials {} (lifeline kills {}, own closes {}, script restarts {})",
             self.served.n,
@@ -48,7 +48,7 @@ impl BlipSummary {
 
 /// The blip numbers of `trials`; None when none is a blip trial.
 #[must_use]
-pub fn summarize_blips(trials: &[TrialResult]) -> Option<BlipSummary> {
+pub(crate) fn summarize_blips(trials: &[TrialResult]) -> Option<BlipSummary> {
     let blips: Vec<_> = trials.iter().filter_map(|t| t.blip).collect();
     if blips.is_empty() {
         return None;

@@ -12,7 +12,7 @@ use crate::matrix::Cell;
 const SERVED_MARGIN_S: f64 = 0.5;
 
 /// (what, measured, limit, unit) per target; a row not in the run has none.
-pub fn rows(cells: &[Cell], cap_s: f64) -> Vec<(String, Option<f64>, f64, &'static str)> {
+pub(crate) fn rows(cells: &[Cell], cap_s: f64) -> Vec<(String, Option<f64>, f64, &'static str)> {
     let mut out = Vec::new();
     for scenario in Scenario::ALL {
         let Some(spec) = scenario.blip() else {

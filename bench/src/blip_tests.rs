@@ -1,6 +1,6 @@
 //! How a blip trial's events become its numbers.
 
-use lifeline_tests::client::ClientEvent;
+use lifeline_tests::fixtures::client::ClientEvent;
 use serde_json::{Value, json};
 
 use super::{own_close, served_again};

@@ -12,14 +12,14 @@ use lifeline_common::hooks::Hook;
 use serde_json::Value;
 
 /// `kernel.bpf_stats_enabled` set to 1 while this lives, then put back as it was.
-pub struct StatsOn {
+pub(crate) struct StatsOn {
     before: String,
 }
 
 const SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
 
 impl StatsOn {
-    pub fn new() -> Result<Self> {
+    pub(crate) fn new() -> Result<Self> {
         let before = std::fs::read_to_string(SYSCTL).context("reading bpf_stats_enabled")?;
         std::fs::write(SYSCTL, "1").context("enabling kernel.bpf_stats_enabled")?;
         Ok(Self {
@@ -36,14 +36,14 @@ impl Drop for StatsOn {
 
 /// One hook's runs over a measured interval.
 #[derive(Clone, Debug, Default)]
-pub struct Runs {
+pub(crate) struct Runs {
     pub count: u64,
     pub ns: u64,
 }
 
 impl Runs {
     #[expect(clippy::cast_precision_loss, reason = "nanoseconds for display")]
-    pub fn ns_per_run(&self) -> Option<f64> {
+    pub(crate) fn ns_per_run(&self) -> Option<f64> {
         (self.count > 0).then(|| self.ns as f64 / self.count as f64)
     }
 }
@@ -51,9 +51,9 @@ impl Runs {
 /// The agent's programs on the cgroup root, by attach type (`cgroup_sock_ops`,
 /// `cgroup_inet4_connect`, ...), and its unanswered-probe hook (`UNANSWERED`: the fentry
 /// program and its tracepoint fallback, whichever is attached), with their ids.
-pub fn hooks(pid: u32) -> Result<BTreeMap<String, Vec<u32>>> {
+pub(crate) fn hooks(pid: u32) -> Result<BTreeMap<String, Vec<u32>>> {
     let root = lifeline_tests::cgroup2_mount()?;
-    let out = lifeline_tests::cmd::output(
+    let out = lifeline_tests::infra::cmd::output(
         std::process::Command::new("bpftool")
             .args(["cgroup", "show", "-j"])
             .arg(&root),
@@ -84,14 +84,14 @@ pub fn hooks(pid: u32) -> Result<BTreeMap<String, Vec<u32>>> {
 }
 
 /// The key of the unanswered-probe hook in `hooks`.
-pub const UNANSWERED: &str = "unanswered";
+pub(crate) const UNANSWERED: &str = "unanswered";
 
 fn name(id: u32) -> Result<String> {
     Ok(show(id)?["name"].as_str().unwrap_or_default().to_owned())
 }
 
 fn show(id: u32) -> Result<Value> {
-    let out = lifeline_tests::cmd::output(std::process::Command::new("bpftool").args([
+    let out = lifeline_tests::infra::cmd::output(std::process::Command::new("bpftool").args([
         "prog",
         "show",
         "id",
@@ -128,7 +128,7 @@ fn read(ids: &[u32]) -> Result<Runs> {
 }
 
 /// Each hook's runs while `work` runs (stats must be on).
-pub fn during<T>(
+pub(crate) fn during<T>(
     hooks: &BTreeMap<String, Vec<u32>>,
     work: impl FnOnce() -> Result<T>,
 ) -> Result<(BTreeMap<String, Runs>, T)> {
@@ -152,6 +152,6 @@ pub fn during<T>(
 }
 
 /// A pause long enough for a callback still in flight to be counted.
-pub fn settle() {
+pub(crate) fn settle() {
     std::thread::sleep(Duration::from_millis(200));
 }

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use lifeline_tests::api;
-use lifeline_tests::proxy::ProxyKind;
+use lifeline_tests::fixtures::proxy::ProxyKind;
 
 /// The rows. The doc comments are `--scenario`'s help; its values are the kebab-case names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -165,7 +165,7 @@ impl Scenario {
         }
     }
 
-    /// The node-local proxy the client dials, if any (`lifeline_tests::proxy`).
+    /// The node-local proxy the client dials, if any (`lifeline_tests::fixtures::proxy`).
     pub fn proxy(self) -> Option<ProxyKind> {
         match self {
             Self::ProxyNginx => Some(ProxyKind::Nginx),

@@ -26,7 +26,7 @@ const COLORS: [RGBColor; 6] = [
     clippy::cast_precision_loss,
     reason = "seconds and small indexes for drawing"
 )]
-pub fn draw(path: &Path, cells: &[Cell], cap: Duration) -> Result<()> {
+pub(crate) fn draw(path: &Path, cells: &[Cell], cap: Duration) -> Result<()> {
     let cap_s = cap.as_secs_f64();
     let root = SVGBackend::new(path, (1200, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::procstat::{machine_busy_s, sample};
 use crate::socklab::{CHURN, IPERF, SockLab, bench_exe};
 
-pub struct Round {
+pub(crate) struct Round {
     pub agent_on: bool,
     /// The bulk flow itself watched (from the watched cgroup) or not (from outside it).
     pub watched: bool,
@@ -19,7 +19,7 @@ pub struct Round {
     pub cpu_s_per_gb: f64,
 }
 
-pub struct Cost {
+pub(crate) struct Cost {
     pub rounds: Vec<Round>,
     pub iperf_secs: u64,
     pub ready: Vec<Duration>,
@@ -30,7 +30,7 @@ pub struct Cost {
     pub churn_rate: f64,
 }
 
-pub fn run(quick: bool) -> Result<Cost> {
+pub(crate) fn run(quick: bool) -> Result<Cost> {
     println!("cost: 1,000 watched and 10,000 unwatched connections, iperf3 with lifeline off/on");
     let (pairs, secs) = if quick { (1, 5) } else { (6, 8) };
     let mut l = SockLab::new()?;
@@ -85,7 +85,7 @@ pub fn run(quick: bool) -> Result<Cost> {
 
 /// One iperf3 run to port 6443, from the watched cgroup (a watched socket, the worst case)
 /// or from outside it (must cost nothing).
-pub fn iperf(l: &SockLab, secs: u64, agent_on: bool, watched: bool) -> Result<Round> {
+pub(crate) fn iperf(l: &SockLab, secs: u64, agent_on: bool, watched: bool) -> Result<Round> {
     let t = secs.to_string();
     let args = ["-c", IPERF, "-p", "6443", "-t", &t, "-J"];
     let mut cmd = if watched {
@@ -95,7 +95,7 @@ pub fn iperf(l: &SockLab, secs: u64, agent_on: bool, watched: bool) -> Result<Ro
         l.lab.client.command("iperf3", &args)
     };
     let busy0 = machine_busy_s()?;
-    let out = lifeline_tests::cmd::output(&mut cmd)?;
+    let out = lifeline_tests::infra::cmd::output(&mut cmd)?;
     let busy = machine_busy_s()? - busy0;
     anyhow::ensure!(
         out.status.success(),

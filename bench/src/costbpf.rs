@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::bpfstats::{self, Runs, StatsOn};
 use crate::socklab::{CHURN, SockLab, bench_exe};
 
-pub struct Flow {
+pub(crate) struct Flow {
     pub what: String,
     /// GB received, for a bulk flow; connects made, for churn.
     pub gb: Option<f64>,
@@ -21,12 +21,12 @@ pub struct Flow {
     pub runs: BTreeMap<String, Runs>,
 }
 
-pub struct BpfCost {
+pub(crate) struct BpfCost {
     pub flows: Vec<Flow>,
     pub secs: u64,
 }
 
-pub fn run(quick: bool) -> Result<BpfCost> {
+pub(crate) fn run(quick: bool) -> Result<BpfCost> {
     println!("cost: each hook's runs with kernel.bpf_stats_enabled=1");
     let secs = if quick { 3 } else { 5 };
     let mut l = SockLab::new()?;

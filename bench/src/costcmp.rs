@@ -5,7 +5,7 @@
 
 use crate::cost::{Cost, Round};
 
-pub struct Compare {
+pub(crate) struct Compare {
     pub off: f64,
     pub on: f64,
     /// Median over the pairs of on / off.
@@ -15,7 +15,7 @@ pub struct Compare {
 }
 
 #[expect(clippy::cast_precision_loss, reason = "a handful of rounds")]
-pub fn compare(c: &Cost, watched: bool, f: fn(&Round) -> f64) -> Compare {
+pub(crate) fn compare(c: &Cost, watched: bool, f: fn(&Round) -> f64) -> Compare {
     let rounds: Vec<&Round> = c.rounds.iter().filter(|r| r.watched == watched).collect();
     let pick = |on: bool| -> Vec<f64> {
         rounds

@@ -40,7 +40,7 @@ pub enum Helper {
     },
 }
 
-pub fn run(h: Helper) -> ExitCode {
+pub(crate) fn run(h: Helper) -> ExitCode {
     raise_fd_limit();
     let res = match h {
         Helper::Sink {

@@ -1,7 +1,7 @@
 //! The machine the numbers come from, for the report.
 
 /// `uname -a`, cores, memory and CPU model, as lines for the report.
-pub fn describe() -> Vec<String> {
+pub(crate) fn describe() -> Vec<String> {
     let uname = std::process::Command::new("uname")
         .arg("-a")
         .output()

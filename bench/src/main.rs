@@ -109,7 +109,7 @@ fn main() -> ExitCode {
     if let Some(h) = args.helper {
         return hold::run(h);
     }
-    if !lifeline_tests::util::is_root() {
+    if !lifeline_tests::infra::util::is_root() {
         eprintln!(
             "lab-bench: error: needs root (namespaces, nftables, eBPF); run `cargo xtask bench` as root"
         );
@@ -166,7 +166,7 @@ fn bench(args: &Args) -> anyhow::Result<()> {
         (cost, bpf, Some(scale::run()))
     };
     let out = args.out.clone().unwrap_or_else(|| {
-        let ws = lifeline_tests::paths::workspace();
+        let ws = lifeline_tests::infra::paths::workspace();
         if args.quick || plan.is_subset() {
             ws.join("target/bench")
         } else {

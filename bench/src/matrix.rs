@@ -9,7 +9,7 @@ use crate::measure::TrialResult;
 use crate::stats::{secs, summarize};
 use crate::trial::{LabJob, run};
 
-pub struct Cell {
+pub(crate) struct Cell {
     pub scenario: Scenario,
     pub contender: Contender,
     pub trials: Vec<TrialResult>,
@@ -17,7 +17,7 @@ pub struct Cell {
     pub errors: Vec<String>,
 }
 
-pub struct Plan {
+pub(crate) struct Plan {
     /// `--trials`; None: each scenario's default.
     pub trials: Option<usize>,
     pub quick: bool,
@@ -27,18 +27,18 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn trials(&self, scenario: Scenario) -> usize {
+    pub(crate) fn trials(&self, scenario: Scenario) -> usize {
         self.trials
             .unwrap_or_else(|| scenario.default_trials(self.quick))
     }
 
     /// Whether only some rows run (`--scenario`): no targets, no cost, no scale.
-    pub fn is_subset(&self) -> bool {
+    pub(crate) fn is_subset(&self) -> bool {
         Scenario::ALL.iter().any(|s| !self.scenarios.contains(s))
     }
 
     /// "20 trials per cell", with the rows that run fewer named.
-    pub fn trials_text(&self) -> String {
+    pub(crate) fn trials_text(&self) -> String {
         let counts: Vec<usize> = self.scenarios.iter().map(|&s| self.trials(s)).collect();
         let most = counts
             .iter()
@@ -86,7 +86,7 @@ fn jobs(plan: &Plan) -> Vec<LabJob> {
 
 /// Runs every lab; returns the cells and how busy the machine was meanwhile (% of all cores),
 /// the evidence that the labs side by side did not starve each other.
-pub fn run_matrix(plan: &Plan) -> (Vec<Cell>, f64) {
+pub(crate) fn run_matrix(plan: &Plan) -> (Vec<Cell>, f64) {
     let busy0 = crate::procstat::machine_busy_s().unwrap_or(0.0);
     let jobs = jobs(plan);
     let total = jobs.len();

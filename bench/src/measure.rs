@@ -7,24 +7,24 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::client::ClientEvent;
-use lifeline_tests::kube::{Connection, connections, outage};
-use lifeline_tests::kubelet_unit;
-use lifeline_tests::systemd::UserManager;
+use lifeline_tests::fixtures::client::ClientEvent;
+use lifeline_tests::fixtures::kube::{Connection, connections, outage};
+use lifeline_tests::fixtures::kubelet_unit;
+use lifeline_tests::infra::systemd::UserManager;
 use lifeline_tests::{Agent, Client, wait_until};
 
 use crate::cells::Scenario;
 
 /// One trial: the client and, when the dig script restarted it, its successors; or the
 /// client of a `kubelet.service` unit.
-pub struct Slot {
+pub(crate) struct Slot {
     pub source: Source,
     pub fault_ms: u64,
     pub restarted_ms: Option<u64>,
 }
 
 /// Where a trial's client runs.
-pub enum Source {
+pub(crate) enum Source {
     /// Started by the bench; after the first, the dig script's restarts of it.
     Procs(Vec<Client>),
     /// `kubelet.service` of its own manager (dropped with the slot: the unit stops and the
@@ -38,7 +38,7 @@ pub enum Source {
 
 /// Milliseconds; None: not within the cap.
 #[derive(Clone, Copy, Debug)]
-pub struct TrialResult {
+pub(crate) struct TrialResult {
     pub detection_ms: Option<u64>,
     pub outage_ms: Option<u64>,
     /// A blip row's numbers (`crate::blip`); None for the rows whose fault stays.
@@ -47,7 +47,7 @@ pub struct TrialResult {
 
 /// What one client lived through in a blip row.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BlipTrial {
+pub(crate) struct BlipTrial {
     /// The blip's start to the client's first success after it; None: not within the cap.
     pub served_again_ms: Option<u64>,
     /// Connections the client made after the blip began: each replaced one that would have
@@ -63,7 +63,7 @@ pub struct BlipTrial {
 }
 
 /// The event that proves the client works: a heartbeat answered, or a watch event.
-pub fn success_kind(scenario: Scenario) -> &'static str {
+pub(crate) fn success_kind(scenario: Scenario) -> &'static str {
     if scenario.heartbeat().is_some() {
         "ok"
     } else {
@@ -72,11 +72,11 @@ pub fn success_kind(scenario: Scenario) -> &'static str {
 }
 
 impl Slot {
-    pub fn new(client: Client) -> Self {
+    pub(crate) fn new(client: Client) -> Self {
         Self::of(Source::Procs(vec![client]))
     }
 
-    pub fn of(source: Source) -> Self {
+    pub(crate) fn of(source: Source) -> Self {
         Self {
             source,
             fault_ms: 0,
@@ -85,7 +85,7 @@ impl Slot {
     }
 
     /// Every generation's events, in time order.
-    pub fn events(&self) -> Vec<ClientEvent> {
+    pub(crate) fn events(&self) -> Vec<ClientEvent> {
         match &self.source {
             Source::Procs(gens) => {
                 let mut all: Vec<ClientEvent> = gens.iter().flat_map(Client::events).collect();
@@ -97,7 +97,7 @@ impl Slot {
     }
 
     /// How many times the dig script restarted the client (its generations after the first).
-    pub fn restarts(&self) -> usize {
+    pub(crate) fn restarts(&self) -> usize {
         match &self.source {
             Source::Procs(gens) => gens.len().saturating_sub(1),
             Source::Unit { .. } => 0,
@@ -121,12 +121,12 @@ impl Slot {
     }
 
     /// The connections of the client that met the fault, oldest first.
-    pub fn connections(&self) -> Vec<Connection> {
+    pub(crate) fn connections(&self) -> Vec<Connection> {
         connections(&self.first_events())
     }
 
     /// Waits (bounded) for the first client's event matching `pred`.
-    pub fn wait_event(
+    pub(crate) fn wait_event(
         &self,
         what: &str,
         timeout: Duration,
@@ -151,13 +151,13 @@ impl Slot {
     }
 
     /// Back: a success on a connection made after the fault.
-    pub fn done(&self, scenario: Scenario) -> bool {
+    pub(crate) fn done(&self, scenario: Scenario) -> bool {
         outage(&self.events(), success_kind(scenario), self.fault_ms)
             .first_back
             .is_some()
     }
 
-    pub fn result(&self, scenario: Scenario, cap: Duration) -> TrialResult {
+    pub(crate) fn result(&self, scenario: Scenario, cap: Duration) -> TrialResult {
         let cap_ms = u64::try_from(cap.as_millis()).unwrap_or(u64::MAX);
         let within = |ms: u64| Some(ms).filter(|&m| m <= cap_ms);
         let failed = self
@@ -182,7 +182,7 @@ impl Slot {
 
 /// What the agent decided, counted: `verdict/action/outcome x N`, for the report's notes
 /// (a rate-limited or held kill explains a slow trial).
-pub fn agent_notes(agent: &Agent) -> Vec<String> {
+pub(crate) fn agent_notes(agent: &Agent) -> Vec<String> {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for d in agent.decisions() {
         *counts
@@ -196,7 +196,7 @@ pub fn agent_notes(agent: &Agent) -> Vec<String> {
 }
 
 /// The agent's decision counts over all labs of a cell: `verdict/action/outcome xN` summed.
-pub fn merged(notes: &[String]) -> Vec<String> {
+pub(crate) fn merged(notes: &[String]) -> Vec<String> {
     let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for n in notes {
         if let Some((what, k)) = n.rsplit_once(" x") {

@@ -6,18 +6,18 @@ use anyhow::Result;
 use crate::{Args, cost, costbpf, pool, report, scale, sections, soak, soak_report};
 
 fn docs() -> std::path::PathBuf {
-    lifeline_tests::paths::workspace().join("docs")
+    lifeline_tests::infra::paths::workspace().join("docs")
 }
 
 /// The loss soak: its section of docs/BENCHMARKS.md (a shortened run: of
 /// target/bench/BENCHMARKS.md).
-pub fn soak(args: &Args) -> Result<()> {
+pub(crate) fn soak(args: &Args) -> Result<()> {
     let minutes = args.soak_minutes.unwrap_or(30);
     let soak = soak::run(minutes)?;
     let dir = if minutes == 30 {
         docs()
     } else {
-        lifeline_tests::paths::workspace().join("target/bench")
+        lifeline_tests::infra::paths::workspace().join("target/bench")
     };
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("BENCHMARKS.md");
@@ -29,7 +29,7 @@ pub fn soak(args: &Args) -> Result<()> {
 }
 
 /// The fleet: its section and docs/bench-fleet.svg.
-pub fn fleet(args: &Args) -> Result<()> {
+pub(crate) fn fleet(args: &Args) -> Result<()> {
     let out = args.out.clone().unwrap_or_else(docs);
     let command =
         std::env::var("LAB_BENCH_COMMAND").unwrap_or_else(|_| "cargo xtask bench --fleet".into());
@@ -37,7 +37,7 @@ pub fn fleet(args: &Args) -> Result<()> {
 }
 
 /// `--cost` and/or `--scale`: those parts alone, each replacing its own section.
-pub fn cost_and_scale(args: &Args) -> Result<()> {
+pub(crate) fn cost_and_scale(args: &Args) -> Result<()> {
     let out = args.out.clone().unwrap_or_else(docs);
     std::fs::create_dir_all(&out)?;
     let path = out.join("BENCHMARKS.md");

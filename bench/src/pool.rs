@@ -17,7 +17,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 /// Ctrl-C and SIGTERM set the flag instead of killing us before the guards run.
-pub fn install_signal_flag() {
+pub(crate) fn install_signal_flag() {
     let handler = on_signal as extern "C" fn(libc::c_int);
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
@@ -26,7 +26,7 @@ pub fn install_signal_flag() {
 }
 
 /// An error once the user asked us to stop.
-pub fn check_interrupted() -> Result<()> {
+pub(crate) fn check_interrupted() -> Result<()> {
     if INTERRUPTED.load(Ordering::Relaxed) {
         bail!("interrupted");
     }
@@ -35,7 +35,7 @@ pub fn check_interrupted() -> Result<()> {
 
 /// Runs `work` on every job with `workers` threads; `done` sees each result as it arrives
 /// (on this thread, for the progress lines). Results come back in job order.
-pub fn run_all<J, R>(
+pub(crate) fn run_all<J, R>(
     jobs: Vec<J>,
     workers: usize,
     work: impl Fn(&J) -> Result<R> + Sync,

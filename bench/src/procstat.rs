@@ -15,7 +15,7 @@ fn ticks_per_s() -> f64 {
 }
 
 /// Busy CPU seconds of the whole machine so far (every core; idle and iowait excluded).
-pub fn machine_busy_s() -> Result<f64> {
+pub(crate) fn machine_busy_s() -> Result<f64> {
     let stat = std::fs::read_to_string("/proc/stat")?;
     let line = stat.lines().next().context("empty /proc/stat")?;
     let v: Vec<u64> = line
@@ -31,7 +31,7 @@ pub fn machine_busy_s() -> Result<f64> {
 }
 
 /// CPU seconds (user + system) process `pid` has used.
-pub fn proc_cpu_s(pid: u32) -> Result<f64> {
+pub(crate) fn proc_cpu_s(pid: u32) -> Result<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     // The command name may hold spaces: fields count from after its closing parenthesis.
     let rest = &stat[stat.rfind(')').context("bad stat")? + 2..];
@@ -43,7 +43,7 @@ pub fn proc_cpu_s(pid: u32) -> Result<f64> {
 }
 
 /// A `Vm*:` field of /proc/PID/status in KiB (`VmRSS`, `VmHWM`).
-pub fn vm_kib(pid: u32, field: &str) -> Result<u64> {
+pub(crate) fn vm_kib(pid: u32, field: &str) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()
@@ -53,7 +53,7 @@ pub fn vm_kib(pid: u32, field: &str) -> Result<u64> {
 }
 
 /// Kernel memory charged to the eBPF maps that `pid` holds open (`memlock` of each map fd).
-pub fn bpf_maps_kib(pid: u32) -> u64 {
+pub(crate) fn bpf_maps_kib(pid: u32) -> u64 {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
         return 0;
     };
@@ -76,7 +76,7 @@ pub fn bpf_maps_kib(pid: u32) -> u64 {
 
 /// The agent's CPU use over `window` (percent of one core) and its largest RSS seen, sampled
 /// every 250 ms (bounded by the window).
-pub fn sample(pid: u32, window: Duration) -> Result<(f64, u64)> {
+pub(crate) fn sample(pid: u32, window: Duration) -> Result<(f64, u64)> {
     let (c0, t0) = (proc_cpu_s(pid)?, Instant::now());
     let mut max_rss = vm_kib(pid, "VmRSS")?;
     while t0.elapsed() < window {

@@ -18,7 +18,7 @@ use crate::stats::{secs, summarize};
 
 const MARKER: &str = "<!-- analysis -->";
 
-pub struct Doc<'a> {
+pub(crate) struct Doc<'a> {
     pub plan: &'a Plan,
     pub cells: &'a [Cell],
     pub busy_pct: f64,
@@ -30,7 +30,7 @@ pub struct Doc<'a> {
     pub command: String,
 }
 
-pub fn write(path: &Path, d: &Doc) -> Result<()> {
+pub(crate) fn write(path: &Path, d: &Doc) -> Result<()> {
     let old = std::fs::read_to_string(path).unwrap_or_default();
     let kept = old.split_once(MARKER).map_or_else(
         || "\n## Analysis\n\n(none yet)\n".into(),
@@ -78,10 +78,10 @@ pub fn write(path: &Path, d: &Doc) -> Result<()> {
 }
 
 /// The workspace's commit, short, for the document.
-pub fn commit() -> String {
+pub(crate) fn commit() -> String {
     std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(lifeline_tests::paths::workspace())
+        .current_dir(lifeline_tests::infra::paths::workspace())
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default()
@@ -143,7 +143,7 @@ fn header(s: &mut String, d: &Doc) -> Result<()> {
 }
 
 /// The detection and outage tables (also printed by a run of a few rows).
-pub fn matrix_text(d: &Doc) -> Result<String> {
+pub(crate) fn matrix_text(d: &Doc) -> Result<String> {
     let mut s = String::new();
     matrix(&mut s, d)?;
     Ok(s)
@@ -207,7 +207,10 @@ fn detection(s: &mut String, d: &Doc) -> Result<()> {
 }
 
 /// The cost section: throughput and CPU rounds, then each hook's runs, then their targets.
-pub fn cost_section(cost: Option<&Cost>, bpf: Option<&crate::costbpf::BpfCost>) -> Result<String> {
+pub(crate) fn cost_section(
+    cost: Option<&Cost>,
+    bpf: Option<&crate::costbpf::BpfCost>,
+) -> Result<String> {
     let mut s = String::new();
     if let Some(c) = cost {
         crate::report_cost::cost(&mut s, c)?;
@@ -222,7 +225,7 @@ pub fn cost_section(cost: Option<&Cost>, bpf: Option<&crate::costbpf::BpfCost>) 
 }
 
 /// The scale section, with its targets.
-pub fn scale_section(sc: &Scale) -> Result<String> {
+pub(crate) fn scale_section(sc: &Scale) -> Result<String> {
     let mut s = String::new();
     crate::report_more::scale(&mut s, sc)?;
     crate::report_more::target_rows(&mut s, &crate::report_more::scale_targets(sc))?;

@@ -14,7 +14,7 @@ use crate::matrix::{Cell, Plan};
 use crate::stats::secs;
 
 /// The paragraph on how the blip rows are run and read, when the run has any.
-pub fn intro(s: &mut String, plan: &Plan) -> Result<()> {
+pub(crate) fn intro(s: &mut String, plan: &Plan) -> Result<()> {
     let Some(first) = plan.scenarios.iter().find(|r| r.blip().is_some()) else {
         return Ok(());
     };
@@ -44,7 +44,7 @@ pub fn intro(s: &mut String, plan: &Plan) -> Result<()> {
 }
 
 /// The blip tables, when the run has blip cells.
-pub fn section(s: &mut String, cells: &[Cell], cap: Duration) -> Result<()> {
+pub(crate) fn section(s: &mut String, cells: &[Cell], cap: Duration) -> Result<()> {
     if !cells.iter().any(|c| c.scenario.blip().is_some()) {
         return Ok(());
     }

@@ -13,7 +13,7 @@ const HOOKS: [(&str, &str); 3] = [
 ];
 
 #[expect(clippy::cast_precision_loss, reason = "counts for display")]
-pub fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
+pub(crate) fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
     writeln!(
         s,
         "### The kernel side, per hook (`kernel.bpf_stats_enabled=1`)\n"
@@ -65,7 +65,7 @@ pub fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
 
 /// (what, measured, limit, unit) rows for the targets table.
 #[expect(clippy::cast_precision_loss, reason = "counts for display")]
-pub fn targets(c: &BpfCost) -> Vec<(String, Option<f64>, f64, &'static str)> {
+pub(crate) fn targets(c: &BpfCost) -> Vec<(String, Option<f64>, f64, &'static str)> {
     let mut out = Vec::new();
     let find = |p: &str| c.flows.iter().find(|f| f.what.starts_with(p));
     if let Some(f) = find("watched bulk") {

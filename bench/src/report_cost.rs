@@ -11,7 +11,7 @@ use crate::costcmp::compare;
 type Measure = (&'static str, fn(&Round) -> f64);
 
 #[expect(clippy::cast_precision_loss, reason = "KiB for display")]
-pub fn cost(s: &mut String, c: &Cost) -> Result<()> {
+pub(crate) fn cost(s: &mut String, c: &Cost) -> Result<()> {
     writeln!(s, "## Cost\n")?;
     writeln!(
         s,

@@ -8,7 +8,7 @@ use crate::cost::Cost;
 use crate::matrix::Cell;
 use crate::scale::Scale;
 
-pub fn targets(s: &mut String, cells: &[Cell], cost: Option<&Cost>) -> Result<()> {
+pub(crate) fn targets(s: &mut String, cells: &[Cell], cost: Option<&Cost>) -> Result<()> {
     writeln!(s, "## Targets\n")?;
     writeln!(s, "| target | measured | limit | verdict |")?;
     writeln!(s, "|---|---|---|---|")?;
@@ -32,7 +32,7 @@ pub fn targets(s: &mut String, cells: &[Cell], cost: Option<&Cost>) -> Result<()
 }
 
 #[expect(clippy::cast_precision_loss, reason = "KiB for display")]
-pub fn scale(s: &mut String, sc: &Scale) -> Result<()> {
+pub(crate) fn scale(s: &mut String, sc: &Scale) -> Result<()> {
     writeln!(s, "## Scale\n")?;
     writeln!(
         s,
@@ -95,7 +95,7 @@ pub fn scale(s: &mut String, sc: &Scale) -> Result<()> {
 
 /// (what, measured, limit, unit) rows for the scale targets.
 #[expect(clippy::cast_precision_loss, reason = "milliseconds for display")]
-pub fn scale_targets(sc: &Scale) -> Vec<(String, Option<f64>, f64, &'static str)> {
+pub(crate) fn scale_targets(sc: &Scale) -> Vec<(String, Option<f64>, f64, &'static str)> {
     let mut out = Vec::new();
     for p in sc.points.iter().filter(|p| p.sockets >= 100_000) {
         let flags = if p.keepalive.is_empty() {
@@ -120,7 +120,7 @@ pub fn scale_targets(sc: &Scale) -> Vec<(String, Option<f64>, f64, &'static str)
 }
 
 /// A small targets table: measured against the limit, and by how much a miss misses.
-pub fn target_rows(
+pub(crate) fn target_rows(
     s: &mut String,
     rows: &[(String, Option<f64>, f64, &'static str)],
 ) -> Result<()> {

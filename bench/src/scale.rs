@@ -10,7 +10,7 @@ use anyhow::Result;
 use crate::procstat::{bpf_maps_kib, sample};
 use crate::socklab::SockLab;
 
-pub struct Point {
+pub(crate) struct Point {
     pub sockets: usize,
     /// `--keepalive` (and `--silent-timeout`) the agent ran with; empty: its defaults.
     pub keepalive: &'static str,
@@ -24,7 +24,7 @@ pub struct Point {
     pub status_ms: u128,
 }
 
-pub struct Full {
+pub(crate) struct Full {
     pub max_sockets: usize,
     pub opened: usize,
     pub log_line: Option<String>,
@@ -32,14 +32,14 @@ pub struct Full {
     pub table_line: Option<String>,
 }
 
-pub struct Scale {
+pub(crate) struct Scale {
     pub points: Vec<Point>,
     pub full: Option<Full>,
     pub failures: Vec<String>,
 }
 
 /// Each part on its own: one that fails is reported, the others still run.
-pub fn run() -> Scale {
+pub(crate) fn run() -> Scale {
     // Longer than `RECONCILE` (the agent's whole read of its map, every 60 s), so the
     // average includes one (`--quick` too).
     let window = Duration::from_secs(65);

@@ -6,8 +6,8 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use lifeline_tests::api_addrs::DNS_V4;
-use lifeline_tests::dnsquery::lookup;
+use lifeline_tests::infra::api_addrs::DNS_V4;
+use lifeline_tests::infra::dnsquery::lookup;
 use lifeline_tests::{API_NAME, ApiLab, mono_ms};
 
 use crate::measure::{Slot, Source};
@@ -17,7 +17,7 @@ const EVERY_MS: u64 = 3000;
 
 /// One script per trial: each client stands for a node of its own, whose loop runs at a
 /// phase of its own (one shared phase would make the ten trials of a lab one sample).
-pub struct DigScript {
+pub(crate) struct DigScript {
     /// The answer before the fault.
     first: Option<Vec<IpAddr>>,
     /// Each trial's loop, from the first turn on.
@@ -30,7 +30,7 @@ struct Loop {
 }
 
 impl DigScript {
-    pub fn new(lab: &ApiLab) -> Self {
+    pub(crate) fn new(lab: &ApiLab) -> Self {
         Self {
             first: dig(lab),
             loops: Vec::new(),
@@ -39,7 +39,7 @@ impl DigScript {
 
     /// One turn of every trial's loop that is due. The trial's loop turns it from just
     /// after the fault on.
-    pub fn tick(&mut self, lab: &ApiLab, args: &[String], slots: &mut [Slot]) {
+    pub(crate) fn tick(&mut self, lab: &ApiLab, args: &[String], slots: &mut [Slot]) {
         let now = mono_ms();
         // A real cron job or shell loop polls at a phase of its own, unrelated to when a
         // fault strikes. The trial creates the script 0.2-1.2 s before injecting the fault,

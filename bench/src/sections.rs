@@ -22,7 +22,7 @@ fn end(name: &str) -> String {
 ///
 /// # Errors
 /// When the document cannot be read or written.
-pub fn replace(path: &Path, name: &str, body: &str) -> Result<()> {
+pub(crate) fn replace(path: &Path, name: &str, body: &str) -> Result<()> {
     let old = match std::fs::read_to_string(path) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -50,7 +50,7 @@ fn replaced(old: &str, name: &str, body: &str) -> String {
 /// Every part section of `old` but those named in `except` (the rewrite makes them anew),
 /// in order, for a rewrite of the rest of the document.
 #[must_use]
-pub fn all(old: &str, except: &[&str]) -> String {
+pub(crate) fn all(old: &str, except: &[&str]) -> String {
     let mut out = String::new();
     let mut rest = old;
     while let Some(i) = rest.find("<!-- part:") {

@@ -9,18 +9,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use lifeline_tests::{
-    Agent, AgentArgs, Cgroup, Client, Decision, Fault, Lab, Proc, client::start_server, mono_ms,
-    wait_until,
+    Agent, AgentArgs, Cgroup, Client, Decision, Fault, Lab, Proc, fixtures::client::start_server,
+    mono_ms, wait_until,
 };
 
 use crate::soak_plan::{Phase, phases};
 
-pub const IDLE: usize = 100;
-pub const BUSY: usize = 50;
+pub(crate) const IDLE: usize = 100;
+pub(crate) const BUSY: usize = 50;
 const SERVER: &str = "198.51.100.2:6443";
 
 /// What one phase measured.
-pub struct PhaseRun {
+pub(crate) struct PhaseRun {
     pub phase: Phase,
     /// Soak-relative bounds in `CLOCK_MONOTONIC` ms.
     pub from_ms: u64,
@@ -31,7 +31,7 @@ pub struct PhaseRun {
     pub keepalive_probes: u64,
 }
 
-pub struct Soak {
+pub(crate) struct Soak {
     pub minutes: u64,
     pub phases: Vec<PhaseRun>,
     pub decisions: Vec<Decision>,
@@ -41,7 +41,7 @@ pub struct Soak {
     pub bulk_end: Option<(u64, String)>,
 }
 
-pub fn run(minutes: u64) -> Result<Soak> {
+pub(crate) fn run(minutes: u64) -> Result<Soak> {
     println!("soak: {minutes} min, {IDLE} idle + {BUSY} heartbeat connections + a bulk flow");
     let lab = Lab::new()?;
     // Segments on the wire, not 64 KB GSO bundles: the loss rule must drop one segment at a

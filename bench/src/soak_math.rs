@@ -18,7 +18,7 @@ const STALL_TRANSMISSIONS: i32 = 8;
 
 /// Expected counts; every one an upper bound (independent random loss, no other trouble).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Expect {
+pub(crate) struct Expect {
     pub silent: f64,
     pub kernel_abort: f64,
     pub dead_peer: f64,
@@ -26,14 +26,14 @@ pub struct Expect {
 }
 
 /// A round trip fails when either packet is lost: q = 1 - (1-p)^2.
-pub fn q(loss_pct: u8) -> f64 {
+pub(crate) fn q(loss_pct: u8) -> f64 {
     let keep = 1.0 - f64::from(loss_pct) / 100.0;
     1.0 - keep * keep
 }
 
 /// For `idle` idle sockets and `busy` sockets sending one request a second.
 #[expect(clippy::cast_precision_loss, reason = "counts of seconds and sockets")]
-pub fn expect(phase: &Phase, idle: usize, busy: usize) -> Expect {
+pub(crate) fn expect(phase: &Phase, idle: usize, busy: usize) -> Expect {
     let mut e = Expect::default();
     for loss in [phase.loss, BURST_LOSS] {
         let secs = phase.seconds_at(loss) as f64;

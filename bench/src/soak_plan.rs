@@ -3,7 +3,7 @@
 
 /// One phase of the soak, in seconds from its start.
 #[derive(Clone, Debug)]
-pub struct Phase {
+pub(crate) struct Phase {
     pub name: &'static str,
     pub from_s: u64,
     pub to_s: u64,
@@ -15,10 +15,10 @@ pub struct Phase {
     pub pause: Option<(u64, u64)>,
 }
 
-pub const BURST_LOSS: u8 = 30;
+pub(crate) const BURST_LOSS: u8 = 30;
 
 /// The phases for a soak of `minutes` (30: the full one).
-pub fn phases(minutes: u64) -> Vec<Phase> {
+pub(crate) fn phases(minutes: u64) -> Vec<Phase> {
     // Every time below is for 30 minutes; scaled, never below one second.
     let s = |t: u64| (t * minutes / 30).max(1);
     vec![
@@ -51,7 +51,7 @@ pub fn phases(minutes: u64) -> Vec<Phase> {
 
 impl Phase {
     /// The loss in force at second `t` of the soak (inside this phase).
-    pub fn loss_at(&self, t: u64) -> u8 {
+    pub(crate) fn loss_at(&self, t: u64) -> u8 {
         if self.bursts.iter().any(|(a, b)| (*a..*b).contains(&t)) {
             BURST_LOSS
         } else {
@@ -60,13 +60,13 @@ impl Phase {
     }
 
     /// Seconds of this phase at `loss` percent.
-    pub fn seconds_at(&self, loss: u8) -> u64 {
+    pub(crate) fn seconds_at(&self, loss: u8) -> u64 {
         (self.from_s..self.to_s)
             .filter(|t| self.loss_at(*t) == loss)
             .count() as u64
     }
 
-    pub fn paused_at(&self, t: u64) -> bool {
+    pub(crate) fn paused_at(&self, t: u64) -> bool {
         self.pause.is_some_and(|(a, b)| (a..b).contains(&t))
     }
 }

@@ -15,7 +15,7 @@ const STALL_MS: u64 = 10_000;
 /// `--stall-unanswered` at its default: the count rule's RTOs in a row.
 const STALL_RTOS: u64 = 8;
 
-pub fn section(s: &Soak, commit: &str) -> Result<String> {
+pub(crate) fn section(s: &Soak, commit: &str) -> Result<String> {
     let mut o = String::new();
     writeln!(o, "## Loss soak\n")?;
     writeln!(

@@ -10,7 +10,7 @@ use lifeline_tests::{Agent, AgentArgs, Cgroup, Lab, Proc};
 /// Addresses of the server host: held connections go to these (64k ports each), one sink
 /// process each: a process may not hold more than 20,000 descriptors here (the hard limit,
 /// which even root cannot raise in this sandbox), so 100,000 connections need several.
-pub const HOLD: [&str; 8] = [
+pub(crate) const HOLD: [&str; 8] = [
     "198.51.100.20",
     "198.51.100.21",
     "198.51.100.22",
@@ -23,11 +23,11 @@ pub const HOLD: [&str; 8] = [
 /// Connections per holder process (and at most two chunks land on one sink).
 const CHUNK: usize = 9_000;
 /// ...iperf3 listens here, and churned connections are accepted and closed here.
-pub const IPERF: &str = "198.51.100.30";
-pub const CHURN: &str = "198.51.100.31";
+pub(crate) const IPERF: &str = "198.51.100.30";
+pub(crate) const CHURN: &str = "198.51.100.31";
 
 /// Fields drop top to bottom: the helpers, the sink, the cgroup, then the namespaces.
-pub struct SockLab {
+pub(crate) struct SockLab {
     pub holders: Vec<Proc>,
     pub _sinks: Vec<Proc>,
     next: usize,
@@ -36,7 +36,7 @@ pub struct SockLab {
 }
 
 impl SockLab {
-    pub fn new() -> Result<Self> {
+    pub(crate) fn new() -> Result<Self> {
         let lab = Lab::new()?;
         for a in HOLD.iter().chain(&[IPERF, CHURN]) {
             lab.server
@@ -65,7 +65,7 @@ impl SockLab {
 
     /// Opens `count` connections and keeps them; `watched`: from inside the watched cgroup.
     /// Holders of at most `CHUNK` connections each, every one to the next sink in turn.
-    pub fn hold(&mut self, count: usize, watched: bool) -> Result<()> {
+    pub(crate) fn hold(&mut self, count: usize, watched: bool) -> Result<()> {
         let exe = bench_exe()?;
         let mut left = count;
         while left > 0 {
@@ -100,7 +100,7 @@ impl SockLab {
     /// Starts lifeline on the watched cgroup with its defaults plus `extra`; waits for ready
     /// and returns it with the time that took.
     /// iperf3's server on `IPERF`:6443, listening.
-    pub fn iperf_server(&self) -> Result<Proc> {
+    pub(crate) fn iperf_server(&self) -> Result<Proc> {
         let args = ["-s", "-B", IPERF, "-p", "6443", "--forceflush"];
         let mut server = Proc::spawn("iperf3", self.lab.server.command("iperf3", &args))?;
         server.wait_stdout("iperf3 to listen", Duration::from_secs(10), |t| {
@@ -109,7 +109,7 @@ impl SockLab {
         Ok(server)
     }
 
-    pub fn agent(&self, extra: &[&str]) -> Result<(Agent, Duration)> {
+    pub(crate) fn agent(&self, extra: &[&str]) -> Result<(Agent, Duration)> {
         let args = AgentArgs {
             stall_timeout: None,
             extra: extra.iter().map(|a| (*a).to_owned()).collect(),
@@ -122,7 +122,7 @@ impl SockLab {
     }
 
     /// How many sockets the agent's status lists, and its `sockets_full` counter.
-    pub fn watched(agent: &Agent) -> Result<(usize, u64)> {
+    pub(crate) fn watched(agent: &Agent) -> Result<(usize, u64)> {
         let v = agent.status_json()?;
         let n = v["sockets"].as_array().map_or(0, Vec::len);
         Ok((n, v["sockets_full"].as_u64().unwrap_or(0)))
@@ -140,7 +140,7 @@ fn sink(lab: &Lab, args: &[&str]) -> Result<Proc> {
 }
 
 /// This binary, which also is the helpers.
-pub fn bench_exe() -> Result<String> {
+pub(crate) fn bench_exe() -> Result<String> {
     let exe = std::env::current_exe()?;
     exe.to_str().map(str::to_owned).context("non-UTF-8 path")
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// p50, p90 and max in ms; None: beyond the cap.
 #[derive(Clone, Copy, Debug)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub n: usize,
     pub p50: Option<u64>,
     pub p90: Option<u64>,
@@ -12,7 +12,7 @@ pub struct Summary {
 }
 
 /// Nearest-rank percentiles, counting a trial beyond the cap as larger than any number.
-pub fn summarize(values: &[Option<u64>]) -> Summary {
+pub(crate) fn summarize(values: &[Option<u64>]) -> Summary {
     let mut v = values.to_vec();
     v.sort_by_key(|x| x.unwrap_or(u64::MAX));
     let at = |p: f64| -> Option<u64> {
@@ -37,7 +37,7 @@ pub fn summarize(values: &[Option<u64>]) -> Summary {
 }
 
 /// Seconds with one decimal, or `> cap`.
-pub fn secs(v: Option<u64>, cap: Duration) -> String {
+pub(crate) fn secs(v: Option<u64>, cap: Duration) -> String {
     match v {
         #[expect(clippy::cast_precision_loss, reason = "milliseconds of a trial")]
         Some(ms) => format!("{:.1}", ms as f64 / 1000.0),
@@ -46,7 +46,7 @@ pub fn secs(v: Option<u64>, cap: Duration) -> String {
 }
 
 /// A uniform number in [0, 1) from the standard library's randomly keyed hasher.
-pub fn random_unit() -> f64 {
+pub(crate) fn random_unit() -> f64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(lifeline_tests::mono_ms());

@@ -14,7 +14,7 @@ const ROTATION_TARGET_S: f64 = 3.0;
 /// A contender that never detected within the cap counts as the cap (120 s).
 const CAP_S: f64 = 120.0;
 
-pub struct Target {
+pub(crate) struct Target {
     pub what: String,
     pub measured: Option<f64>,
     pub limit: f64,
@@ -22,7 +22,7 @@ pub struct Target {
 }
 
 impl Target {
-    pub fn met(&self) -> bool {
+    pub(crate) fn met(&self) -> bool {
         self.measured.is_some_and(|m| m <= self.limit)
     }
 }
@@ -48,7 +48,7 @@ fn p90(cells: &[Cell], s: Scenario, c: Contender, detection: bool) -> Option<f64
 }
 
 #[expect(clippy::cast_precision_loss, reason = "KiB to MiB")]
-pub fn check(cells: &[Cell], cost: Option<&Cost>) -> Vec<Target> {
+pub(crate) fn check(cells: &[Cell], cost: Option<&Cost>) -> Vec<Target> {
     let l = Contender::Lifeline;
     let mut out = vec![
         mk(

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::kube::Connection;
-use lifeline_tests::kubelet_unit;
+use lifeline_tests::fixtures::kube::Connection;
+use lifeline_tests::fixtures::kubelet_unit;
 use lifeline_tests::{Agent, ApiLab, api, mono_ms};
 
 use crate::cells::Scenario;
@@ -21,7 +21,7 @@ use crate::stats::random_unit;
 
 /// What one lab runs.
 #[derive(Clone, Copy, Debug)]
-pub struct LabJob {
+pub(crate) struct LabJob {
     pub scenario: Scenario,
     pub contender: Contender,
     pub clients: usize,
@@ -29,13 +29,13 @@ pub struct LabJob {
 }
 
 /// What one lab measured, and what the agent did (for the report's notes).
-pub struct LabOutcome {
+pub(crate) struct LabOutcome {
     pub trials: Vec<TrialResult>,
     pub agent_notes: Vec<String>,
 }
 
 /// Runs the lab. Everything it creates is a guard dropped before it returns.
-pub fn run(job: &LabJob) -> Result<LabOutcome> {
+pub(crate) fn run(job: &LabJob) -> Result<LabOutcome> {
     let lab = ApiLab::new(&job.scenario.initial_dns())?;
     let proxy = Proxy::start(&lab, job.scenario)?;
     let mut args = client_args(job);

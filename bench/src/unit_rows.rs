@@ -5,15 +5,15 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::kubelet_unit;
-use lifeline_tests::systemd::UserManager;
-use lifeline_tests::watched::{assert_watched_from_start, wait_watched};
+use lifeline_tests::assertions::watched::{assert_watched_from_start, wait_watched};
+use lifeline_tests::fixtures::kubelet_unit;
+use lifeline_tests::infra::systemd::UserManager;
 use lifeline_tests::{Agent, ApiLab, mono_ms, wait_until};
 
 use crate::measure::{Slot, Source};
 
 /// A systemd manager running `kubelet.service` as the scenario's kube-client, connected.
-pub fn start_unit(lab: &ApiLab, args: &[String]) -> Result<UserManager> {
+pub(crate) fn start_unit(lab: &ApiLab, args: &[String]) -> Result<UserManager> {
     let m = UserManager::start()?;
     let command: Vec<&str> = args.iter().map(String::as_str).collect();
     kubelet_unit::install_kube_client(&m, lab, &command)?;
@@ -32,7 +32,7 @@ pub fn start_unit(lab: &ApiLab, args: &[String]) -> Result<UserManager> {
 
 /// `systemctl --user restart kubelet.service` (systemd deletes the unit's cgroup and makes a
 /// new one); the trial is the restarted client.
-pub fn restart_unit(m: UserManager) -> Result<Slot> {
+pub(crate) fn restart_unit(m: UserManager) -> Result<Slot> {
     let since_ms = mono_ms();
     m.systemctl(&["restart", kubelet_unit::UNIT])?;
     Ok(Slot::of(Source::Unit {
@@ -43,7 +43,7 @@ pub fn restart_unit(m: UserManager) -> Result<Slot> {
 
 /// Whether the restarted client's connection is watched from its first SYN by the agent
 /// (as a note: a trial that is not still measures what it measures).
-pub fn restarted_watched(a: &Agent, m: &UserManager, slot: &Slot) -> String {
+pub(crate) fn restarted_watched(a: &Agent, m: &UserManager, slot: &Slot) -> String {
     let checked = slot
         .connections()
         .first()

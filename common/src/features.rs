@@ -1,6 +1,6 @@
 //! What lifeline needs from the kernel, and the first Linux release that has each piece: one
 //! table shared by `lifeline check` (what this kernel lacks), the status texts, the lab's
-//! expectations per kernel (`tests/src/kernel.rs`: a feature the kernel has must work, one
+//! expectations per kernel (`tests/src/infra/kernel.rs`: a feature the kernel has must work, one
 //! it lacks must degrade exactly as `without` says) and docs/KERNELS.md, which the kernel
 //! matrix (`cargo xtask test --kernel all`) writes from what the tests measured.
 //!

@@ -18,12 +18,12 @@
 //! before the verdict and costs nothing. A socket that is not the endpoint's has no probe
 //! and is judged by its own evidence alone.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{PeerProbe, ProbeAsk, Socket, TcpInfo, life};
+use super::{Mono, PeerProbe, ProbeAsk, Socket, TcpInfo, life};
 
 /// While the probe runs, the socket is looked at again this soon.
-pub const PROBE_RECHECK: Duration = Duration::from_millis(100);
+pub(crate) const PROBE_RECHECK: Duration = Duration::from_millis(100);
 
 /// Why a confirmed death is not acted on yet, and what the loop should do meanwhile.
 #[derive(Debug, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub(crate) struct Wait {
 }
 
 /// `None`: the probe has answered (or the socket is not the endpoint's): on to the guard.
-pub(crate) fn wait_for_path(s: &Socket<'_>, info: &TcpInfo, at: Instant) -> Option<Wait> {
+pub(crate) fn wait_for_path(s: &Socket<'_>, info: &TcpInfo, at: Mono) -> Option<Wait> {
     s.member?;
     let life = life(info, at);
     match s.peer.and_then(|p| p.since(life)) {

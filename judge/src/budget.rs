@@ -8,8 +8,10 @@
 use std::{
     collections::{HashMap, VecDeque},
     fmt,
-    time::{Duration, Instant},
+    time::Duration,
 };
+
+use super::Mono;
 
 /// The budget a kill spends: the most specific target that selects the socket (a target
 /// cgroup holding its cgroup, then its process name), else its owner as an endpoint client.
@@ -52,11 +54,11 @@ impl fmt::Display for Budget {
 /// The endpoint clients of one cgroup group (every uid in it) together may spend this many
 /// owners' budgets a minute: a pod running as root can take any uid, and each uid would
 /// otherwise be an owner with a budget of its own.
-pub const GROUP_SHARE: usize = 2;
+pub(crate) const GROUP_SHARE: usize = 2;
 /// All endpoint clients together may spend this many owners' budgets a minute: a bound on
 /// what lifeline does to the node's clients however many owners there are (60 kills at the
 /// default 6), which one unprivileged user (one uid, one user slice) cannot reach alone.
-pub const TOTAL_SHARE: usize = 10;
+pub(crate) const TOTAL_SHARE: usize = 10;
 
 /// Whether the socket is one of `--restart-unit`'s own: created in the unit's cgroup (or
 /// below it) as that cgroup is now.
@@ -94,7 +96,7 @@ enum Key {
 /// kills; endpoint clients also within their group's and the total bound.
 pub(super) struct KillBudgets {
     max: usize,
-    spent: HashMap<Key, VecDeque<Instant>>,
+    spent: HashMap<Key, VecDeque<Mono>>,
 }
 
 impl KillBudgets {
@@ -107,7 +109,7 @@ impl KillBudgets {
 
     /// Takes one kill from `budget` at `now` (and from its group's and the total bound for
     /// an endpoint client: all or none), or says one of them is spent.
-    pub(super) fn try_take(&mut self, budget: &Budget, now: Instant) -> bool {
+    pub(super) fn try_take(&mut self, budget: &Budget, now: Mono) -> bool {
         // Forget what aged out everywhere, so the map holds only the last minute's kills.
         self.spent.retain(|_, times| {
             while times

@@ -10,7 +10,7 @@ fn client(group: &str, uid: u32) -> Budget {
 #[test]
 fn each_target_has_its_own_sliding_minute() {
     let mut b = KillBudgets::new(2);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let noisy = Budget::Comm("noisy".into());
     let kubelet = Budget::Cgroup("/system.slice/kubelet.service".into());
     assert!(b.try_take(&noisy, t0));
@@ -40,7 +40,7 @@ fn each_target_has_its_own_sliding_minute() {
 #[test]
 fn an_endpoint_client_cannot_spend_another_owners_budget() {
     let mut b = KillBudgets::new(6);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let nobody = client("/user.slice/user-65534.slice", 65534);
     let taken = (0..100)
         .filter(|i| b.try_take(&nobody, t0 + Duration::from_millis(*i)))
@@ -57,7 +57,7 @@ fn an_endpoint_client_cannot_spend_another_owners_budget() {
 #[test]
 fn the_uids_of_one_group_share_its_bound() {
     let mut b = KillBudgets::new(3);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let pod = "/kubepods.slice/kubepods-pod0123.slice";
     let taken = (0..10_u32)
         .flat_map(|uid| (0..3).map(move |_| uid))
@@ -77,7 +77,7 @@ fn the_uids_of_one_group_share_its_bound() {
 #[test]
 fn all_endpoint_clients_share_a_total_and_targets_are_outside_it() {
     let mut b = KillBudgets::new(2);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let mut taken = 0;
     for unit in 0..100 {
         let owner = client(&format!("/system.slice/u{unit}.service"), 0);

@@ -11,16 +11,14 @@
 //! answers keeps the slow migration. It still passes the guard (a current address must
 //! accept) and the kill budget like every kill.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lifeline_common::SockState;
-
-use super::{Judge, TcpInfo};
+use super::{Cookie, Mono, Record, Seed, TcpInfo};
 
 /// An early migration happens within this of the look that found it due: enough to keep a
 /// node's sockets of one endpoint from re-dialling in the same millisecond, small beside the
 /// seconds the rotation already took.
-pub const EARLY_JITTER: Duration = Duration::from_millis(200);
+pub(crate) const EARLY_JITTER: Duration = Duration::from_millis(200);
 
 /// Which failed round trip of a socket whose peer left made its migration early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,9 +53,9 @@ impl Trouble {
 /// <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>), so half an
 /// interval beyond that is a round trip no healthy path takes.
 #[must_use]
-pub fn trouble(
+pub(crate) fn trouble(
     info: &TcpInfo,
-    rec: &SockState,
+    rec: &Record,
     want: &lifeline_common::Keepalive,
 ) -> Option<Trouble> {
     if info.unacked > 0 && info.retransmits > 0 {
@@ -73,25 +71,20 @@ pub fn trouble(
         .then_some(Trouble::Unanswered)
 }
 
-impl Judge {
-    /// For a socket whose peer left: when its early migration is due (`None`: no failed
-    /// round trip, nothing early). The moment is fixed at the first look that found the
-    /// trouble, and forgotten when a look finds it over.
-    pub(super) fn early_due(
-        &mut self,
-        cookie: u64,
-        trouble: Option<Trouble>,
-        at: Instant,
-    ) -> Option<(Trouble, Instant)> {
-        let Some(t) = trouble else {
-            self.early.remove(&cookie);
-            return None;
-        };
-        let seed = self.settings.seed;
-        let due = *self
-            .early
-            .entry(cookie)
-            .or_insert_with(|| at + seed.jitter(cookie, EARLY_JITTER));
-        Some((t, due))
-    }
+/// For a socket whose peer left: when its early migration is due (`None`: no failed round
+/// trip, nothing early). The moment (`slot`, the socket's `SocketState::early`) is fixed at
+/// the first look that found the trouble, and forgotten when a look finds it over.
+pub(super) fn early_due(
+    seed: Seed,
+    cookie: Cookie,
+    slot: &mut Option<Mono>,
+    trouble: Option<Trouble>,
+    at: Mono,
+) -> Option<(Trouble, Mono)> {
+    let Some(t) = trouble else {
+        *slot = None;
+        return None;
+    };
+    let due = *slot.get_or_insert_with(|| at + seed.jitter(cookie, EARLY_JITTER));
+    Some((t, due))
 }

@@ -2,17 +2,18 @@
 //! orphaned peer (its address left the endpoint's address set for longer than the grace). Both
 //! only for the endpoint's own sockets (`Socket::member`, the fact `endpoint::Members` keeps).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{
-    Judge, Membership, ProbeAsk, Reason, Socket, TcpInfo, Verdict, early, evidence::SLACK, life,
+    Cookie, Judge, Membership, Mono, ProbeAsk, Reason, Settings, Socket, TcpInfo, Verdict, early,
+    evidence::SLACK, life, socket::SocketState,
 };
 
 /// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
 /// the same instant.
-pub const DEAD_PEER_JITTER: Duration = Duration::from_secs(1);
+pub(crate) const DEAD_PEER_JITTER: Duration = Duration::from_secs(1);
 /// An orphaned socket due for migration but busy is looked at again this soon.
-pub const QUIET_RECHECK: Duration = Duration::from_millis(200);
+pub(crate) const QUIET_RECHECK: Duration = Duration::from_millis(200);
 const FAR: Duration = Duration::from_hours(1);
 
 /// The judge's only randomness, handed in at start (`Settings::seed`): the agent draws one
@@ -27,10 +28,10 @@ impl Seed {
     /// number generators", OOPSLA 2014; constants from <https://prng.di.unimi.it/splitmix64.c>):
     /// consecutive cookies land far apart, and the value is the same on every Rust release.
     #[must_use]
-    pub fn jitter(self, cookie: u64, max: Duration) -> Duration {
+    pub fn jitter(self, cookie: Cookie, max: Duration) -> Duration {
         let mut z = self
             .0
-            .wrapping_add(cookie.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            .wrapping_add(cookie.0.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
@@ -51,129 +52,153 @@ pub(crate) struct EndpointCall {
     pub report_orphan: Option<(String, Duration)>,
 }
 
-impl Judge {
+impl Settings {
     /// How long after its peer was found dead a socket is killed (within `DEAD_PEER_JITTER`).
-    pub(super) fn dead_peer_delay(&self, cookie: u64) -> Duration {
-        self.settings.seed.jitter(cookie, DEAD_PEER_JITTER)
+    pub(super) fn dead_peer_delay(&self, cookie: Cookie) -> Duration {
+        self.seed.jitter(cookie, DEAD_PEER_JITTER)
     }
 
     /// When the orphan `cookie` is due to migrate: a random point of `--migrate-spread`
-    /// after it was first found orphaned, fixed from then on.
-    pub(super) fn migration_time(&mut self, cookie: u64, at: Instant) -> Instant {
-        let (spread, seed) = (self.settings.spread, self.settings.seed);
-        *self
-            .migrations
-            .entry(cookie)
-            .or_insert_with(|| at + seed.jitter(cookie, spread))
+    /// after it was first found orphaned, fixed from then on (`slot`: its
+    /// `SocketState::migration`).
+    pub(super) fn migration_time(&self, cookie: Cookie, slot: &mut Option<Mono>, at: Mono) -> Mono {
+        *slot.get_or_insert_with(|| at + self.seed.jitter(cookie, self.spread))
     }
+}
 
+impl Judge {
     /// Dead peer and orphan rules for one socket (`info`: the kernel's view, when read).
     pub(crate) fn endpoint_reason(
         &mut self,
         s: &Socket<'_>,
         verdict: Verdict,
         info: Option<&TcpInfo>,
-        at: Instant,
+        at: Mono,
     ) -> EndpointCall {
-        let mut call = EndpointCall::default();
-        // DNS and the peer probe judge the endpoint's own sockets only; any other socket on
-        // its port gets the evidence verdicts alone.
-        let Some((endpoint, standing)) = s.member else {
-            return call;
-        };
-        // First sign of trouble: an RTO or retransmission with no ACK progress since (the
-        // probe clears it on progress), or keepalive probes out unanswered.
-        let trouble = verdict != Verdict::Healthy && s.rec.trouble_ns != 0
-            || info.is_some_and(|i| i.probes > 0 || i.unacked > 0 && i.retransmits > 0);
-        // How long the peer has been out of the endpoint's answers, when it is.
-        let left = match standing {
-            Membership::Leaving { absent_for, .. } | Membership::Orphaned { absent_for } => {
-                Some(*absent_for)
-            }
-            _ => None,
-        };
-        // Whether leaving means moved: not where the answers rotate subsets of the addresses
-        // (the peer may be in the next one); orphaned always does.
-        let moved = match standing {
-            Membership::Leaving { rotates, .. } => !rotates,
-            _ => left.is_some(),
-        };
-        // Trouble asks what the path does now, after the socket last heard from its peer.
-        if trouble {
-            call.probe = Some(ProbeAsk {
-                why: "trouble on a watched socket",
-                after: info.map(|i| life(i, at)),
-            });
-        } else if left.is_some() {
-            call.probe = Some(ProbeAsk {
-                why: "left the endpoint's address set",
-                after: None,
-            });
+        let settings = &self.settings;
+        self.sockets.update(s.cookie, |st| {
+            endpoint_reason(settings, st, s, verdict, info, at)
+        })
+    }
+}
+
+/// Dead peer and orphan rules for one socket whose state is `st`.
+pub(crate) fn endpoint_reason(
+    settings: &Settings,
+    st: &mut SocketState,
+    s: &Socket<'_>,
+    verdict: Verdict,
+    info: Option<&TcpInfo>,
+    at: Mono,
+) -> EndpointCall {
+    let mut call = EndpointCall::default();
+    // DNS and the peer probe judge the endpoint's own sockets only; any other socket on
+    // its port gets the evidence verdicts alone.
+    let Some((endpoint, standing)) = s.member else {
+        return call;
+    };
+    // First sign of trouble: an RTO or retransmission with no ACK progress since (the
+    // probe clears it on progress), or keepalive probes out unanswered.
+    let trouble = verdict != Verdict::Healthy && s.rec.trouble.is_some()
+        || info.is_some_and(|i| i.probes > 0 || i.unacked > 0 && i.retransmits > 0);
+    // How long the peer has been out of the endpoint's answers, when it is.
+    let left = match standing {
+        Membership::Leaving { absent_for, .. } | Membership::Orphaned { absent_for } => {
+            Some(*absent_for)
         }
-        if let Some(dead) = s.dead_peer() {
-            let due = dead.found + self.dead_peer_delay(s.cookie);
-            // The finding covers a socket silent since before the probe began: a re-dial, or
-            // a socket that heard from the peer since, is not dead by it.
-            let covered = |i: &TcpInfo| life(i, at) + SLACK < dead.probe_started;
-            if at < due {
-                call.wake = Some(due - at);
-            } else if info.is_some_and(covered) {
-                call.reason = Some(Reason::DeadPeer {
-                    endpoint: Some(endpoint.clone()),
-                    probe_started: dead.probe_started,
+        _ => None,
+    };
+    // Whether leaving means moved: not where the answers rotate subsets of the addresses
+    // (the peer may be in the next one); orphaned always does.
+    let moved = match standing {
+        Membership::Leaving { rotates, .. } => !rotates,
+        _ => left.is_some(),
+    };
+    // Trouble asks what the path does now: since this trouble episode began, when the kernel
+    // has one on (its first retransmission), else since the socket last heard from its peer.
+    // The episode's start, not the socket's life: the probe's answer is also what tells the
+    // kernel the path works (`PATH_ALIVE`), which keeps this socket's linear timeouts on for
+    // the episode only when it came after its start; an answer from just before (another
+    // socket's episode, moments earlier) would leave them off and its evidence slow.
+    if trouble {
+        call.probe = Some(ProbeAsk {
+            why: "trouble on a watched socket",
+            after: s
+                .rec
+                .trouble
+                .map(|t| t + SLACK)
+                .or_else(|| info.map(|i| life(i, at))),
+        });
+    } else if left.is_some() {
+        call.probe = Some(ProbeAsk {
+            why: "left the endpoint's address set",
+            after: None,
+        });
+    }
+    if let Some(dead) = s.dead_peer() {
+        let due = dead.found + settings.dead_peer_delay(s.cookie);
+        // The finding covers a socket silent since before the probe began: a re-dial, or
+        // a socket that heard from the peer since, is not dead by it.
+        let covered = |i: &TcpInfo| life(i, at) + SLACK < dead.probe_started;
+        if at < due {
+            call.wake = Some(due - at);
+        } else if info.is_some_and(covered) {
+            call.reason = Some(Reason::DeadPeer {
+                endpoint: Some(endpoint.clone()),
+                probe_started: dead.probe_started,
+            });
+            return call;
+        }
+    }
+    // Left, and its own round trip failed: migrated now (`early.rs`). Back in the set:
+    // nothing early is pending.
+    if !moved {
+        st.early = None;
+    }
+    if let (Some(absent_for), true, Some(i)) = (left.filter(|_| moved), settings.migrate, info) {
+        let trouble = early::trouble(i, s.rec, &settings.want);
+        if let Some((trouble, due)) =
+            early::early_due(settings.seed, s.cookie, &mut st.early, trouble, at)
+        {
+            if at >= due {
+                call.reason = Some(Reason::Orphaned {
+                    endpoint: endpoint.clone(),
+                    absent_for,
+                    trouble: Some(trouble),
                 });
                 return call;
             }
-        }
-        // Left, and its own round trip failed: migrated now (`early.rs`). Back in the set:
-        // nothing early is pending.
-        if !moved {
-            self.early.remove(&s.cookie);
-        }
-        if let (Some(absent_for), true, Some(i)) =
-            (left.filter(|_| moved), self.settings.migrate, info)
-        {
-            let trouble = early::trouble(i, s.rec, &self.settings.want);
-            if let Some((trouble, due)) = self.early_due(s.cookie, trouble, at) {
-                if at >= due {
-                    call.reason = Some(Reason::Orphaned {
-                        endpoint: endpoint.clone(),
-                        absent_for,
-                        trouble: Some(trouble),
-                    });
-                    return call;
-                }
-                call.wake = Some(call.wake.unwrap_or(FAR).min(due - at));
-            } else if s.rec.trouble_ns != 0 && i.unacked > 0 {
-                // Retransmitting (the record's episode) but no RTO yet (a tail loss probe
-                // came first): one is due within the RTO, and brings no news of its own.
-                call.wake = Some(call.wake.unwrap_or(FAR).min(QUIET_RECHECK));
-            }
-        }
-        let Membership::Orphaned { absent_for } = standing else {
-            return call;
-        };
-        if !self.settings.migrate {
-            if self.orphans_logged.insert(s.cookie) {
-                call.report_orphan = Some((endpoint.clone(), *absent_for));
-            }
-            return call;
-        }
-        let due = self.migration_time(s.cookie, at);
-        if at < due {
             call.wake = Some(call.wake.unwrap_or(FAR).min(due - at));
-            return call;
-        }
-        // Only at a quiet moment: with nothing in flight, no request dies with the socket.
-        if info.is_some_and(|i| i.unacked == 0) {
-            call.reason = Some(Reason::Orphaned {
-                endpoint: endpoint.clone(),
-                absent_for: *absent_for,
-                trouble: None,
-            });
-        } else {
+        } else if s.rec.trouble.is_some() && i.unacked > 0 {
+            // Retransmitting (the record's episode) but no RTO yet (a tail loss probe
+            // came first): one is due within the RTO, and brings no news of its own.
             call.wake = Some(call.wake.unwrap_or(FAR).min(QUIET_RECHECK));
         }
-        call
     }
+    let Membership::Orphaned { absent_for } = standing else {
+        return call;
+    };
+    if !settings.migrate {
+        if !st.orphan_logged {
+            st.orphan_logged = true;
+            call.report_orphan = Some((endpoint.clone(), *absent_for));
+        }
+        return call;
+    }
+    let due = settings.migration_time(s.cookie, &mut st.migration, at);
+    if at < due {
+        call.wake = Some(call.wake.unwrap_or(FAR).min(due - at));
+        return call;
+    }
+    // Only at a quiet moment: with nothing in flight, no request dies with the socket.
+    if info.is_some_and(|i| i.unacked == 0) {
+        call.reason = Some(Reason::Orphaned {
+            endpoint: endpoint.clone(),
+            absent_for: *absent_for,
+            trouble: None,
+        });
+    } else {
+        call.wake = Some(call.wake.unwrap_or(FAR).min(QUIET_RECHECK));
+    }
+    call
 }

@@ -15,15 +15,15 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use super::{
-    Kill, Outcome, Seen, Verdict,
+    Cookie, Kill, Mono, Outcome, Seen, Verdict,
     budget::{Budget, UnitOwned},
     ticket::{Stage, Ticket},
 };
-use crate::{ActionMode, age_ms};
+use crate::ActionMode;
 
 /// Why a restart is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +47,7 @@ impl RestartReason {
 /// What the restarter needs to decide and to log the decision.
 #[derive(Clone, Debug)]
 pub struct RestartRequest {
-    pub at: Instant,
+    pub at: Mono,
     pub reason: RestartReason,
     /// The socket's real verdict ("stalled", "silent", "dead-peer"), or "unrecovered".
     pub verdict: &'static str,
@@ -62,7 +62,7 @@ pub struct RestartRequest {
 }
 
 /// The one record of a socket that was asked about or killed.
-struct Record {
+struct Request {
     request: RestartRequest,
     /// A kill watched for a healthy connection to this port (else asked at once).
     port: Option<u16>,
@@ -72,7 +72,7 @@ pub struct Escalation {
     mode: ActionMode,
     escalate_after: Duration,
     /// By socket cookie: a second kill or request for the same socket cannot exist.
-    records: HashMap<u64, Record>,
+    records: HashMap<Cookie, Request>,
     /// Targets whose sockets were found not to be the unit's, said once each.
     told: HashSet<Budget>,
 }
@@ -93,28 +93,31 @@ impl Escalation {
         self.mode == ActionMode::Restart
     }
 
-    fn request(kill: &Kill, reason: RestartReason, at: Instant, stage: Stage) -> RestartRequest {
+    fn request(kill: &Kill, reason: RestartReason, at: Mono, stage: Stage) -> RestartRequest {
         RestartRequest {
             ticket: Ticket::new(stage),
             at,
             reason,
             verdict: kill.reason.verdict(),
-            peer: kill.rec.peer(),
-            local: kill.rec.local(),
+            peer: kill.rec.peer,
+            local: kill.rec.local,
             owner_pid: kill.rec.owner_pid,
             owner_comm: kill.rec.comm().unwrap_or("-").to_owned(),
-            trouble_age_ms: age_ms(kill.now_ns, kill.rec.trouble_ns),
+            trouble_age_ms: kill
+                .rec
+                .trouble
+                .map_or(0, |t| kill.evidence.at().ms_since(t)),
         }
     }
 
     /// Once per socket, and only for the unit's own: a stall that persists is not asked
     /// about again.
-    fn ask(&mut self, kill: &Kill, reason: RestartReason, at: Instant) -> Option<RestartRequest> {
+    fn ask(&mut self, kill: &Kill, reason: RestartReason, at: Mono) -> Option<RestartRequest> {
         if kill.whose.unit != UnitOwned::Yes || self.records.contains_key(&kill.cookie) {
             return None;
         }
         let request = Self::request(kill, reason, at, Stage::Asked);
-        let record = Record {
+        let record = Request {
             request: request.clone(),
             port: None,
         };
@@ -123,7 +126,7 @@ impl Escalation {
     }
 
     /// `--action restart` for a confirmed failure of the unit's socket.
-    pub(crate) fn restart_instead(&mut self, kill: &Kill, at: Instant) -> Option<RestartRequest> {
+    pub(crate) fn restart_instead(&mut self, kill: &Kill, at: Mono) -> Option<RestartRequest> {
         self.ask(kill, RestartReason::ActionRestart, at)
     }
 
@@ -131,7 +134,7 @@ impl Escalation {
         &mut self,
         kill: &Kill,
         outcome: &Outcome,
-        at: Instant,
+        at: Mono,
     ) -> Option<RestartRequest> {
         match outcome {
             Outcome::Killed
@@ -140,8 +143,8 @@ impl Escalation {
                     && !self.records.contains_key(&kill.cookie) =>
             {
                 let request = Self::request(kill, RestartReason::NoRecovery, at, Stage::Watching);
-                let port = Some(kill.rec.peer().port());
-                self.records.insert(kill.cookie, Record { request, port });
+                let port = Some(kill.rec.peer.port());
+                self.records.insert(kill.cookie, Request { request, port });
                 None
             }
             Outcome::Failed(_) => self.ask(kill, RestartReason::KillFailed, at),
@@ -163,7 +166,7 @@ impl Escalation {
     pub(crate) fn after_sweep(
         &mut self,
         sockets: &[Seen],
-        at: Instant,
+        at: Mono,
     ) -> (Vec<RestartRequest>, Vec<(std::net::SocketAddr, Duration)>) {
         let limit = self.escalate_after;
         let mut due = Vec::new();
@@ -212,7 +215,7 @@ impl Escalation {
     }
 
     /// Forget sockets that are gone; a killed socket's watch outlives it until it ends.
-    pub(crate) fn retain(&mut self, live: impl Fn(u64) -> bool) {
+    pub(crate) fn retain(&mut self, live: impl Fn(Cookie) -> bool) {
         self.records
             .retain(|c, r| live(*c) || (r.port.is_some() && r.request.ticket.open()));
     }

@@ -9,9 +9,9 @@
 //! are jiffies turned into milliseconds, so two reads of an unchanged moment may differ by a
 //! few milliseconds: `SLACK`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::TcpInfo;
+use super::{Mono, TcpInfo};
 
 /// Two reads of the same sign of life agree within this (jiffies at HZ=100 are 10 ms, and
 /// the read is a few ms after the sweep's clock).
@@ -20,7 +20,7 @@ pub const SLACK: Duration = Duration::from_millis(25);
 /// The socket's last sign of life as `info`, read at `at`, shows it: the newer of the last
 /// ACK and the last data from its peer.
 #[must_use]
-pub fn life(info: &TcpInfo, at: Instant) -> Instant {
+pub fn life(info: &TcpInfo, at: Mono) -> Mono {
     let ms = info.last_ack_recv_ms.min(info.last_data_recv_ms);
     at.checked_sub(Duration::from_millis(u64::from(ms)))
         .unwrap_or(at)
@@ -35,9 +35,9 @@ pub struct DeadPeer {
     /// When the probe's first try left. The finding covers only sockets silent since before
     /// this: a socket that heard from the peer later, or was established later, is not dead
     /// by it.
-    pub probe_started: Instant,
+    pub probe_started: Mono,
     /// When the last try timed out: the finding's moment.
-    pub found: Instant,
+    pub found: Mono,
 }
 
 /// The latest peer probe of a socket's peer, as the loop hands it in: how a blip is told
@@ -48,19 +48,19 @@ pub struct DeadPeer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeerProbe {
     /// Still trying, since `started`.
-    Running { started: Instant },
+    Running { started: Mono },
     /// A fresh connection was accepted, or refused (a live host).
-    Alive { started: Instant },
+    Alive { started: Mono },
     /// Every try timed out while another address accepted.
     Dead(DeadPeer),
     /// Every try timed out and no other address accepted.
-    PathDown { started: Instant },
+    PathDown { started: Mono },
 }
 
 impl PeerProbe {
     /// When the probe's first try left.
     #[must_use]
-    pub const fn started(&self) -> Instant {
+    pub const fn started(&self) -> Mono {
         match self {
             Self::Running { started } | Self::Alive { started } | Self::PathDown { started } => {
                 *started
@@ -72,7 +72,7 @@ impl PeerProbe {
     /// The finding, when the probe began after `life` (a probe from before the socket last
     /// heard from its peer says nothing about what happened since).
     #[must_use]
-    pub fn since(self, life: Instant) -> Option<Self> {
+    pub fn since(self, life: Mono) -> Option<Self> {
         (self.started() + SLACK >= life).then_some(self)
     }
 }
@@ -82,23 +82,24 @@ impl PeerProbe {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProbeAsk {
     pub why: &'static str,
-    pub after: Option<Instant>,
+    pub after: Option<Mono>,
 }
 
 /// What a kill rests on, in time: when the evidence was confirmed, the socket's last sign
 /// of life as that look saw it, and when the unanswered run (or the peer probe) began.
-/// `since` is never before `life`: a value with evidence older than life cannot be made.
+/// `since` is never before `life`: the fields are private and `new` is the only way to make
+/// one, so a value with evidence older than the socket's last sign of life cannot exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Evidence {
-    pub at: Instant,
-    pub life: Instant,
-    pub since: Instant,
+    at: Mono,
+    life: Mono,
+    since: Mono,
 }
 
 impl Evidence {
     /// `None` when the socket heard from its peer after the evidence began.
     #[must_use]
-    pub fn new(at: Instant, life: Instant, since: Instant) -> Option<Self> {
+    pub fn new(at: Mono, life: Mono, since: Mono) -> Option<Self> {
         (since + SLACK >= life).then_some(Self {
             at,
             life,
@@ -106,16 +107,34 @@ impl Evidence {
         })
     }
 
+    /// When the evidence was confirmed (the look's moment).
+    #[must_use]
+    pub const fn at(&self) -> Mono {
+        self.at
+    }
+
+    /// The socket's last sign of life as the confirming look saw it.
+    #[must_use]
+    pub const fn life(&self) -> Mono {
+        self.life
+    }
+
+    /// When the unanswered run (or the peer probe) began: never before `life`.
+    #[must_use]
+    pub const fn since(&self) -> Mono {
+        self.since
+    }
+
     /// Whether the evidence still stands against a read of the socket taken later: nothing
     /// from the peer since the look.
     #[must_use]
-    pub fn holds(&self, life_now: Instant) -> bool {
+    pub fn holds(&self, life_now: Mono) -> bool {
         life_now <= self.life + SLACK
     }
 
     /// How old the evidence is at `now` (from the start of the unanswered run).
     #[must_use]
-    pub fn age(&self, now: Instant) -> Duration {
+    pub fn age(&self, now: Mono) -> Duration {
         now.saturating_duration_since(self.since)
     }
 }
@@ -135,7 +154,7 @@ mod tests {
 
     #[test]
     fn life_is_the_newer_of_the_last_ack_and_the_last_data() {
-        let at = Instant::now() + Duration::from_secs(100);
+        let at = Mono::from_secs(100);
         assert_eq!(
             life(&info(3_000, 9_000), at),
             at.checked_sub(Duration::from_secs(3)).unwrap()
@@ -148,7 +167,7 @@ mod tests {
 
     #[test]
     fn evidence_older_than_life_cannot_be_made_and_new_life_undoes_it() {
-        let t0 = Instant::now();
+        let t0 = Mono::from_secs(100);
         let s = Duration::from_secs;
         assert!(
             Evidence::new(t0 + s(5), t0 + s(3), t0 + s(2)).is_none(),

@@ -2,9 +2,9 @@
 //! or changed, the kernel reports keepalive probes unanswered), and what status, metrics and
 //! the loop ask of it (the rules in force, the counts, the verdict shown for a socket).
 
-use lifeline_common::{Keepalive, SockState};
+use lifeline_common::Keepalive;
 
-use super::{Judge, Silence, Stall, Verdict};
+use super::{Cookie, Judge, Mono, Record, Silence, Stall, Verdict};
 
 impl Judge {
     /// Whether the probe reports unanswered keepalive probes as news: then a healthy idle
@@ -14,13 +14,21 @@ impl Judge {
     }
 
     /// A record appeared or changed (its first keepalive look is scheduled from it).
-    pub fn recorded(&mut self, cookie: u64, rec: &SockState) {
-        self.idle.recorded(cookie, rec);
+    pub fn recorded(&mut self, cookie: Cookie, rec: &Record) {
+        if self.idle.schedules(rec) {
+            self.sockets.update(cookie, |st| {
+                self.idle.recorded(cookie, &mut st.idle_due, rec);
+            });
+        }
     }
 
     /// The kernel reports keepalive probes of `cookie` unanswered: look now.
-    pub fn unanswered(&mut self, cookie: u64, now_ns: u64) {
-        self.idle.unanswered(cookie, now_ns);
+    pub fn unanswered(&mut self, cookie: Cookie, now: Mono) {
+        if self.idle.silent.is_some() {
+            self.sockets.update(cookie, |st| {
+                self.idle.unanswered(cookie, &mut st.idle_due, now);
+            });
+        }
     }
 
     /// Whether a kill awaits a healthy connection to its endpoint: every socket then counts,
@@ -58,9 +66,10 @@ impl Judge {
     /// The verdict to show for a socket without reading the kernel: its last look's, or,
     /// never looked at, the record's (`between`).
     #[must_use]
-    pub fn shown(&self, cookie: u64, rec: &SockState, now_ns: u64) -> Verdict {
-        self.tally
+    pub fn shown(&self, cookie: Cookie, rec: &Record, now: Mono) -> Verdict {
+        self.sockets
             .get(cookie)
-            .unwrap_or_else(|| self.between(cookie, rec, now_ns))
+            .and_then(|st| st.verdict)
+            .unwrap_or_else(|| self.between(cookie, rec, now))
     }
 }

@@ -3,15 +3,9 @@
 //! minute, `--dry-run`, and `--action restart` (for the unit's own sockets only). Outcomes
 //! come back typed and feed the backoff and the escalation.
 
-use std::{
-    borrow::Cow,
-    collections::HashMap,
-    time::{Duration, Instant},
-};
+use std::{borrow::Cow, time::Duration};
 
-use lifeline_common::SockState;
-
-use super::{Judge, TcpInfo, Verdict};
+use super::{Cookie, Judge, Mono, Record, TcpInfo, Verdict};
 
 /// Why a socket is to be killed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,7 +24,7 @@ pub enum Reason {
     /// before the probe began.
     DeadPeer {
         endpoint: Option<String>,
-        probe_started: Instant,
+        probe_started: Mono,
     },
 }
 
@@ -66,10 +60,8 @@ impl Reason {
 /// A confirmed reason to kill one socket, with its evidence.
 #[derive(Clone, Debug)]
 pub struct Kill {
-    pub cookie: u64,
-    /// The sweep's clock (`CLOCK_MONOTONIC` ns), to age the record's times.
-    pub now_ns: u64,
-    pub rec: SockState,
+    pub cookie: Cookie,
+    pub rec: Record,
     pub info: TcpInfo,
     pub reason: Reason,
     /// When the evidence was confirmed, the socket's last sign of life then, and when the
@@ -128,10 +120,10 @@ impl Outcome {
 }
 
 /// At most `max` kills of one target's sockets in any sliding minute, and a growing pause
-/// per socket after any attempt that did not end it (5 s doubling to 5 min).
+/// per socket after any attempt that did not end it (5 s doubling to 5 min; the pause is
+/// the socket's own, `SocketState::backoff`).
 pub(super) struct Gate {
     budgets: KillBudgets,
-    backoff: HashMap<u64, (Instant, Duration)>,
     pub kills: u64,
 }
 
@@ -142,17 +134,8 @@ impl Gate {
     pub(super) fn new(max_per_minute: u32) -> Self {
         Self {
             budgets: KillBudgets::new(max_per_minute),
-            backoff: HashMap::new(),
             kills: 0,
         }
-    }
-
-    pub(super) fn retain(&mut self, live: impl Fn(u64) -> bool) {
-        self.backoff.retain(|c, _| live(*c));
-    }
-
-    pub(super) fn backoff_cookies(&self) -> impl Iterator<Item = &u64> {
-        self.backoff.keys()
     }
 }
 
@@ -160,16 +143,13 @@ impl Judge {
     /// Still backing off after an earlier attempt on this socket: nothing to do or say (the
     /// daemon skips finding out whose it is).
     #[must_use]
-    pub fn quiet(&self, cookie: u64, at: Instant) -> bool {
-        self.gate
-            .backoff
-            .get(&cookie)
-            .is_some_and(|(until, _)| at < *until)
+    pub fn quiet(&self, cookie: Cookie, at: Mono) -> bool {
+        self.sockets.get(cookie).is_some_and(|st| st.quiet(at))
     }
 
     /// The action for a confirmed kill. `endpoint_healthy`: the guard's answer for this
     /// batch (`true` without a configured endpoint).
-    pub(crate) fn gate(&mut self, kill: &Kill, endpoint_healthy: bool, at: Instant) -> Action {
+    pub(crate) fn gate(&mut self, kill: &Kill, endpoint_healthy: bool, at: Mono) -> Action {
         if self.quiet(kill.cookie, at) {
             return Action::Quiet;
         }
@@ -205,7 +185,7 @@ impl Judge {
         &mut self,
         kill: &Kill,
         outcome: &Outcome,
-        at: Instant,
+        at: Mono,
     ) -> Option<super::RestartRequest> {
         match outcome {
             Outcome::Killed => self.gate.kills += 1,
@@ -215,13 +195,13 @@ impl Judge {
         self.escalation.as_mut()?.after_outcome(kill, outcome, at)
     }
 
-    fn back_off(&mut self, cookie: u64, at: Instant) {
-        let delay = self
-            .gate
-            .backoff
-            .get(&cookie)
-            .map_or(FIRST_BACKOFF, |(_, d)| (*d * 2).min(MAX_BACKOFF));
-        self.gate.backoff.insert(cookie, (at + delay, delay));
+    fn back_off(&mut self, cookie: Cookie, at: Mono) {
+        self.sockets.update(cookie, |st| {
+            let delay = st
+                .backoff
+                .map_or(FIRST_BACKOFF, |(_, d)| (d * 2).min(MAX_BACKOFF));
+            st.backoff = Some((at + delay, delay));
+        });
     }
 }
 

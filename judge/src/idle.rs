@@ -9,13 +9,11 @@
 use std::time::Duration;
 
 use lifeline_common::{
-    Keepalive, SockState,
+    Keepalive,
     features::{ITER_KEEPALIVE, KEEPALIVE_READ, KEEPALIVE_SET},
-    keepalive::{KA_ARMED, KA_NO_ITERATOR, KA_OFF, KA_PENDING, KA_SET_UNREAD, ka_armed},
-    restore::{DEFER_OFF, DEFERRED_NONE},
 };
 
-use crate::{TcpInfo, age_ms, due::DueQueue};
+use crate::{Arming, Cookie, Deferred, Mono, Record, TcpInfo, due::DueIndex};
 
 pub(crate) struct IdleWatch {
     /// The silent rule; `None` when keepalive is off: nothing is ever silent.
@@ -26,41 +24,48 @@ pub(crate) struct IdleWatch {
     /// once the kernel says its probes go unanswered; without that hook every armed idle
     /// socket is looked at on a schedule (one `sock_diag` read per silent timeout).
     pub notified: bool,
-    /// When each socket is next worth a look (`CLOCK_MONOTONIC` ns).
-    next: DueQueue,
+    /// Which socket is next worth a look; each one's time is its `SocketState::idle_due`,
+    /// the `slot` every method here takes.
+    next: DueIndex,
 }
 
 impl IdleWatch {
     #[must_use]
-    pub fn new(silent: Option<super::Silence>, want: Keepalive) -> Self {
+    pub(crate) fn new(silent: Option<super::Silence>, want: Keepalive) -> Self {
         Self {
             silent: silent.filter(|_| want.idle_s != 0),
             want,
             notified: false,
-            next: DueQueue::default(),
+            next: DueIndex::default(),
         }
     }
 
-    fn watches(&self, rec: &SockState) -> bool {
-        self.silent.is_some() && ka_armed(rec.ka_result) && rec.keepalive.idle_s != 0
+    fn watches(&self, rec: &Record) -> bool {
+        self.silent.is_some() && rec.arming.in_force() && rec.keepalive.idle_s != 0
+    }
+
+    /// Whether `recorded` may schedule a first look for `rec` (so a slot is worth making).
+    #[must_use]
+    pub(crate) fn schedules(&self, rec: &Record) -> bool {
+        !self.notified && self.watches(rec)
     }
 
     /// A record appeared or changed. On the schedule (no news of unanswered probes), its
     /// first look is due once it has been idle for its keepalive time: before that the
     /// kernel cannot have sent a single probe (the record's last ACK progress is a lower
     /// bound of the last segment received).
-    pub fn recorded(&mut self, cookie: u64, rec: &SockState) {
-        if self.notified || !self.watches(rec) || self.next.get(cookie).is_some() {
+    pub(crate) fn recorded(&mut self, cookie: Cookie, slot: &mut Option<Mono>, rec: &Record) {
+        if !self.schedules(rec) || slot.is_some() {
             return;
         }
-        let idle = u64::from(rec.keepalive.idle_s) * 1_000_000_000;
-        self.next.set(cookie, rec.last_ack_ns.saturating_add(idle));
+        let idle = Duration::from_secs(u64::from(rec.keepalive.idle_s));
+        self.next.set(cookie, slot, rec.last_ack + idle);
     }
 
     /// The kernel reports keepalive probes of `cookie` unanswered: look now.
-    pub fn unanswered(&mut self, cookie: u64, now_ns: u64) {
+    pub(crate) fn unanswered(&mut self, cookie: Cookie, slot: &mut Option<Mono>, now: Mono) {
         if self.silent.is_some() {
-            self.next.set_earlier(cookie, now_ns);
+            self.next.set_earlier(cookie, slot, now);
         }
     }
 
@@ -68,59 +73,64 @@ impl IdleWatch {
     /// caller knows it idle: nothing outstanding as far as the record or the last look
     /// tells).
     #[must_use]
-    pub fn due(&self, cookie: u64, rec: &SockState, now_ns: u64) -> bool {
+    pub(crate) fn due(&self, slot: Option<Mono>, rec: &Record, now: Mono) -> bool {
         if !self.watches(rec) {
             return false;
         }
         if self.notified {
-            return self.next.get(cookie).is_some_and(|t| now_ns >= t);
+            return slot.is_some_and(|t| now >= t);
         }
         let idle = Duration::from_secs(u64::from(rec.keepalive.idle_s));
-        if Duration::from_millis(age_ms(now_ns, rec.last_ack_ns)) < idle {
+        if Duration::from_millis(now.ms_since(rec.last_ack)) < idle {
             return false;
         }
-        self.next.get(cookie).is_none_or(|t| now_ns >= t)
+        slot.is_none_or(|t| now >= t)
     }
 
     /// After a look: the socket cannot turn silent before nothing has arrived from its peer
     /// for the whole silent timeout, so the next look is due exactly then; when the kernel
     /// reports unanswered probes and none are out, not before it reports them again.
-    pub fn looked(&mut self, cookie: u64, info: &TcpInfo, now_ns: u64) {
+    pub(crate) fn looked(
+        &mut self,
+        cookie: Cookie,
+        slot: &mut Option<Mono>,
+        info: &TcpInfo,
+        now: Mono,
+    ) {
         let Some(silent) = self.silent.map(|s| s.after) else {
             return;
         };
         if self.notified && info.probes == 0 {
-            self.next.remove(cookie);
+            self.next.remove(cookie, slot);
             return;
         }
         let quiet = Duration::from_millis(u64::from(info.last_ack_recv_ms));
-        let wait = u64::try_from(silent.saturating_sub(quiet).as_nanos()).unwrap_or(u64::MAX);
-        self.next.set(cookie, now_ns.saturating_add(wait));
+        self.next
+            .set(cookie, slot, now + silent.saturating_sub(quiet));
     }
 
     /// The sockets whose look is due now, for the sweep to visit.
-    pub fn due_now(&self, now_ns: u64) -> impl Iterator<Item = u64> + '_ {
-        self.next.due(now_ns)
+    pub(crate) fn due_now(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
+        self.next.due(now)
     }
 
     /// How soon the earliest scheduled look is due, so the sweep can wake for it: a silent
     /// socket is then found on time, not up to a sweep interval late.
     #[must_use]
-    pub fn next_due(&self, now_ns: u64) -> Option<Duration> {
-        self.next
-            .first()
-            .map(|t| Duration::from_nanos(t.saturating_sub(now_ns)))
+    pub(crate) fn next_due(&self, now: Mono) -> Option<Duration> {
+        self.next.first().map(|t| t - now)
     }
 
     /// Sockets with a look scheduled.
     #[cfg(test)]
     #[must_use]
-    pub fn scheduled(&self) -> usize {
+    pub(crate) fn scheduled(&self) -> usize {
         self.next.len()
     }
 
-    pub fn forget(&mut self, cookie: u64) {
-        self.next.remove(cookie);
+    /// A forgotten socket's slot leaves the index.
+    pub(crate) fn forget(&mut self, cookie: Cookie, mut slot: Option<Mono>) {
+        self.next.remove(cookie, &mut slot);
     }
 }
 
@@ -128,32 +138,34 @@ impl IdleWatch {
 /// are none, with the Linux release that would change that (`lifeline_common::features`),
 /// and whether they are deferred to the application's own deadline (`crate::defer`).
 #[must_use]
-pub fn describe(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
+pub fn describe(rec: &Record, want: &Keepalive, can_adopt: bool) -> String {
     let values = values(rec, want, can_adopt);
-    match rec.defer {
-        DEFERRED_NONE => values,
-        DEFER_OFF_STATE => {
+    match rec.deferred {
+        Deferred::No => values,
+        Deferred::Off => {
             "off (deferred to the application's own: it has none; lifeline only observes)"
                 .to_owned()
         }
-        d if d > 0 => {
+        Deferred::ToDeadline => {
             format!("{values} (deferred to the application's own deadline; lifeline only observes)")
         }
-        errno => format!("{values} (deferral refused: errno {})", -errno),
+        Deferred::Refused(errno) => format!("{values} (deferral refused: errno {errno})"),
     }
 }
 
-/// `SockState::defer` with keepalive off.
-#[allow(clippy::cast_possible_wrap, reason = "a small constant")]
-const DEFER_OFF_STATE: i32 = DEFER_OFF as i32;
-
-fn values(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
+fn values(rec: &Record, want: &Keepalive, can_adopt: bool) -> String {
     let k = &rec.keepalive;
     let needs = |(major, minor): (u32, u32)| format!("needs Linux {major}.{minor}");
-    match rec.ka_result {
-        KA_OFF => "off".to_owned(),
-        r if ka_armed(r) && k.idle_s == 0 => "off".to_owned(),
-        KA_ARMED => {
+    let pre_existing = || {
+        format!(
+            "not armed: pre-existing socket ({}: TCP iterator)",
+            needs(ITER_KEEPALIVE.since)
+        )
+    };
+    match rec.arming {
+        Arming::Off => "off".to_owned(),
+        a if a.in_force() && k.idle_s == 0 => "off".to_owned(),
+        Arming::Armed => {
             let own = k.idle_s < want.idle_s || k.intvl_s < want.intvl_s || k.cnt < want.cnt;
             format!(
                 "{}s,{}s,{}{}",
@@ -163,27 +175,21 @@ fn values(rec: &SockState, want: &Keepalive, can_adopt: bool) -> String {
                 if own { " (app's, stricter)" } else { "" }
             )
         }
-        KA_SET_UNREAD => format!(
+        Arming::SetUnread => format!(
             "{}s,{}s,{} (set without reading: reading {})",
             k.idle_s,
             k.intvl_s,
             k.cnt,
             needs(KEEPALIVE_READ.since)
         ),
-        KA_NO_ITERATOR => format!(
-            "not armed: pre-existing socket ({}: TCP iterator)",
-            needs(ITER_KEEPALIVE.since)
-        ),
-        KA_PENDING if !can_adopt => format!(
-            "not armed: pre-existing socket ({}: TCP iterator)",
-            needs(ITER_KEEPALIVE.since)
-        ),
-        KA_PENDING => "not armed (yet)".to_owned(),
-        -22 => format!(
+        Arming::NoIterator => pre_existing(),
+        Arming::Pending if !can_adopt => pre_existing(),
+        Arming::Pending => "not armed (yet)".to_owned(),
+        Arming::Refused(errno) if errno.0 == 22 => format!(
             "not armed: kernel refused (errno 22; {})",
             needs(KEEPALIVE_SET.since)
         ),
-        errno => format!("not armed: kernel refused (errno {})", -errno),
+        Arming::Refused(errno) => format!("not armed: kernel refused (errno {errno})"),
     }
 }
 

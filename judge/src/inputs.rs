@@ -6,9 +6,7 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-use lifeline_common::SockState;
-
-use super::Verdict;
+use super::{Cookie, Record, Verdict};
 
 /// The kernel's own view of a TCP socket, as `ss -i` shows it: the few `struct tcp_info`
 /// fields lifeline reads (`include/uapi/linux/tcp.h`).
@@ -81,8 +79,8 @@ pub enum ActionMode {
 
 /// One watched socket as the daemon sees it in this sweep.
 pub struct Socket<'a> {
-    pub cookie: u64,
-    pub rec: &'a SockState,
+    pub cookie: Cookie,
+    pub rec: &'a Record,
     /// A pre-existing socket the probe could not arm: judged from `tcp_info` alone.
     pub polled: bool,
     /// Its endpoint, when the socket is that endpoint's connection (the fact recorded per
@@ -127,15 +125,4 @@ pub struct Seen {
     pub endpoint_socket: Option<bool>,
     pub verdict: Verdict,
     pub established_age: Duration,
-}
-
-/// Milliseconds between two `CLOCK_MONOTONIC` stamps (0 when `then` is in the future or
-/// unset): how a record's times are aged against the clock handed in.
-#[must_use]
-pub fn age_ms(now_ns: u64, then_ns: u64) -> u64 {
-    if then_ns == 0 {
-        0
-    } else {
-        now_ns.saturating_sub(then_ns) / 1_000_000
-    }
 }

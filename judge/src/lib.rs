@@ -8,11 +8,16 @@
 //! is handed in too (`Settings::seed`). So every rule has a unit test that needs no root,
 //! and gives the same answer on every run.
 //!
-//! One sweep asks, per socket, `wants_info` (whether its `tcp_info` must be read) and then
-//! `look` (two witnesses, dead peer, orphan: the kill it wants, the peer probe, the wake);
-//! per kill `quiet`, `decide` (guard, rate limit, backoff, dry run, `--action restart`) and
-//! `outcome`; and `end_sweep` once (confirming looks, scheduled looks, no recovery after a
-//! kill). Its schedule (`judge/src/due.rs`, the tally of verdicts) is its own.
+//! One sweep calls, in order (docs/ARCHITECTURE.md's code map, "The loop's calls into the
+//! judge"): `recorded` and `unanswered` for the probe's news; `due`, `in_trouble` and
+//! `awaits_recovery` to choose what to visit; `path_down` and `path_back` whenever the loop
+//! learns of the path; per visited socket `wants_info` (whether its `tcp_info` must be read)
+//! and then `look` (two witnesses, dead peer, orphan: the kill it wants with its evidence,
+//! the peer probe, the wake); per kill `quiet`, `current`, `decide` (guard, rate limit,
+//! backoff, dry run, `--action restart`) and `outcome`; and `end_sweep` once (confirming
+//! looks, scheduled looks, no recovery after a kill). A socket that is gone is `forget`: its
+//! whole state is one `SocketState` (`socket.rs`), so that is one remove. Its schedule
+//! (`due.rs`, the tally of verdicts) is its own.
 
 mod blip;
 mod budget;
@@ -28,19 +33,17 @@ pub mod idle;
 mod inputs;
 mod look;
 mod path;
+mod record;
+mod socket;
 mod stall;
 mod stall_rule;
 mod surface;
 mod tally;
 mod ticket;
+mod time;
 pub mod verdict;
 
-use std::{
-    collections::{HashMap, HashSet},
-    time::{Duration, Instant},
-};
-
-use lifeline_common::SockState;
+use std::time::Duration;
 
 pub use budget::{Budget, UnitOwned, Whose};
 pub use early::Trouble;
@@ -48,11 +51,15 @@ pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
 pub use evidence::{DeadPeer, Evidence, PeerProbe, ProbeAsk, SLACK, life};
 pub use gate::{Action, Kill, Outcome, Reason};
-pub use inputs::{ActionMode, Membership, Read, Seen, Socket, TcpInfo, age_ms};
+pub use inputs::{ActionMode, Membership, Read, Seen, Socket, TcpInfo};
 pub use path::{FRESH_PROBES, FRESH_RTOS};
+pub use record::{
+    Adoption, Arming, Comm, Deferred, Errno, LinearTimeouts, Origin, Record, TcpState,
+};
 pub use stall_rule::Stall;
 pub use surface::{Decision, Look, SweepEnd};
 pub use ticket::Stage;
+pub use time::{Cookie, Mono};
 pub use verdict::Verdict;
 
 /// Everything the rules depend on, fixed at start from the flags and the config file.
@@ -85,25 +92,21 @@ pub const CONFIRM_AFTER: Duration = Duration::from_millis(500);
 
 pub struct Judge {
     settings: Settings,
+    /// Every socket's state, in one place (`socket.rs`): forgetting a socket is one remove.
+    sockets: socket::Sockets,
+    /// The idle rules, and the order of their scheduled looks.
     idle: idle::IdleWatch,
     stall: stall::StallWatch,
-    /// Stalled or silent in the previous sweep: a kill needs two looks in a row.
-    seen_dead: HashSet<u64>,
-    dead_now: HashSet<u64>,
-    /// When each orphaned socket is due to be migrated.
-    migrations: HashMap<u64, Instant>,
-    /// When each socket whose peer left and whose round trip failed migrates (`early.rs`).
-    early: HashMap<u64, Instant>,
-    /// Orphans already reported under `--on-orphan log`.
-    orphans_logged: HashSet<u64>,
+    /// The kill budgets and the kill count.
     gate: gate::Gate,
+    /// The escalation's tickets, node-wide: a kill's watch outlives its socket.
     escalation: Option<Escalation>,
-    /// Each socket's verdict from its last look, and the count per verdict.
+    /// The count per verdict, and the order of healthy sockets turning idle.
     tally: tally::Tally,
     /// The sockets looked at in this sweep, for the escalation's check after it.
     seen: Vec<Seen>,
     /// Whether the path to the endpoint went down and came back: the evidence a socket
-    /// collected across it must be earned again (`path.rs`).
+    /// collected across it must be earned again (`path.rs`; each socket's baseline is its own).
     path: path::PathWatch,
 }
 
@@ -115,11 +118,7 @@ impl Judge {
             stall: stall::StallWatch::new(settings.stall.after),
             gate: gate::Gate::new(settings.max_kills_per_minute),
             settings,
-            seen_dead: HashSet::new(),
-            dead_now: HashSet::new(),
-            migrations: HashMap::new(),
-            early: HashMap::new(),
-            orphans_logged: HashSet::new(),
+            sockets: socket::Sockets::default(),
             escalation,
             tally: tally::Tally::default(),
             seen: Vec::new(),
@@ -136,60 +135,59 @@ impl Judge {
     /// End of a sweep: the dead set becomes the previous look. Returns whether a new dead
     /// socket awaits its confirming look.
     fn turn_looks(&mut self) -> bool {
-        let fresh = self.dead_now.iter().any(|c| !self.seen_dead.contains(c));
-        self.seen_dead = std::mem::take(&mut self.dead_now);
+        let mut fresh = false;
+        self.sockets.update_marked(|st| {
+            fresh |= st.dead_now && !st.dead_before;
+            st.dead_before = std::mem::take(&mut st.dead_now);
+        });
         fresh
     }
 
-    /// Everything kept about a socket that is gone.
-    pub fn forget(&mut self, cookie: u64) {
-        self.seen_dead.remove(&cookie);
-        self.dead_now.remove(&cookie);
-        self.gate.retain(|c| c != cookie);
-        self.idle.forget(cookie);
-        self.stall.retain(|c| c != cookie);
-        self.migrations.remove(&cookie);
-        self.early.remove(&cookie);
-        self.orphans_logged.remove(&cookie);
-        self.tally.remove(cookie);
-        self.path.forget(cookie);
+    /// Everything kept about a socket that is gone: its state is one remove; its slots leave
+    /// the two schedules' indexes and its verdict the counts. An escalation watching for a
+    /// recovery after its kill stays until the watch ends (that is what it is for).
+    pub fn forget(&mut self, cookie: Cookie) {
+        if let Some(mut st) = self.sockets.remove(cookie) {
+            self.idle.forget(cookie, st.idle_due);
+            self.tally.forget(cookie, &mut st);
+        }
         if let Some(e) = self.escalation.as_mut() {
             e.retain(|c| c != cookie);
         }
     }
 
-    /// Sockets a rule has business with at `now_ns` whatever the news: a dead verdict
+    /// Sockets a rule has business with at `now` whatever the news: a dead verdict
     /// awaiting its confirming look, a migration due, a kill backing off, a look the idle
     /// rules scheduled, a healthy socket whose record turns idle (the counts). The sweep
     /// visits them all.
-    pub fn due(&self, now_ns: u64) -> impl Iterator<Item = u64> + '_ {
-        self.seen_dead
-            .iter()
-            .chain(self.migrations.keys())
-            .chain(self.early.keys())
-            .chain(self.gate.backoff_cookies())
-            .copied()
-            .chain(self.idle.due_now(now_ns))
-            .chain(self.tally.settle.due(now_ns))
+    pub fn due(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
+        self.sockets
+            .pending()
+            .chain(self.idle.due_now(now))
+            .chain(self.tally.settle.due(now))
     }
 
     /// Whether a record with a trouble episode still needs visiting: no look has found the
     /// episode over (nothing outstanding).
     #[must_use]
-    pub fn in_trouble(&self, cookie: u64, rec: &SockState, now_ns: u64) -> bool {
-        rec.trouble_ns != 0
-            && self.stall.held(cookie, rec.trouble_ns, now_ns) != Some(Verdict::Idle)
+    pub fn in_trouble(&self, cookie: Cookie, rec: &Record, now: Mono) -> bool {
+        rec.trouble
+            .is_some_and(|t| self.held(cookie, t, now) != Some(Verdict::Idle))
     }
 
     /// The verdict `lifeline status` shows for a socket not visited in the last sweep: the
     /// record's, or the last look's while it holds.
     #[must_use]
-    pub(crate) fn between(&self, cookie: u64, rec: &SockState, now_ns: u64) -> Verdict {
-        let from_record = verdict::from_record(rec, now_ns, self.settings.stall);
-        (rec.trouble_ns != 0)
-            .then(|| self.stall.held(cookie, rec.trouble_ns, now_ns))
-            .flatten()
+    pub(crate) fn between(&self, cookie: Cookie, rec: &Record, now: Mono) -> Verdict {
+        let from_record = verdict::from_record(rec, now, self.settings.stall);
+        rec.trouble
+            .and_then(|t| self.held(cookie, t, now))
             .unwrap_or(from_record)
+    }
+
+    /// The kernel's answer of the last look at `cookie`, while it holds for this episode.
+    fn held(&self, cookie: Cookie, trouble: Mono, now: Mono) -> Option<Verdict> {
+        self.sockets.get(cookie)?.held(trouble, now)
     }
 }
 

@@ -4,10 +4,8 @@
 //! recovery (no callback per ACK), so a look that finds the socket well holds until a stall
 //! is possible again (`stall.rs`).
 
-use std::time::Instant;
-
 use super::{
-    Judge, Membership, Read, Socket, TcpInfo, life,
+    Cookie, Judge, Membership, Mono, Read, Socket, TcpInfo, life,
     verdict::{self, Verdict},
 };
 
@@ -22,42 +20,47 @@ struct Nomination {
 }
 
 impl Judge {
-    fn nominate(&self, s: &Socket<'_>, now_ns: u64) -> Nomination {
-        let from_record = verdict::from_record(s.rec, now_ns, self.settings.stall);
-        let between = self.between(s.cookie, s.rec, now_ns);
-        let held = s.rec.trouble_ns != 0
-            && self
-                .stall
-                .held(s.cookie, s.rec.trouble_ns, now_ns)
-                .is_some();
+    fn nominate(&self, s: &Socket<'_>, now: Mono) -> Nomination {
+        let from_record = verdict::from_record(s.rec, now, self.settings.stall);
+        let st = self.sockets.get(s.cookie);
+        let between = self.between(s.cookie, s.rec, now);
+        let held = s
+            .rec
+            .trouble
+            .is_some_and(|t| st.and_then(|st| st.held(t, now)).is_some());
         Nomination {
             between,
             stall: !held && from_record == Verdict::Stalled,
             idle: !s.polled
                 && matches!(between, Verdict::Idle | Verdict::Healthy)
-                && self.idle.due(s.cookie, s.rec, now_ns),
+                && self.idle.due(st.and_then(|st| st.idle_due), s.rec, now),
         }
     }
 
     /// Whether the socket's `tcp_info` must be read this sweep: the record nominates it,
     /// or it is idle long enough to be due a keepalive look, or it is polled, or an
     /// endpoint rule is due (a dead peer's jitter has passed, an orphan's migration is due).
-    pub fn wants_info(&mut self, s: &Socket<'_>, now_ns: u64, at: Instant) -> bool {
-        let n = self.nominate(s, now_ns);
+    pub fn wants_info(&mut self, s: &Socket<'_>, at: Mono) -> bool {
+        let n = self.nominate(s, at);
         s.polled
             || n.stall
             || n.idle
             || s.member.is_some()
                 && s.dead_peer()
-                    .is_some_and(|d| at >= d.found + self.dead_peer_delay(s.cookie))
+                    .is_some_and(|d| at >= d.found + self.settings.dead_peer_delay(s.cookie))
             || self.migration_due(s, at)
             || self.settings.migrate && left(s)
     }
 
-    fn migration_due(&mut self, s: &Socket<'_>, at: Instant) -> bool {
-        matches!(s.member, Some((_, Membership::Orphaned { .. })))
-            && self.settings.migrate
-            && at >= self.migration_time(s.cookie, at)
+    fn migration_due(&mut self, s: &Socket<'_>, at: Mono) -> bool {
+        if !(matches!(s.member, Some((_, Membership::Orphaned { .. }))) && self.settings.migrate) {
+            return false;
+        }
+        let settings = &self.settings;
+        let due = self.sockets.update(s.cookie, |st| {
+            settings.migration_time(s.cookie, &mut st.migration, at)
+        });
+        at >= due
     }
 
     /// The verdict, with the kernel's `tcp_info` when it was read; `None`: the socket is gone.
@@ -68,52 +71,61 @@ impl Judge {
         &mut self,
         s: &Socket<'_>,
         read: Option<&Read>,
-        now_ns: u64,
-        at: Instant,
+        at: Mono,
     ) -> Option<(Verdict, Option<TcpInfo>)> {
-        let n = self.nominate(s, now_ns);
+        let n = self.nominate(s, at);
         let info = match read {
             Some(Read::Gone) => return None,
             Some(Read::Info(i)) => Some(*i),
             Some(Read::NoInfo | Read::Unreadable) | None => None,
         };
-        if !(s.polled || n.idle || n.stall) {
-            if let Some(i) = &info {
-                self.idle.looked(s.cookie, i, now_ns);
+        // The look's memory: made here, as the look's verdict is kept (`Tally::set`).
+        let v = self.sockets.update(s.cookie, |st| {
+            if !(s.polled || n.idle || n.stall) {
+                if let Some(i) = &info {
+                    self.idle.looked(s.cookie, &mut st.idle_due, i, at);
+                }
+                return n.between;
             }
-            return Some((n.between, info));
-        }
-        let Some(i) = info else {
-            return Some((Verdict::Suspect, None));
-        };
-        let kernel = verdict::from_info(&i, self.settings.stall, self.idle.silent);
-        let kernel = self.path.fresh(s.cookie, &i, life(&i, at), kernel);
-        // Whatever the look was for, it says when silence is possible at the earliest.
-        self.idle.looked(s.cookie, &i, now_ns);
-        if s.rec.trouble_ns != 0 && !s.polled {
-            self.stall
-                .looked(s.cookie, s.rec.trouble_ns, &i, kernel, now_ns);
-        }
-        let v = match kernel {
-            _ if s.polled => kernel,
-            Verdict::Stalled if n.stall => Verdict::Stalled,
-            Verdict::Silent | Verdict::Suspect if n.idle => kernel,
-            _ if n.idle => n.between,
-            // The record nominated a stall the kernel does not see: the kernel's word, short
-            // of a kill (a silent verdict goes through the idle rules' own looks).
-            k if k.is_dead() => Verdict::Suspect,
-            k => k,
-        };
-        if v.is_dead() {
-            self.dead_now.insert(s.cookie);
-        }
+            let Some(i) = info else {
+                return Verdict::Suspect;
+            };
+            let kernel = verdict::from_info(&i, self.settings.stall, self.idle.silent);
+            let kernel = self.path.fresh(&mut st.base, &i, life(&i, at), kernel);
+            // Whatever the look was for, it says when silence is possible at the earliest.
+            self.idle.looked(s.cookie, &mut st.idle_due, &i, at);
+            if let (Some(trouble), false) = (s.rec.trouble, s.polled) {
+                self.stall.looked(&mut st.held, trouble, &i, kernel, at);
+            }
+            let v = match kernel {
+                _ if s.polled => kernel,
+                Verdict::Stalled if n.stall => Verdict::Stalled,
+                Verdict::Silent | Verdict::Suspect if n.idle => kernel,
+                _ if n.idle => n.between,
+                // The record nominated a stall the kernel does not see: the kernel's word,
+                // short of a kill (a silent verdict goes through the idle rules' own looks).
+                k if k.is_dead() => Verdict::Suspect,
+                k => k,
+            };
+            if v.is_dead() {
+                st.dead_now = true;
+            }
+            v
+        });
         Some((v, info))
     }
 
     /// A dead verdict confirmed by the previous look too (and with the kernel's view).
     #[must_use]
-    pub(crate) fn confirmed(&self, cookie: u64, verdict: Verdict, info: Option<&TcpInfo>) -> bool {
-        verdict.is_dead() && info.is_some() && self.seen_dead.contains(&cookie)
+    pub(crate) fn confirmed(
+        &self,
+        cookie: Cookie,
+        verdict: Verdict,
+        info: Option<&TcpInfo>,
+    ) -> bool {
+        verdict.is_dead()
+            && info.is_some()
+            && self.sockets.get(cookie).is_some_and(|st| st.dead_before)
     }
 }
 

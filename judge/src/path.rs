@@ -17,19 +17,18 @@
 //! on a backed-off timer: 2 RTOs are two round trips given seconds each. A keepalive probe
 //! every second is cheap, so silence asks for 3.
 
-use std::{collections::HashMap, time::Instant};
-
-use super::{TcpInfo, Verdict};
+use super::{Mono, TcpInfo, Verdict};
 
 /// Retransmission timeouts after the path's return, on top of the socket's count then.
 pub const FRESH_RTOS: u8 = 2;
 /// Keepalive probes after the path's return, likewise.
 pub const FRESH_PROBES: u8 = 3;
 
-/// The socket's counts at its first look after a return.
+/// The socket's counts at its first look after a return (kept per socket,
+/// `SocketState::base`).
 #[derive(Clone, Copy, Debug)]
-struct Base {
-    back: Instant,
+pub(crate) struct Base {
+    back: Mono,
     retransmits: u8,
     probes: u8,
 }
@@ -37,22 +36,21 @@ struct Base {
 #[derive(Default)]
 pub(crate) struct PathWatch {
     /// Found down, not yet back: since when.
-    pub down: Option<Instant>,
+    pub down: Option<Mono>,
     /// The latest return.
-    pub back: Option<Instant>,
+    pub back: Option<Mono>,
     /// Returns so far: a kill decided in an earlier epoch is earned again.
     pub epoch: u64,
-    base: HashMap<u64, Base>,
 }
 
 impl PathWatch {
     /// The path was found down at `at` (the earliest moment known: a probe's start).
-    pub fn down(&mut self, at: Instant) {
+    pub(crate) fn down(&mut self, at: Mono) {
         self.down = Some(self.down.map_or(at, |d| d.min(at)));
     }
 
     /// The path was found working at `at`. Returns whether it was down: a return.
-    pub fn back(&mut self, at: Instant) -> bool {
+    pub(crate) fn back(&mut self, at: Mono) -> bool {
         match self.down {
             Some(d) if at >= d => {
                 self.down = None;
@@ -66,18 +64,18 @@ impl PathWatch {
 
     /// The verdict once the path's last return is taken into account: a dead verdict of a
     /// socket silent across the return stands only on fresh evidence.
-    pub fn fresh(
-        &mut self,
-        cookie: u64,
+    pub(crate) fn fresh(
+        &self,
+        base: &mut Option<Base>,
         info: &TcpInfo,
-        life: Instant,
+        life: Mono,
         kernel: Verdict,
     ) -> Verdict {
         let Some(back) = self.back.filter(|b| life < *b) else {
-            self.base.remove(&cookie);
+            *base = None;
             return kernel;
         };
-        let b = self.base.entry(cookie).or_insert(Base {
+        let b = base.get_or_insert(Base {
             back,
             retransmits: info.retransmits,
             probes: info.probes,
@@ -95,16 +93,6 @@ impl PathWatch {
             _ => true,
         };
         if fresh { kernel } else { Verdict::Suspect }
-    }
-
-    /// Whether `cookie` is waiting for evidence after a return (status and logs say so).
-    #[must_use]
-    pub fn awaits_fresh(&self, cookie: u64) -> bool {
-        self.base.contains_key(&cookie)
-    }
-
-    pub fn forget(&mut self, cookie: u64) {
-        self.base.remove(&cookie);
     }
 }
 
@@ -125,7 +113,7 @@ mod tests {
 
     #[test]
     fn a_return_is_a_transition_and_only_after_down() {
-        let t0 = Instant::now();
+        let t0 = Mono::from_secs(100);
         let mut p = PathWatch::default();
         assert!(!p.back(t0), "never down: no return");
         p.down(t0 + Duration::from_secs(2));
@@ -139,51 +127,52 @@ mod tests {
 
     #[test]
     fn silent_across_the_return_needs_fresh_counts_and_life_ends_it() {
-        let t0 = Instant::now();
+        let t0 = Mono::from_secs(100);
         let s = Duration::from_secs;
         let mut p = PathWatch::default();
+        let (mut one, mut two) = (None, None);
         assert_eq!(
-            p.fresh(1, &info(9, 0), t0, Verdict::Stalled),
+            p.fresh(&mut one, &info(9, 0), t0, Verdict::Stalled),
             Verdict::Stalled,
             "no return: the rule's word"
         );
         p.down(t0 + s(1));
         assert!(p.back(t0 + s(4)));
         assert_eq!(
-            p.fresh(1, &info(9, 0), t0, Verdict::Stalled),
+            p.fresh(&mut one, &info(9, 0), t0, Verdict::Stalled),
             Verdict::Suspect
         );
-        assert!(p.awaits_fresh(1));
+        assert!(one.is_some(), "awaits fresh evidence");
         assert_eq!(
-            p.fresh(1, &info(10, 0), t0, Verdict::Stalled),
+            p.fresh(&mut one, &info(10, 0), t0, Verdict::Stalled),
             Verdict::Suspect
         );
         assert_eq!(
-            p.fresh(1, &info(11, 0), t0, Verdict::Stalled),
+            p.fresh(&mut one, &info(11, 0), t0, Verdict::Stalled),
             Verdict::Stalled
         );
         assert_eq!(
-            p.fresh(2, &info(0, 14), t0, Verdict::Silent),
+            p.fresh(&mut two, &info(0, 14), t0, Verdict::Silent),
             Verdict::Suspect
         );
         assert_eq!(
-            p.fresh(2, &info(0, 16), t0, Verdict::Silent),
+            p.fresh(&mut two, &info(0, 16), t0, Verdict::Silent),
             Verdict::Suspect
         );
         assert_eq!(
-            p.fresh(2, &info(0, 17), t0, Verdict::Silent),
+            p.fresh(&mut two, &info(0, 17), t0, Verdict::Silent),
             Verdict::Silent
         );
         assert_eq!(
-            p.fresh(1, &info(8, 0), t0 + s(5), Verdict::Stalled),
+            p.fresh(&mut one, &info(8, 0), t0 + s(5), Verdict::Stalled),
             Verdict::Stalled,
             "heard after the return: ordinary rules"
         );
-        assert!(!p.awaits_fresh(1));
+        assert!(one.is_none());
         p.down(t0 + s(6));
         assert!(p.back(t0 + s(9)));
         assert_eq!(
-            p.fresh(2, &info(0, 20), t0, Verdict::Silent),
+            p.fresh(&mut two, &info(0, 20), t0, Verdict::Silent),
             Verdict::Suspect,
             "a second return takes a new baseline"
         );

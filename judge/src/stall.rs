@@ -8,40 +8,36 @@
 //! starts one whenever `snd_una` moved since its last callback, and pushes it as news). So a
 //! recovered flow costs one `tcp_info` read per stall timeout at most, not one per sweep.
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
-use super::{TcpInfo, Verdict};
+use super::{Mono, TcpInfo, Verdict};
 
 /// The kernel's answer for one trouble episode, and until when it holds.
+/// Kept per socket (`SocketState::held`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Held {
-    trouble_ns: u64,
-    until_ns: u64,
+pub(crate) struct Held {
+    trouble: Mono,
+    until: Mono,
     verdict: Verdict,
 }
 
-pub struct StallWatch {
+impl Held {
+    /// The kernel's verdict of the last look, while it holds for this episode; `None`: the
+    /// record speaks for itself (a new episode, or the hold ran out).
+    #[must_use]
+    pub(crate) fn holds(self, trouble: Mono, now: Mono) -> Option<Verdict> {
+        (self.trouble == trouble && now < self.until).then_some(self.verdict)
+    }
+}
+
+pub(crate) struct StallWatch {
     stall: Duration,
-    held: HashMap<u64, Held>,
 }
 
 impl StallWatch {
     #[must_use]
-    pub fn new(stall: Duration) -> Self {
-        Self {
-            stall,
-            held: HashMap::new(),
-        }
-    }
-
-    /// The kernel's verdict of the last look, while it holds for this episode; `None`: the
-    /// record speaks for itself (no look yet, a new episode, or the hold ran out).
-    #[must_use]
-    pub fn held(&self, cookie: u64, trouble_ns: u64, now_ns: u64) -> Option<Verdict> {
-        self.held
-            .get(&cookie)
-            .filter(|h| h.trouble_ns == trouble_ns && now_ns < h.until_ns)
-            .map(|h| h.verdict)
+    pub(crate) fn new(stall: Duration) -> Self {
+        Self { stall }
     }
 
     /// After a look at a socket whose record has trouble. Nothing outstanding: the episode is
@@ -49,37 +45,28 @@ impl StallWatch {
     /// take it from here. Data outstanding and ACKs arriving: it cannot be stalled before no
     /// segment has come for the whole stall timeout. Stalled: no hold, the confirming look
     /// comes next sweep.
-    pub fn looked(
-        &mut self,
-        cookie: u64,
-        trouble_ns: u64,
+    pub(crate) fn looked(
+        &self,
+        held: &mut Option<Held>,
+        trouble: Mono,
         info: &TcpInfo,
         kernel: Verdict,
-        now_ns: u64,
+        now: Mono,
     ) {
-        let (until_ns, verdict) = if info.unacked == 0 {
-            (u64::MAX, Verdict::Idle)
+        let (until, verdict) = if info.unacked == 0 {
+            (Mono::MAX, Verdict::Idle)
         } else if kernel.is_dead() {
-            self.held.remove(&cookie);
+            *held = None;
             return;
         } else {
             let quiet = Duration::from_millis(u64::from(info.last_ack_recv_ms));
-            let wait = self.stall.saturating_sub(quiet);
-            let wait = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
-            (now_ns.saturating_add(wait), kernel)
+            (now + self.stall.saturating_sub(quiet), kernel)
         };
-        self.held.insert(
-            cookie,
-            Held {
-                trouble_ns,
-                until_ns,
-                verdict,
-            },
-        );
-    }
-
-    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
-        self.held.retain(|c, _| live(*c));
+        *held = Some(Held {
+            trouble,
+            until,
+            verdict,
+        });
     }
 }
 
@@ -87,7 +74,12 @@ impl StallWatch {
 mod tests {
     use super::*;
 
-    const S: u64 = 1_000_000_000;
+    fn t(s: u64) -> Mono {
+        Mono::from_secs(s)
+    }
+    fn held(h: Option<Held>, trouble: Mono, now: Mono) -> Option<Verdict> {
+        h.and_then(|h| h.holds(trouble, now))
+    }
 
     fn info(unacked: u32, last_ack_ms: u32) -> TcpInfo {
         TcpInfo {
@@ -100,23 +92,21 @@ mod tests {
 
     #[test]
     fn a_healthy_answer_holds_until_a_stall_is_possible_or_a_new_episode() {
-        let mut w = StallWatch::new(Duration::from_secs(10));
-        w.looked(1, 50 * S, &info(8, 2_000), Verdict::Healthy, 100 * S);
-        assert_eq!(w.held(1, 50 * S, 107 * S), Some(Verdict::Healthy));
-        assert_eq!(
-            w.held(1, 50 * S, 108 * S),
-            None,
-            "8 s later: stall possible"
-        );
-        assert_eq!(w.held(1, 104 * S, 101 * S), None, "a new episode");
+        let w = StallWatch::new(Duration::from_secs(10));
+        let mut h = None;
+        w.looked(&mut h, t(50), &info(8, 2_000), Verdict::Healthy, t(100));
+        assert_eq!(held(h, t(50), t(107)), Some(Verdict::Healthy));
+        assert_eq!(held(h, t(50), t(108)), None, "8 s later: stall possible");
+        assert_eq!(held(h, t(104), t(101)), None, "a new episode");
     }
 
     #[test]
     fn nothing_outstanding_is_idle_until_new_trouble_and_stalled_holds_nothing() {
-        let mut w = StallWatch::new(Duration::from_secs(10));
-        w.looked(1, 50 * S, &info(0, 60_000), Verdict::Idle, 100 * S);
-        assert_eq!(w.held(1, 50 * S, 10_000 * S), Some(Verdict::Idle));
-        w.looked(1, 50 * S, &info(3, 12_000), Verdict::Stalled, 101 * S);
-        assert_eq!(w.held(1, 50 * S, 101 * S), None, "confirm next sweep");
+        let w = StallWatch::new(Duration::from_secs(10));
+        let mut h = None;
+        w.looked(&mut h, t(50), &info(0, 60_000), Verdict::Idle, t(100));
+        assert_eq!(held(h, t(50), t(10_000)), Some(Verdict::Idle));
+        w.looked(&mut h, t(50), &info(3, 12_000), Verdict::Stalled, t(101));
+        assert_eq!(held(h, t(50), t(101)), None, "confirm next sweep");
     }
 }

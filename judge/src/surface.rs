@@ -3,14 +3,11 @@
 //! and answers with a typed decision the loop carries out; the loop never reaches into the
 //! judge's state.
 
-use std::{
-    net::SocketAddr,
-    time::{Duration, Instant},
-};
+use std::{net::SocketAddr, time::Duration};
 
 use super::{
-    CONFIRM_AFTER, Evidence, Judge, Kill, ProbeAsk, Read, Reason, RestartRequest, Seen, Socket,
-    TcpInfo, Verdict, Whose, age_ms, blip, gate::Action, life,
+    CONFIRM_AFTER, Evidence, Judge, Kill, Mono, ProbeAsk, Read, Reason, RestartRequest, Seen,
+    Socket, TcpInfo, Verdict, Whose, blip, gate::Action, life,
 };
 
 /// What one look at a socket decided; `Judge::look` answers `None` when the socket is gone.
@@ -55,14 +52,8 @@ impl Judge {
     /// Judge one socket from its record and, when `wants_info` asked for it, the kernel's
     /// view: the verdict (kept for the counts), then the two witnesses, then the endpoint
     /// rules (only the endpoint's own sockets have any). `None`: the socket is gone.
-    pub fn look(
-        &mut self,
-        s: &Socket<'_>,
-        read: Option<&Read>,
-        now_ns: u64,
-        at: Instant,
-    ) -> Option<Look> {
-        let (verdict, info) = self.verdict(s, read, now_ns, at)?;
+    pub fn look(&mut self, s: &Socket<'_>, read: Option<&Read>, at: Mono) -> Option<Look> {
+        let (verdict, info) = self.verdict(s, read, at)?;
         let mut look = Look {
             kill: None,
             probe: None,
@@ -90,9 +81,8 @@ impl Judge {
         if let (Some(reason), Some(info)) = (reason, info) {
             // Evidence older than the socket's last sign of life is no evidence: no kill, and
             // the next look judges it afresh.
-            look.kill = evidence(s, &reason, &info, now_ns, at).map(|evidence| Kill {
+            look.kill = evidence(s, &reason, &info, at).map(|evidence| Kill {
                 cookie: s.cookie,
-                now_ns,
                 rec: *s.rec,
                 info,
                 reason,
@@ -101,20 +91,22 @@ impl Judge {
                 whose: Whose::default(), // the loop finds it out before acting
             });
         }
-        self.tally
-            .set(s.cookie, verdict, s.rec, self.settings.stall.after);
+        let stall = self.settings.stall.after;
+        self.sockets.update(s.cookie, |st| {
+            self.tally.set(s.cookie, st, verdict, s.rec, stall);
+        });
         self.seen.push(Seen {
-            peer: s.rec.peer(),
+            peer: s.rec.peer,
             endpoint_socket: s.followed.then_some(s.member.is_some()),
             verdict,
-            established_age: Duration::from_millis(age_ms(now_ns, s.rec.established_ns)),
+            established_age: Duration::from_millis(at.ms_since(s.rec.established)),
         });
         Some(look)
     }
 
     /// The action for a confirmed kill whose owner is known (`kill.whose`).
     /// `endpoint_healthy`: the guard's answer for this batch (`true` without an endpoint).
-    pub fn decide(&mut self, kill: &Kill, endpoint_healthy: bool, at: Instant) -> Decision {
+    pub fn decide(&mut self, kill: &Kill, endpoint_healthy: bool, at: Mono) -> Decision {
         let first_outside = self
             .escalation
             .as_mut()
@@ -136,7 +128,7 @@ impl Judge {
 
     /// The path to the endpoint was found down at `at` (a held batch, or a peer probe whose
     /// peer and every other address were silent, from its start).
-    pub fn path_down(&mut self, at: Instant) {
+    pub fn path_down(&mut self, at: Mono) {
         self.path.down(at);
     }
 
@@ -144,12 +136,14 @@ impl Judge {
     /// its peer). On a return, every pending verdict is earned again: the first of the two
     /// looks and the early migrations are forgotten, and a socket silent across the return
     /// needs fresh evidence (`path.rs`). Returns whether this was a return.
-    pub fn path_back(&mut self, at: Instant) -> bool {
+    pub fn path_back(&mut self, at: Mono) -> bool {
         let back = self.path.back(at);
         if back {
-            self.seen_dead.clear();
-            self.dead_now.clear();
-            self.early.clear();
+            self.sockets.update_marked(|st| {
+                st.dead_before = false;
+                st.dead_now = false;
+                st.early = None;
+            });
         }
         back
     }
@@ -157,8 +151,8 @@ impl Judge {
     /// Whether `cookie` was silent across the path's last return and its verdict waits for
     /// evidence gathered after it.
     #[must_use]
-    pub fn awaits_fresh(&self, cookie: u64) -> bool {
-        self.path.awaits_fresh(cookie)
+    pub fn awaits_fresh(&self, cookie: super::Cookie) -> bool {
+        self.sockets.get(cookie).is_some_and(|st| st.base.is_some())
     }
 
     /// Whether `kill` was decided since the path's last return: one decided before it rests
@@ -170,15 +164,15 @@ impl Judge {
 
     /// Since when the path has been found down, while it is.
     #[must_use]
-    pub fn path_down_since(&self) -> Option<Instant> {
+    pub fn path_down_since(&self) -> Option<Mono> {
         self.path.down
     }
 
     /// After the sweep's looks and kills: the dead verdicts become the previous look, and the
     /// escalation checks every kill for a recovery over the sockets looked at.
-    pub fn end_sweep(&mut self, now_ns: u64, at: Instant) -> SweepEnd {
+    pub fn end_sweep(&mut self, at: Mono) -> SweepEnd {
         let confirm = self.turn_looks().then_some(CONFIRM_AFTER);
-        let scheduled = self.idle.next_due(now_ns).map(|d| d.max(MIN_WAKE));
+        let scheduled = self.idle.next_due(at).map(|d| d.max(MIN_WAKE));
         let seen = std::mem::take(&mut self.seen);
         let (restarts, recovered) = self
             .escalation
@@ -198,20 +192,12 @@ impl Judge {
 /// start for a dead peer, the last sign of life itself where the run has no recorded start
 /// (silence: the first unanswered probe follows it; a polled socket). A migration at a quiet
 /// moment rests on DNS, not silence: its evidence is the look itself.
-fn evidence(
-    s: &Socket<'_>,
-    reason: &Reason,
-    info: &TcpInfo,
-    now_ns: u64,
-    at: Instant,
-) -> Option<Evidence> {
+fn evidence(s: &Socket<'_>, reason: &Reason, info: &TcpInfo, at: Mono) -> Option<Evidence> {
     let life = life(info, at);
-    let since = match reason {
-        Reason::DeadPeer { probe_started, .. } => *probe_started,
-        Reason::Dead(Verdict::Stalled) if s.rec.trouble_ns != 0 => at
-            .checked_sub(Duration::from_millis(age_ms(now_ns, s.rec.trouble_ns)))
-            .unwrap_or(at),
-        Reason::Orphaned { trouble: None, .. } => at,
+    let since = match (reason, s.rec.trouble) {
+        (Reason::DeadPeer { probe_started, .. }, _) => *probe_started,
+        (Reason::Dead(Verdict::Stalled), Some(trouble)) => trouble.min(at),
+        (Reason::Orphaned { trouble: None, .. }, _) => at,
         _ => life,
     };
     Evidence::new(at, life, since)

@@ -1,53 +1,56 @@
-//! Each watched socket's verdict from its last look, and the count per verdict, kept as the
-//! sweeps go rather than recounted over every socket: metrics and systemd's STATUS= read the
-//! counts after every sweep. The one verdict that changes without news is healthy turning
-//! idle (`verdict::turns_idle_at`, the record's rule as a moment); that moment is known when
-//! the socket is looked at, so it is queued (`settle`) and the socket visited again then.
+//! The count per verdict of the watched sockets' last looks, kept as the sweeps go rather
+//! than recounted over every socket: metrics and systemd's STATUS= read the counts after
+//! every sweep. Each socket's own verdict is `SocketState::verdict`. The one verdict that
+//! changes without news is healthy turning idle (`verdict::turns_idle_at`, the record's rule
+//! as a moment); that moment is known when the socket is looked at, so it is queued (its
+//! `SocketState::settle`, ordered by `settle`) and the socket visited again then.
 
-use std::{collections::HashMap, time::Duration};
-
-use lifeline_common::SockState;
+use std::time::Duration;
 
 use super::{
-    due::DueQueue,
+    Cookie, Record,
+    due::DueIndex,
+    socket::SocketState,
     verdict::{self, Verdict},
 };
 
 #[derive(Default)]
 pub(crate) struct Tally {
-    verdicts: HashMap<u64, Verdict>,
     counts: [u64; Verdict::ALL.len()],
     /// Healthy sockets, due when their record turns idle.
-    pub settle: DueQueue,
+    pub settle: DueIndex,
 }
 
 impl Tally {
-    /// The verdict of a look.
-    pub fn set(&mut self, cookie: u64, v: Verdict, rec: &SockState, stall: Duration) {
-        if let Some(old) = self.verdicts.insert(cookie, v) {
+    /// The verdict of a look at `cookie`, whose state is `st`.
+    pub(crate) fn set(
+        &mut self,
+        cookie: Cookie,
+        st: &mut SocketState,
+        v: Verdict,
+        rec: &Record,
+        stall: Duration,
+    ) {
+        if let Some(old) = st.verdict.replace(v) {
             self.counts[old.index()] -= 1;
         }
         self.counts[v.index()] += 1;
         match verdict::turns_idle_at(rec, stall) {
-            Some(t) if v == Verdict::Healthy => self.settle.set(cookie, t),
-            _ => self.settle.remove(cookie),
+            Some(t) if v == Verdict::Healthy => self.settle.set(cookie, &mut st.settle, t),
+            _ => self.settle.remove(cookie, &mut st.settle),
         }
     }
 
-    pub fn remove(&mut self, cookie: u64) {
-        if let Some(old) = self.verdicts.remove(&cookie) {
+    /// A forgotten socket leaves the counts and the queue.
+    pub(crate) fn forget(&mut self, cookie: Cookie, st: &mut SocketState) {
+        if let Some(old) = st.verdict.take() {
             self.counts[old.index()] -= 1;
         }
-        self.settle.remove(cookie);
-    }
-
-    #[must_use]
-    pub fn get(&self, cookie: u64) -> Option<Verdict> {
-        self.verdicts.get(&cookie).copied()
+        self.settle.remove(cookie, &mut st.settle);
     }
 
     /// Sockets per verdict, every verdict listed.
-    pub fn counts(&self) -> impl Iterator<Item = (Verdict, u64)> + '_ {
+    pub(crate) fn counts(&self) -> impl Iterator<Item = (Verdict, u64)> + '_ {
         Verdict::ALL
             .into_iter()
             .map(|v| (v, self.counts[v.index()]))
@@ -57,35 +60,37 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const S: u64 = 1_000_000_000;
+    use crate::{Mono, TcpState};
 
     #[test]
     fn counts_follow_changes_and_healthy_is_queued_to_settle() {
         let mut t = Tally::default();
-        let rec = SockState {
-            state: 1, // ESTABLISHED
-            last_ack_ns: 100 * S,
-            ..SockState::default()
+        let rec = Record {
+            state: TcpState::Established,
+            last_ack: Mono::from_secs(100),
+            ..Record::default()
         };
         let stall = crate::Stall::new(Duration::from_secs(10), 8);
-        t.set(1, Verdict::Healthy, &rec, stall.after);
-        t.set(2, Verdict::Healthy, &rec, stall.after);
-        assert_eq!(t.settle.due(110 * S).collect::<Vec<_>>(), [1, 2]);
+        let (one, two) = (Cookie(1), Cookie(2));
+        let (mut s1, mut s2) = (SocketState::default(), SocketState::default());
+        t.set(one, &mut s1, Verdict::Healthy, &rec, stall.after);
+        t.set(two, &mut s2, Verdict::Healthy, &rec, stall.after);
+        let at = Mono::from_secs(110);
+        assert_eq!(t.settle.due(at).collect::<Vec<_>>(), [one, two]);
         assert_eq!(
-            verdict::from_record(&rec, 110 * S, stall),
+            verdict::from_record(&rec, at, stall),
             Verdict::Idle,
             "due exactly when the record's rule says idle"
         );
         assert_eq!(
-            verdict::from_record(&rec, 110 * S - 1, stall),
+            verdict::from_record(&rec, Mono::from_nanos(at.as_nanos() - 1), stall),
             Verdict::Healthy
         );
-        t.set(1, Verdict::Idle, &rec, stall.after);
-        t.remove(2);
+        t.set(one, &mut s1, Verdict::Idle, &rec, stall.after);
+        t.forget(two, &mut s2);
         let counts: Vec<_> = t.counts().filter(|(_, n)| *n > 0).collect();
         assert_eq!(counts, [(Verdict::Idle, 1)]);
         assert_eq!(t.settle.len(), 0);
-        assert_eq!(t.get(1), Some(Verdict::Idle));
+        assert_eq!(s1.verdict, Some(Verdict::Idle));
     }
 }

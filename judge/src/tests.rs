@@ -1,18 +1,25 @@
 //! Every rule of the judge, without root, the kernel or a network: records and `tcp_info`
 //! values are made up, the clock is passed in.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lifeline_common::{Keepalive, SockState};
+use lifeline_common::Keepalive;
 
 use super::{endpoint::DEAD_PEER_JITTER, *};
 
 pub(super) const S: u64 = 1_000_000_000;
+/// The socket most tests judge.
+pub(super) const C: Cookie = Cookie(7);
+
+/// The moment `ns` nanoseconds after boot.
+pub(super) fn at(ns: u64) -> Mono {
+    Mono::from_nanos(ns)
+}
 /// The tests' fixed seed: every jittered moment below is known in advance.
 pub(super) const SEED: Seed = Seed(1);
 
 pub(super) fn jitter(cookie: u64, max: Duration) -> Duration {
-    SEED.jitter(cookie, max)
+    SEED.jitter(Cookie(cookie), max)
 }
 
 pub(super) fn settings() -> Settings {
@@ -37,17 +44,16 @@ pub(super) fn settings() -> Settings {
 }
 
 /// A record that has retransmitted for `trouble_s` with no ACK progress for `last_ack_s`.
-pub(super) fn stalled_rec(now_s: u64, trouble_s: u64) -> SockState {
-    SockState {
-        state: 1,
+pub(super) fn stalled_rec(now_s: u64, trouble_s: u64) -> Record {
+    Record {
+        state: TcpState::Established,
         packets_out: 1,
-        last_ack_ns: (now_s - trouble_s - 1) * S,
-        trouble_ns: (now_s - trouble_s) * S,
+        last_ack: Mono::from_secs(now_s - trouble_s - 1),
+        trouble: Some(Mono::from_secs(now_s - trouble_s)),
         // Exponential backoff: the 5 RTOs the time rule needs by 10 s.
         rto_count: 5,
-        peer_port: 6443,
-        family: 2,
-        ..SockState::default()
+        peer: std::net::SocketAddr::from(([0, 0, 0, 0], 6443)),
+        ..Record::default()
     }
 }
 
@@ -62,9 +68,9 @@ pub(super) fn stalled_info() -> TcpInfo {
     }
 }
 
-pub(super) fn sock(rec: &SockState) -> Socket<'_> {
+pub(super) fn sock(rec: &Record) -> Socket<'_> {
     Socket {
-        cookie: 7,
+        cookie: C,
         rec,
         polled: false,
         member: None,
@@ -78,26 +84,21 @@ fn a_stall_is_killed_only_on_the_second_look_with_both_witnesses() {
     let mut j = Judge::new(settings(), None);
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
-    assert!(
-        j.wants_info(&s, 100 * S, Instant::now()),
-        "the record nominates it"
-    );
+    assert!(j.wants_info(&s, at(100 * S)), "the record nominates it");
     let info = Read::Info(stalled_info());
-    let (v, i) = j.verdict(&s, Some(&info), 100 * S, Instant::now()).unwrap();
+    let (v, i) = j.verdict(&s, Some(&info), at(100 * S)).unwrap();
     assert_eq!(v, Verdict::Stalled);
     assert!(
-        !j.confirmed(7, v, i.as_ref()),
+        !j.confirmed(C, v, i.as_ref()),
         "first look: shown, not killed"
     );
     assert!(
         j.turn_looks(),
         "a new dead socket: the next look comes soon"
     );
-    let (v, i) = j
-        .verdict(&s, Some(&info), 100 * S + S / 2, Instant::now())
-        .unwrap();
+    let (v, i) = j.verdict(&s, Some(&info), at(100 * S + S / 2)).unwrap();
     assert!(
-        j.confirmed(7, v, i.as_ref()),
+        j.confirmed(C, v, i.as_ref()),
         "second look in a row: confirmed"
     );
 }
@@ -108,13 +109,12 @@ fn without_the_kernels_view_nothing_is_dead() {
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
     for read in [Read::Unreadable, Read::NoInfo] {
-        let (v, i) = j.verdict(&s, Some(&read), 100 * S, Instant::now()).unwrap();
+        let (v, i) = j.verdict(&s, Some(&read), at(100 * S)).unwrap();
         assert_eq!(v, Verdict::Suspect);
-        assert!(!j.confirmed(7, v, i.as_ref()));
+        assert!(!j.confirmed(C, v, i.as_ref()));
     }
     assert!(
-        j.verdict(&s, Some(&Read::Gone), 100 * S, Instant::now())
-            .is_none(),
+        j.verdict(&s, Some(&Read::Gone), at(100 * S)).is_none(),
         "gone: forgotten"
     );
     // The kernel disagrees (ACKs arrive): suspect, never stalled.
@@ -123,7 +123,7 @@ fn without_the_kernels_view_nothing_is_dead() {
         ..stalled_info()
     };
     let (v, _) = j
-        .verdict(&s, Some(&Read::Info(acking)), 100 * S, Instant::now())
+        .verdict(&s, Some(&Read::Info(acking)), at(100 * S))
         .unwrap();
     assert_eq!(v, Verdict::Suspect);
 }
@@ -134,13 +134,13 @@ fn a_confirmation_needs_consecutive_looks() {
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
     let dead = Read::Info(stalled_info());
-    j.verdict(&s, Some(&dead), 100 * S, Instant::now());
+    j.verdict(&s, Some(&dead), at(100 * S));
     j.turn_looks();
-    j.verdict(&s, Some(&Read::Unreadable), 101 * S, Instant::now());
+    j.verdict(&s, Some(&Read::Unreadable), at(101 * S));
     j.turn_looks();
-    let (v, i) = j.verdict(&s, Some(&dead), 102 * S, Instant::now()).unwrap();
+    let (v, i) = j.verdict(&s, Some(&dead), at(102 * S)).unwrap();
     assert!(
-        !j.confirmed(7, v, i.as_ref()),
+        !j.confirmed(C, v, i.as_ref()),
         "an unreadable look in between resets it"
     );
 }
@@ -164,8 +164,7 @@ fn jitter_stays_in_bounds_and_is_fixed_per_socket() {
 
 pub(super) fn kill(cookie: u64, reason: Reason) -> Kill {
     Kill {
-        cookie,
-        now_ns: 100 * S,
+        cookie: Cookie(cookie),
         rec: stalled_rec(100, 11),
         info: stalled_info(),
         reason,
@@ -177,8 +176,8 @@ pub(super) fn kill(cookie: u64, reason: Reason) -> Kill {
 
 /// Evidence confirmed now, of a run that began after the socket's last sign of life.
 pub(super) fn evidence() -> Evidence {
-    let at = Instant::now();
-    Evidence::new(at, at, at).expect("a run at its life")
+    let now = at(100 * S);
+    Evidence::new(now, now, now).expect("a run at its life")
 }
 
 /// Whose a socket of `--restart-unit`'s own cgroup is.

@@ -2,12 +2,10 @@
 //! silent since before it began, and every pending verdict earned again after the path to
 //! the endpoint came back.
 
-use std::time::{Duration, Instant};
-
-use lifeline_common::SockState;
+use std::time::Duration;
 
 use super::{
-    tests::{S, settings, sock, stalled_info, stalled_rec},
+    tests::{C, settings, sock, stalled_info, stalled_rec},
     *,
 };
 
@@ -25,20 +23,15 @@ fn stalled_at(now_s: u64, retransmits: u8) -> TcpInfo {
 }
 
 /// Two looks 500 ms apart; the kill the second one wants, if any.
-fn two_looks(
-    j: &mut Judge,
-    s: &Socket<'_>,
-    info: TcpInfo,
-    now_s: u64,
-    at: Instant,
-) -> Option<Kill> {
+fn two_looks(j: &mut Judge, s: &Socket<'_>, info: TcpInfo, now_s: u64, at: Mono) -> Option<Kill> {
+    assert_eq!(at, Mono::from_secs(now_s), "one clock");
     let read = Read::Info(info);
-    let first = j.look(s, Some(&read), now_s * S, at).expect("present");
+    let first = j.look(s, Some(&read), at).expect("present");
     assert!(first.kill.is_none(), "never on the first look");
-    j.end_sweep(now_s * S, at);
+    j.end_sweep(at);
     let half = CONFIRM_AFTER;
-    let second = j.look(s, Some(&read), now_s * S + S / 2, at + half);
-    j.end_sweep(now_s * S + S / 2, at + half);
+    let second = j.look(s, Some(&read), at + half);
+    j.end_sweep(at + half);
     second.expect("present").kill
 }
 
@@ -47,10 +40,10 @@ fn a_stall_across_the_paths_return_needs_two_fresh_timeouts_and_a_recovery_is_le
     let mut j = Judge::new(settings(), None);
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
-    let at = Instant::now() + Duration::from_secs(200);
+    let at = Mono::from_secs(100);
     // Stalled, and the path found down: the first look is taken, then the path comes back.
-    j.look(&s, Some(&Read::Info(stalled_info())), 100 * S, at);
-    j.end_sweep(100 * S, at);
+    j.look(&s, Some(&Read::Info(stalled_info())), at);
+    j.end_sweep(at);
     j.path_down(at.checked_sub(Duration::from_secs(3)).unwrap());
     assert!(j.path_back(at + 100 * MS), "a return");
     assert!(
@@ -64,7 +57,7 @@ fn a_stall_across_the_paths_return_needs_two_fresh_timeouts_and_a_recovery_is_le
         .is_none(),
         "the evidence before the return is not enough"
     );
-    assert!(j.awaits_fresh(7));
+    assert!(j.awaits_fresh(C));
     assert!(
         two_looks(
             &mut j,
@@ -96,7 +89,7 @@ fn a_stall_across_the_paths_return_needs_two_fresh_timeouts_and_a_recovery_is_le
         ..stalled_info()
     };
     assert!(two_looks(&mut j, &s, healed, 101, at + Duration::from_secs(1)).is_none());
-    assert!(!j.awaits_fresh(7), "heard after the return: ordinary rules");
+    assert!(!j.awaits_fresh(C), "heard after the return: ordinary rules");
 }
 
 #[test]
@@ -104,17 +97,15 @@ fn a_return_forgets_the_first_look_so_two_fresh_looks_are_needed() {
     let mut j = Judge::new(settings(), None);
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
-    let at = Instant::now() + Duration::from_secs(200);
+    let at = Mono::from_secs(100);
     let read = Read::Info(stalled_at(100, 5));
-    assert!(j.look(&s, Some(&read), 100 * S, at).unwrap().kill.is_none());
-    j.end_sweep(100 * S, at);
+    assert!(j.look(&s, Some(&read), at).unwrap().kill.is_none());
+    j.end_sweep(at);
     j.path_down(at);
     assert!(j.path_back(at + 200 * MS));
     // The socket heard nothing (its life predates the return) but its count grew by two.
     let more = Read::Info(stalled_at(100, 9));
-    let look = j
-        .look(&s, Some(&more), 100 * S + S / 2, at + 500 * MS)
-        .unwrap();
+    let look = j.look(&s, Some(&more), at + 500 * MS).unwrap();
     assert!(
         look.kill.is_none(),
         "the look before the return is forgotten"
@@ -124,12 +115,12 @@ fn a_return_forgets_the_first_look_so_two_fresh_looks_are_needed() {
 #[test]
 fn a_dead_peer_covers_only_sockets_silent_since_before_its_probe_began() {
     let mut j = Judge::new(settings(), None);
-    let rec = SockState {
-        state: 1,
-        ..SockState::default()
+    let rec = Record {
+        state: TcpState::Established,
+        ..Record::default()
     };
     let member = ("api:6443".to_owned(), Membership::InSet);
-    let at = Instant::now() + Duration::from_secs(200);
+    let at = Mono::from_secs(100);
     let dead = DeadPeer {
         probe_started: at.checked_sub(Duration::from_secs(3)).unwrap(),
         found: at.checked_sub(Duration::from_secs(2)).unwrap(),
@@ -163,7 +154,7 @@ fn a_stall_whose_peer_spoke_after_the_episode_began_is_judged_afresh() {
     let mut j = Judge::new(settings(), None);
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
-    let at = Instant::now() + Duration::from_secs(200);
+    let at = Mono::from_secs(100);
     // Data arrived 3 s ago, after the episode's first retransmission 11 s ago.
     let spoke = TcpInfo {
         last_data_recv_ms: 3_000,
@@ -179,16 +170,19 @@ fn a_stall_whose_peer_spoke_after_the_episode_began_is_judged_afresh() {
         at + Duration::from_secs(2),
     )
     .expect("nothing from the peer since before the episode");
-    assert!(k.evidence.since >= k.evidence.life);
+    assert!(k.evidence.since() >= k.evidence.life());
     // The run began at the episode's first retransmission, 89 s on the sweep's clock.
-    assert_eq!(k.evidence.age(k.evidence.at), Duration::from_millis(13_500));
+    assert_eq!(
+        k.evidence.age(k.evidence.at()),
+        Duration::from_millis(13_500)
+    );
 }
 
 #[test]
 fn an_endpoint_sockets_death_waits_for_a_probe_that_shows_the_path_working() {
     let rec = stalled_rec(100, 11);
     let member = ("api:6443".to_owned(), Membership::InSet);
-    let at = Instant::now() + Duration::from_secs(200);
+    let at = Mono::from_secs(100);
     // Its last sign of life as the second look reads it: 12 s before it.
     let life = (at + CONFIRM_AFTER)
         .checked_sub(Duration::from_secs(12))
@@ -242,13 +236,12 @@ fn an_endpoint_sockets_death_waits_for_a_probe_that_shows_the_path_working() {
         let mut j = Judge::new(settings(), None);
         let s = with(peer);
         let read = Read::Info(stalled_at(100, 5));
-        j.look(&s, Some(&read), 100 * S, at);
-        j.end_sweep(100 * S, at);
+        j.look(&s, Some(&read), at);
+        j.end_sweep(at);
         let second = j
             .look(
                 &s,
                 Some(&Read::Info(stalled_at(100, 5))),
-                100 * S + S / 2,
                 at + CONFIRM_AFTER,
             )
             .unwrap();
@@ -268,7 +261,7 @@ fn a_kill_decided_before_the_paths_return_is_not_current() {
     let mut j = Judge::new(settings(), None);
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
-    let at = Instant::now() + Duration::from_secs(200);
+    let at = Mono::from_secs(100);
     let k = two_looks(&mut j, &s, stalled_at(100, 5), 100, at).expect("a kill");
     assert!(j.current(&k));
     j.path_down(at);

@@ -3,9 +3,9 @@
 //! answers keeps the slow migration; trouble alone, with the peer still in the set, is no
 //! reason here.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lifeline_common::{Keepalive, SockState};
+use lifeline_common::Keepalive;
 
 use super::{
     early::{EARLY_JITTER, trouble},
@@ -21,11 +21,11 @@ const KA: Keepalive = Keepalive {
     user_timeout_ms: 0,
 };
 
-pub(super) fn rec() -> SockState {
-    SockState {
-        state: 1,
+pub(super) fn rec() -> Record {
+    Record {
+        state: TcpState::Established,
         keepalive: KA,
-        ..SockState::default()
+        ..Record::default()
     }
 }
 
@@ -39,7 +39,7 @@ pub(super) const LEAVING: Membership = Membership::Leaving {
 };
 
 /// A judge at the test settings, and a socket record whose peer left the answer.
-pub(super) fn leaving() -> (Judge, SockState, (String, Membership)) {
+pub(super) fn leaving() -> (Judge, Record, (String, Membership)) {
     (Judge::new(settings(), None), rec(), member(LEAVING))
 }
 
@@ -64,9 +64,9 @@ fn a_probe_in_flight_is_no_trouble_one_out_for_half_an_interval_is() {
         Some(Trouble::Unanswered)
     );
     // Without the socket's values (never armed), lifeline's own: 10 s + 3 s / 2.
-    let bare = SockState {
-        state: 1,
-        ..SockState::default()
+    let bare = Record {
+        state: TcpState::Established,
+        ..Record::default()
     };
     assert_eq!(trouble(&probed(11_000), &bare, &want), None);
     assert_eq!(
@@ -106,9 +106,9 @@ fn a_left_peer_whose_probe_went_unanswered_is_migrated_within_the_jitter() {
         member: Some(&m),
         ..sock(&r)
     };
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     assert!(
-        j.wants_info(&s, 0, t0),
+        j.wants_info(&s, t0),
         "a left peer's socket is read on every visit"
     );
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(2_000)), t0);
@@ -116,7 +116,10 @@ fn a_left_peer_whose_probe_went_unanswered_is_migrated_within_the_jitter() {
     if due > t0 {
         assert!(call.reason.is_none(), "not before its jitter");
         assert_eq!(call.wake, Some(due - t0));
-        assert!(j.due(0).any(|c| c == 7), "visited when its moment comes");
+        assert!(
+            j.due(t0).any(|c| c == Cookie(7)),
+            "visited when its moment comes"
+        );
     }
     // The moment holds from the first look on; at it, the kill, with its evidence.
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(2_100)), due);
@@ -140,7 +143,7 @@ fn a_left_peer_whose_probe_went_unanswered_is_migrated_within_the_jitter() {
 fn a_left_peer_that_still_answers_keeps_the_slow_migration() {
     let mut j = Judge::new(settings(), None);
     let r = rec();
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     // Leaving and answering (a probe in flight, or none out): nothing at all.
     let leaving = member(LEAVING);
     let s = Socket {
@@ -183,7 +186,7 @@ fn a_left_peer_that_still_answers_keeps_the_slow_migration() {
 #[test]
 fn trouble_with_the_peer_in_the_set_or_under_on_orphan_log_is_no_early_kill() {
     let r = rec();
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let in_set = member(Membership::InSet);
     let mut j = Judge::new(settings(), None);
     let s = Socket {
@@ -223,4 +226,46 @@ fn trouble_with_the_peer_in_the_set_or_under_on_orphan_log_is_no_early_kill() {
             "--on-orphan log never kills: {call:?}"
         );
     }
+}
+
+#[test]
+fn trouble_asks_for_a_probe_begun_after_its_episode_began_not_after_its_last_ack() {
+    // The socket last heard from its peer at 96 s; its trouble episode (the kernel's first
+    // retransmission) began at 99 s. A probe begun at 97 s, for another socket's episode,
+    // says nothing about the path since 99 s: it must not answer this ask, else the
+    // kernel keeps this socket's linear timeouts off and its evidence comes at the
+    // exponential schedule (the flow-only bench row, five clients per lab).
+    let at = Mono::from_secs(100);
+    let r = Record {
+        trouble: Some(Mono::from_secs(99)),
+        ..rec()
+    };
+    let in_set = member(Membership::InSet);
+    let s = Socket {
+        member: Some(&in_set),
+        ..sock(&r)
+    };
+    let info = TcpInfo {
+        state: 1,
+        unacked: 1,
+        retransmits: 1,
+        last_ack_recv_ms: 4_000,
+        ..TcpInfo::default()
+    };
+    let mut j = Judge::new(settings(), None);
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&info), at);
+    let after = call.probe.and_then(|p| p.after).expect("a probe asked for");
+    assert!(after > Mono::from_secs(99), "{after:?}");
+    // Without an episode on (keepalive probes out), since its last sign of life.
+    let quiet = rec();
+    let s = Socket {
+        member: Some(&in_set),
+        ..sock(&quiet)
+    };
+    let silent = TcpInfo {
+        last_data_recv_ms: 5_000,
+        ..probed(5_000)
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&silent), at);
+    assert_eq!(call.probe.and_then(|p| p.after), Some(Mono::from_secs(95)));
 }

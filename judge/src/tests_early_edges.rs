@@ -1,7 +1,7 @@
 //! The early migration's edges (`early.rs`): rotating answers, an answer that comes in time,
 //! a retransmission before the first RTO. Fixtures in `tests_early.rs`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{
     early::EARLY_JITTER,
@@ -22,7 +22,7 @@ fn a_leaving_peer_of_rotating_answers_waits_for_the_grace_even_unanswered() {
         member: Some(&m),
         ..sock(&r)
     };
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     for at in [t0, t0 + EARLY_JITTER] {
         let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(5_000)), at);
         assert!(
@@ -64,7 +64,7 @@ fn an_answer_in_time_cancels_a_pending_early_migration() {
         member: Some(&m),
         ..sock(&r)
     };
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let _ = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_600)), t0);
     // The probe was answered after all before the moment: nothing left to act on.
     let quiet = TcpInfo {
@@ -74,7 +74,10 @@ fn an_answer_in_time_cancels_a_pending_early_migration() {
     };
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), t0 + EARLY_JITTER);
     assert!(call.reason.is_none() && call.wake.is_none(), "{call:?}");
-    assert!(!j.due(0).any(|c| c == 7), "nothing pending");
+    assert!(
+        !j.due(Mono::from_secs(100)).any(|c| c == Cookie(7)),
+        "nothing pending"
+    );
     // An RTO with data outstanding, later: early again, from a new moment.
     let rto = TcpInfo {
         state: 1,
@@ -100,8 +103,8 @@ fn an_answer_in_time_cancels_a_pending_early_migration() {
 #[test]
 fn a_left_peer_retransmitting_before_its_first_rto_is_looked_at_again_soon() {
     let mut j = Judge::new(settings(), None);
-    let r = SockState {
-        trouble_ns: 5,
+    let r = Record {
+        trouble: Some(Mono::from_nanos(5)),
         packets_out: 1,
         ..rec()
     };
@@ -116,7 +119,7 @@ fn a_left_peer_retransmitting_before_its_first_rto_is_looked_at_again_soon() {
         unacked: 1,
         ..TcpInfo::default()
     };
-    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&tlp), Instant::now());
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&tlp), Mono::from_secs(100));
     assert!(call.reason.is_none());
     assert_eq!(call.wake, Some(super::endpoint::QUIET_RECHECK));
 }

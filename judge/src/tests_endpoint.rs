@@ -1,13 +1,11 @@
 //! The endpoint rules (orphan migration, `--on-orphan log`, dead peer), without DNS or a
 //! peer probe: the membership and the probe's finding are handed in.
 
-use std::time::{Duration, Instant};
-
-use lifeline_common::SockState;
+use std::time::Duration;
 
 use super::{
     endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK},
-    tests::{S, jitter, settings, sock},
+    tests::{jitter, settings, sock},
     *,
 };
 
@@ -23,17 +21,17 @@ fn orphan() -> (String, Membership) {
 #[test]
 fn an_orphan_migrates_after_its_jitter_and_only_at_a_quiet_moment() {
     let mut j = Judge::new(settings(), None);
-    let rec = SockState {
-        state: 1,
-        last_ack_ns: 99 * S,
-        ..SockState::default()
+    let rec = Record {
+        state: TcpState::Established,
+        last_ack: Mono::from_secs(99),
+        ..Record::default()
     };
     let member = orphan();
     let s = Socket {
         member: Some(&member),
         ..sock(&rec)
     };
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let call = j.endpoint_reason(&s, Verdict::Healthy, None, t0);
     assert!(call.reason.is_none(), "not before its moment in the spread");
     let due = t0 + jitter(7, Duration::from_mins(1));
@@ -70,9 +68,9 @@ fn on_orphan_log_reports_once_and_never_kills() {
         },
         None,
     );
-    let rec = SockState {
-        state: 1,
-        ..SockState::default()
+    let rec = Record {
+        state: TcpState::Established,
+        ..Record::default()
     };
     let member = orphan();
     let s = Socket {
@@ -83,20 +81,20 @@ fn on_orphan_log_reports_once_and_never_kills() {
         state: 1,
         ..TcpInfo::default()
     };
-    let first = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), Instant::now());
+    let first = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), Mono::from_secs(100));
     assert!(first.report_orphan.is_some() && first.reason.is_none());
-    let again = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), Instant::now());
+    let again = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), Mono::from_secs(100));
     assert!(again.report_orphan.is_none() && again.reason.is_none());
 }
 
 #[test]
 fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
     let mut j = Judge::new(settings(), None);
-    let rec = SockState {
-        state: 1,
-        ..SockState::default()
+    let rec = Record {
+        state: TcpState::Established,
+        ..Record::default()
     };
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let member = (
         "api:6443".to_owned(),
         Membership::Leaving {
@@ -115,7 +113,7 @@ fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
         member: Some(&member),
         ..sock(&rec)
     };
-    let silent = |at: Instant| TcpInfo {
+    let silent = |at: Mono| TcpInfo {
         state: 1,
         last_ack_recv_ms: u32::try_from((at - probe_started).as_millis()).unwrap() + 2_000,
         last_data_recv_ms: 60_000,
@@ -135,8 +133,5 @@ fn a_dead_peer_kills_after_its_jitter_with_the_kernels_view() {
     );
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&silent(due)), due);
     assert!(matches!(call.reason, Some(Reason::DeadPeer { .. })));
-    assert!(
-        j.wants_info(&s, 0, due),
-        "the kernel's view is read once due"
-    );
+    assert!(j.wants_info(&s, due), "the kernel's view is read once due");
 }

@@ -1,7 +1,7 @@
 //! The escalation and the kill budgets as scoped to what they protect: per-target budgets,
 //! restarts only for the unit's own sockets, one record per kill.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{
     tests::{kill, settings},
@@ -42,7 +42,7 @@ fn healthy_since(peer: std::net::SocketAddr, age: Duration) -> Seen {
 #[test]
 fn a_noisy_client_spends_its_own_budget_not_the_units() {
     let mut j = judge(ActionMode::Kill, 2);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     assert_eq!(j.gate(&noisy(1), true, t0), Action::Kill);
     assert_eq!(j.gate(&noisy(2), true, t0), Action::Kill);
     assert_eq!(
@@ -61,7 +61,7 @@ fn a_noisy_client_spends_its_own_budget_not_the_units() {
 #[test]
 fn only_the_units_own_sockets_can_restart_it() {
     let mut j = judge(ActionMode::Restart, 6);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     assert_eq!(
         j.gate(&noisy(1), true, t0),
         Action::Kill,
@@ -97,7 +97,7 @@ fn only_the_units_own_sockets_can_restart_it() {
 #[test]
 fn an_already_gone_socket_is_no_failed_kill() {
     let mut j = judge(ActionMode::Kill, 6);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let k = kill(1, Reason::Dead(Verdict::Stalled));
     assert!(j.outcome(&k, &Outcome::Gone, t0).is_none());
     let esc = j.escalation.as_mut().unwrap();
@@ -109,9 +109,9 @@ fn an_already_gone_socket_is_no_failed_kill() {
 #[test]
 fn no_restart_needed_is_never_followed_by_a_restart_of_the_same_kill() {
     let mut j = judge(ActionMode::Kill, 6);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let k = kill(1, Reason::Dead(Verdict::Stalled));
-    let peer = k.rec.peer();
+    let peer = k.rec.peer;
     assert!(j.outcome(&k, &Outcome::Killed, t0).is_none());
     assert!(
         j.outcome(&k, &Outcome::Killed, t0).is_none(),

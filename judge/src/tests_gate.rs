@@ -1,7 +1,7 @@
 //! From a confirmed kill to an action: the rate limit, the backoff, the guard's hold, dry
 //! run, `--action restart`, and the escalation after a kill.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{
     tests::{kill, settings},
@@ -17,7 +17,7 @@ fn kills_are_rate_limited_per_sliding_minute_and_failures_back_off() {
         },
         None,
     );
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let dead = Reason::Dead(Verdict::Stalled);
     assert_eq!(j.gate(&kill(1, dead.clone()), true, t0), Action::Kill);
     assert_eq!(j.gate(&kill(2, dead.clone()), true, t0), Action::Kill);
@@ -47,7 +47,7 @@ fn kills_are_rate_limited_per_sliding_minute_and_failures_back_off() {
 #[test]
 fn no_healthy_endpoint_holds_and_dry_run_only_reports() {
     let mut j = Judge::new(settings(), None);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     assert_eq!(
         j.gate(&kill(1, Reason::Dead(Verdict::Silent)), false, t0),
         Action::Hold
@@ -69,7 +69,7 @@ fn no_healthy_endpoint_holds_and_dry_run_only_reports() {
 fn action_restart_restarts_failures_with_their_real_verdict_but_migrates_orphans() {
     let esc = Escalation::new(ActionMode::Restart, Duration::from_secs(30));
     let mut j = Judge::new(settings(), Some(esc));
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let silent = kill(1, Reason::Dead(Verdict::Silent));
     assert_eq!(j.gate(&silent, true, t0), Action::Restart);
     let req = j
@@ -117,10 +117,10 @@ fn action_restart_restarts_failures_with_their_real_verdict_but_migrates_orphans
 fn a_kill_without_recovery_escalates_and_a_failed_kill_at_once() {
     let esc = Escalation::new(ActionMode::Kill, Duration::from_secs(30));
     let mut j = Judge::new(settings(), Some(esc));
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let stalled = kill(1, Reason::Dead(Verdict::Stalled));
     assert!(j.outcome(&stalled, &Outcome::Killed, t0).is_none());
-    let peer = stalled.rec.peer();
+    let peer = stalled.rec.peer;
     let esc = j.escalation.as_mut().unwrap();
     let old = Seen {
         peer,

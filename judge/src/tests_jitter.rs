@@ -2,9 +2,7 @@
 //! moment is known, so these tests assert exact times; over many seeds the rules hold
 //! wherever a moment falls, the very start of its window included.
 
-use std::time::{Duration, Instant};
-
-use lifeline_common::SockState;
+use std::time::Duration;
 
 use super::{
     endpoint::{DEAD_PEER_JITTER, QUIET_RECHECK},
@@ -40,21 +38,21 @@ fn migrates_at_its_moment(seed: Seed) {
         },
         None,
     );
-    let rec = SockState {
-        state: 1,
-        ..SockState::default()
+    let rec = Record {
+        state: TcpState::Established,
+        ..Record::default()
     };
     let member = orphaned();
     let s = Socket {
-        cookie: 7,
+        cookie: Cookie(7),
         rec: &rec,
         polled: false,
         member: Some(&member),
         followed: false,
         peer: None,
     };
-    let t0 = Instant::now();
-    let due = t0 + seed.jitter(7, SPREAD);
+    let t0 = Mono::from_secs(100);
+    let due = t0 + seed.jitter(Cookie(7), SPREAD);
     if due > t0 {
         let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&info(0)), t0);
         assert!(call.reason.is_none(), "{seed:?}: before its moment");
@@ -84,7 +82,7 @@ fn an_orphan_migrates_at_its_moment_whatever_the_seed() {
     // first millisecond, so the migration is due at once.
     let at_once = (0..10_000_000u64)
         .map(Seed)
-        .find(|s| s.jitter(7, SPREAD).is_zero())
+        .find(|s| s.jitter(Cookie(7), SPREAD).is_zero())
         .expect("some seed puts cookie 7 at the start of the window");
     migrates_at_its_moment(at_once);
 }
@@ -93,18 +91,21 @@ fn an_orphan_migrates_at_its_moment_whatever_the_seed() {
 fn a_fixed_seed_gives_fixed_moments_and_two_nodes_differ() {
     let (a, b) = (Seed(1), Seed(2));
     for cookie in 0..1_000 {
-        assert_eq!(a.jitter(cookie, SPREAD), Seed(1).jitter(cookie, SPREAD));
-        assert!(a.jitter(cookie, DEAD_PEER_JITTER) < DEAD_PEER_JITTER);
+        assert_eq!(
+            a.jitter(Cookie(cookie), SPREAD),
+            Seed(1).jitter(Cookie(cookie), SPREAD)
+        );
+        assert!(a.jitter(Cookie(cookie), DEAD_PEER_JITTER) < DEAD_PEER_JITTER);
     }
     // Two nodes (two seeds) migrating the same sockets: about 1 in 60,000 moments agree by
     // chance, so a fleet does not re-dial in lockstep.
     let same = (0..1_000)
-        .filter(|&c| a.jitter(c, SPREAD) == b.jitter(c, SPREAD))
+        .filter(|&c| a.jitter(Cookie(c), SPREAD) == b.jitter(Cookie(c), SPREAD))
         .count();
     assert!(same < 10, "{same} of 1,000 moments agree");
     // One socket across 1,000 nodes: spread over the whole minute.
     let seconds: std::collections::HashSet<_> = (0..1_000)
-        .map(|n| Seed(n).jitter(7, SPREAD).as_secs())
+        .map(|n| Seed(n).jitter(Cookie(7), SPREAD).as_secs())
         .collect();
     assert!(seconds.len() > 50, "{} distinct seconds", seconds.len());
 }

@@ -2,13 +2,16 @@
 //! `tcp_info` read per stall timeout, a new episode is looked at once, and a socket with
 //! nothing outstanding goes to the idle rules.
 
-use std::time::Instant;
-
-use lifeline_common::{Keepalive, SockState, keepalive::KA_ARMED};
+use lifeline_common::Keepalive;
 
 use super::*;
 
 const S: u64 = 1_000_000_000;
+const NINE: Cookie = Cookie(9);
+
+fn at(ns: u64) -> Mono {
+    Mono::from_nanos(ns)
+}
 
 fn judge() -> Judge {
     Judge::new(super::tests::settings(), None)
@@ -17,27 +20,27 @@ fn judge() -> Judge {
 /// A trouble episode from `trouble_s`, long ago, with the 5 RTOs the time rule needs; the
 /// record has not changed since (no callback per ACK), so it reads as stalled from
 /// `trouble_s + 10` on.
-fn old_trouble(trouble_s: u64) -> SockState {
-    SockState {
-        state: 1,
+fn old_trouble(trouble_s: u64) -> Record {
+    Record {
+        state: TcpState::Established,
         packets_out: 4,
-        last_ack_ns: (trouble_s - 1) * S,
-        trouble_ns: trouble_s * S,
+        last_ack: Mono::from_secs(trouble_s - 1),
+        trouble: Some(Mono::from_secs(trouble_s)),
         rto_count: 5,
-        ka_result: KA_ARMED,
+        arming: Arming::Armed,
         keepalive: Keepalive {
             idle_s: 10,
             intvl_s: 3,
             cnt: 3,
             user_timeout_ms: 0,
         },
-        ..SockState::default()
+        ..Record::default()
     }
 }
 
-fn sock(rec: &SockState) -> Socket<'_> {
+fn sock(rec: &Record) -> Socket<'_> {
     Socket {
-        cookie: 9,
+        cookie: NINE,
         rec,
         polled: false,
         member: None,
@@ -60,24 +63,21 @@ fn a_recovered_flow_is_looked_at_again_only_when_a_stall_becomes_possible() {
     let mut j = judge();
     let rec = old_trouble(50);
     let s = sock(&rec);
-    let at = Instant::now();
     assert!(
-        j.wants_info(&s, 100 * S, at),
+        j.wants_info(&s, at(100 * S)),
         "the stale record nominates it"
     );
     // Busy and ACKed 1 s ago: healthy, and cannot be stalled for 9 s.
-    let (v, _) = j
-        .verdict(&s, Some(&info(4, 1_000)), 100 * S, Instant::now())
-        .unwrap();
+    let (v, _) = j.verdict(&s, Some(&info(4, 1_000)), at(100 * S)).unwrap();
     assert_eq!(v, Verdict::Healthy);
     j.turn_looks();
     for t in [101, 105, 108] {
-        assert!(!j.wants_info(&s, t * S, at), "{t} s: the look still holds");
-        let (v, i) = j.verdict(&s, None, t * S, Instant::now()).unwrap();
+        assert!(!j.wants_info(&s, at(t * S)), "{t} s: the look still holds");
+        let (v, i) = j.verdict(&s, None, at(t * S)).unwrap();
         assert_eq!((v, i.is_none()), (Verdict::Healthy, true), "{t} s");
     }
     assert!(
-        j.wants_info(&s, 109 * S, at),
+        j.wants_info(&s, at(109 * S)),
         "9 s later: a stall is possible"
     );
 }
@@ -86,17 +86,17 @@ fn a_recovered_flow_is_looked_at_again_only_when_a_stall_becomes_possible() {
 fn a_new_trouble_episode_is_looked_at_when_its_record_says_stalled() {
     let mut j = judge();
     let rec = old_trouble(50);
-    j.verdict(&sock(&rec), Some(&info(4, 1_000)), 100 * S, Instant::now());
+    j.verdict(&sock(&rec), Some(&info(4, 1_000)), at(100 * S));
     // snd_una moved, then a retransmission at 101 s: a new episode, new `trouble_ns`.
-    let fresh = SockState {
-        trouble_ns: 101 * S,
-        last_ack_ns: 101 * S,
+    let fresh = Record {
+        trouble: Some(Mono::from_secs(101)),
+        last_ack: Mono::from_secs(101),
         ..rec
     };
     let s = sock(&fresh);
-    let (v, _) = j.verdict(&s, None, 105 * S, Instant::now()).unwrap();
+    let (v, _) = j.verdict(&s, None, at(105 * S)).unwrap();
     assert_eq!(v, Verdict::Suspect, "the new episode's record speaks");
-    assert!(j.wants_info(&s, 111 * S, Instant::now()));
+    assert!(j.wants_info(&s, at(111 * S)));
 }
 
 #[test]
@@ -104,47 +104,37 @@ fn stale_trouble_with_nothing_outstanding_follows_the_idle_rules() {
     let mut j = judge();
     let rec = old_trouble(50);
     let s = sock(&rec);
-    let (v, _) = j
-        .verdict(&s, Some(&info(0, 30_000)), 100 * S, Instant::now())
-        .unwrap();
+    let (v, _) = j.verdict(&s, Some(&info(0, 30_000)), at(100 * S)).unwrap();
     assert_eq!(v, Verdict::Idle);
     j.turn_looks();
     // Idle 50 s by the record: due a keepalive look, and silent on two looks in a row.
-    let at = Instant::now();
-    assert!(j.wants_info(&s, 101 * S, at), "idle: due a keepalive look");
+    assert!(j.wants_info(&s, at(101 * S)), "idle: due a keepalive look");
     let silent = Read::Info(TcpInfo {
         state: 1,
         probes: 3,
         last_ack_recv_ms: 31_000,
         ..TcpInfo::default()
     });
-    let (v, i) = j
-        .verdict(&s, Some(&silent), 101 * S, Instant::now())
-        .unwrap();
+    let (v, i) = j.verdict(&s, Some(&silent), at(101 * S)).unwrap();
     assert_eq!(v, Verdict::Silent);
-    assert!(!j.confirmed(9, v, i.as_ref()), "first look");
+    assert!(!j.confirmed(NINE, v, i.as_ref()), "first look");
     assert!(j.turn_looks());
-    assert!(j.wants_info(&s, 101 * S + S / 2, at), "the confirming look");
-    let (v, i) = j
-        .verdict(&s, Some(&silent), 101 * S + S / 2, Instant::now())
-        .unwrap();
-    assert!(j.confirmed(9, v, i.as_ref()), "killed as silent");
+    assert!(j.wants_info(&s, at(101 * S + S / 2)), "the confirming look");
+    let (v, i) = j.verdict(&s, Some(&silent), at(101 * S + S / 2)).unwrap();
+    assert!(j.confirmed(NINE, v, i.as_ref()), "killed as silent");
 }
 
 #[test]
 fn eight_rtos_in_a_row_are_a_stall_long_before_the_stall_timeout() {
     let mut j = judge();
     // Linear timeouts: the eighth RTO 2.4 s after the data left, the record told at each.
-    let rec = SockState {
+    let rec = Record {
         rto_count: 8,
         ..old_trouble(98)
     };
     let s = sock(&rec);
     let now = 100 * S + 400_000_000;
-    assert!(
-        j.wants_info(&s, now, Instant::now()),
-        "the record nominates it"
-    );
+    assert!(j.wants_info(&s, at(now)), "the record nominates it");
     let eight = |rtos| {
         Read::Info(TcpInfo {
             state: 1,
@@ -154,16 +144,14 @@ fn eight_rtos_in_a_row_are_a_stall_long_before_the_stall_timeout() {
             ..TcpInfo::default()
         })
     };
-    let (v, i) = j.verdict(&s, Some(&eight(8)), now, Instant::now()).unwrap();
+    let (v, i) = j.verdict(&s, Some(&eight(8)), at(now)).unwrap();
     assert_eq!(v, Verdict::Stalled);
-    assert!(!j.confirmed(9, v, i.as_ref()), "first look");
+    assert!(!j.confirmed(NINE, v, i.as_ref()), "first look");
     assert!(j.turn_looks(), "the confirming look comes soon");
-    let (v, i) = j
-        .verdict(&s, Some(&eight(8)), now + S / 2, Instant::now())
-        .unwrap();
-    assert!(j.confirmed(9, v, i.as_ref()), "confirmed 0.5 s later");
+    let (v, i) = j.verdict(&s, Some(&eight(8)), at(now + S / 2)).unwrap();
+    assert!(j.confirmed(NINE, v, i.as_ref()), "confirmed 0.5 s later");
     // The kernel saw progress since (its count is back to 1): no stall, whatever the record.
     let mut j = judge();
-    let (v, _) = j.verdict(&s, Some(&eight(1)), now, Instant::now()).unwrap();
+    let (v, _) = j.verdict(&s, Some(&eight(1)), at(now)).unwrap();
     assert_eq!(v, Verdict::Suspect);
 }

@@ -2,9 +2,7 @@
 //! connection (`Socket::member` is `None`) is never probed, never dead by its peer, never
 //! orphaned, and never counts as the endpoint's recovery after a kill.
 
-use std::time::{Duration, Instant};
-
-use lifeline_common::SockState;
+use std::time::Duration;
 
 use super::*;
 use crate::ActionMode;
@@ -19,17 +17,16 @@ fn quiet() -> TcpInfo {
 #[test]
 fn a_socket_that_is_not_the_endpoints_gets_no_endpoint_rule() {
     let mut j = Judge::new(super::tests::settings(), None);
-    let rec = SockState {
-        state: 1,
-        trouble_ns: 5,
-        peer_port: 6443,
-        family: 2,
-        ..SockState::default()
+    let rec = Record {
+        state: TcpState::Established,
+        trouble: Some(Mono::from_nanos(5)),
+        peer: std::net::SocketAddr::from(([0, 0, 0, 0], 6443)),
+        ..Record::default()
     };
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     // Even with a dead result for its peer, and a trouble episode: nothing from DNS.
     let s = Socket {
-        cookie: 3,
+        cookie: Cookie(3),
         rec: &rec,
         polled: false,
         member: None,
@@ -46,7 +43,7 @@ fn a_socket_that_is_not_the_endpoints_gets_no_endpoint_rule() {
             call.reason.is_none() && call.probe.is_none() && call.wake.is_none(),
             "{call:?}"
         );
-        assert!(!j.wants_info(&s, 0, at), "no endpoint rule reads its state");
+        assert!(!j.wants_info(&s, at), "no endpoint rule reads its state");
     }
     // The same socket as the endpoint's, orphaned: probed, and migrated in time.
     let member = (
@@ -66,7 +63,7 @@ fn a_socket_that_is_not_the_endpoints_gets_no_endpoint_rule() {
         call.probe.map(|p| p.why),
         Some("left the endpoint's address set")
     );
-    let due = t0 + super::tests::SEED.jitter(3, Duration::from_mins(1));
+    let due = t0 + super::tests::SEED.jitter(Cookie(3), Duration::from_mins(1));
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet()), due);
     assert!(matches!(call.reason, Some(Reason::Orphaned { .. })));
 }
@@ -75,16 +72,14 @@ fn a_socket_that_is_not_the_endpoints_gets_no_endpoint_rule() {
 fn only_the_endpoints_own_connection_is_a_recovery() {
     let esc = Escalation::new(ActionMode::Kill, Duration::from_secs(30));
     let mut j = Judge::new(super::tests::settings(), Some(esc));
-    let t0 = Instant::now();
-    let rec = SockState {
-        state: 1,
-        peer_port: 6443,
-        family: 2,
-        ..SockState::default()
+    let t0 = Mono::from_secs(100);
+    let rec = Record {
+        state: TcpState::Established,
+        peer: std::net::SocketAddr::from(([0, 0, 0, 0], 6443)),
+        ..Record::default()
     };
     let k = Kill {
-        cookie: 1,
-        now_ns: 0,
+        cookie: Cookie(1),
         rec,
         info: quiet(),
         reason: Reason::Dead(Verdict::Stalled),
@@ -94,7 +89,7 @@ fn only_the_endpoints_own_connection_is_a_recovery() {
     };
     assert!(j.outcome(&k, &Outcome::Killed, t0).is_none());
     let other = Seen {
-        peer: rec.peer(),
+        peer: rec.peer,
         endpoint_socket: Some(false),
         verdict: Verdict::Healthy,
         established_age: Duration::from_secs(1),

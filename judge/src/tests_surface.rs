@@ -1,12 +1,10 @@
 //! The judge's surface as the loop uses it: `look` after `wants_info`, `decide` and `outcome`
 //! per kill, `end_sweep` once per sweep; each answer typed, nothing read from its state.
 
-use std::time::{Duration, Instant};
-
-use lifeline_common::SockState;
+use std::time::Duration;
 
 use super::{
-    tests::{S, kill, settings, sock, stalled_info, stalled_rec},
+    tests::{C, S, at, kill, settings, sock, stalled_info, stalled_rec},
     *,
 };
 
@@ -18,12 +16,12 @@ fn escalating(mode: ActionMode) -> Judge {
 }
 
 /// A healthy socket to the killed socket's port, established `age_s` before `now_s`.
-fn fresh_rec(now_s: u64, age_s: u64) -> SockState {
-    SockState {
+fn fresh_rec(now_s: u64, age_s: u64) -> Record {
+    Record {
         packets_out: 0,
-        trouble_ns: 0,
-        last_ack_ns: now_s * S,
-        established_ns: (now_s - age_s) * S,
+        trouble: None,
+        last_ack: Mono::from_secs(now_s),
+        established: Mono::from_secs(now_s - age_s),
         ..stalled_rec(now_s, 0)
     }
 }
@@ -33,18 +31,18 @@ fn a_look_answers_the_kill_on_the_confirming_look_and_keeps_the_counts() {
     let mut j = Judge::new(settings(), None);
     let rec = stalled_rec(100, 11);
     let s = sock(&rec);
-    let (at, info) = (Instant::now(), Read::Info(stalled_info()));
-    let first = j.look(&s, Some(&info), 100 * S, at).unwrap();
+    let info = Read::Info(stalled_info());
+    let first = j.look(&s, Some(&info), at(100 * S)).unwrap();
     assert!(first.kill.is_none(), "first look: shown, not killed");
-    let end = j.end_sweep(100 * S, at);
+    let end = j.end_sweep(at(100 * S));
     assert_eq!(
         end.wake,
         Some(CONFIRM_AFTER),
         "the confirming look comes soon"
     );
-    let second = j.look(&s, Some(&info), 100 * S + S / 2, at).unwrap();
+    let second = j.look(&s, Some(&info), at(100 * S + S / 2)).unwrap();
     let k = second.kill.expect("second look in a row: a kill");
-    assert_eq!((k.cookie, k.reason), (7, Reason::Dead(Verdict::Stalled)));
+    assert_eq!((k.cookie, k.reason), (C, Reason::Dead(Verdict::Stalled)));
     assert_eq!(
         k.whose,
         Whose::default(),
@@ -52,15 +50,15 @@ fn a_look_answers_the_kill_on_the_confirming_look_and_keeps_the_counts() {
     );
     let stalled: Vec<_> = j.counts().filter(|(_, n)| *n > 0).collect();
     assert_eq!(stalled, [(Verdict::Stalled, 1)], "one socket, counted once");
-    assert!(j.look(&s, Some(&Read::Gone), 101 * S, at).is_none(), "gone");
-    j.forget(7);
+    assert!(j.look(&s, Some(&Read::Gone), at(101 * S)).is_none(), "gone");
+    j.forget(C);
     assert!(j.counts().all(|(_, n)| n == 0));
 }
 
 #[test]
 fn decide_restarts_the_units_socket_once_and_names_an_outsider_once() {
     let mut j = escalating(ActionMode::Restart);
-    let t0 = Instant::now();
+    let t0 = Mono::from_secs(100);
     let unit = kill(1, Reason::Dead(Verdict::Stalled));
     let d = j.decide(&unit, true, t0);
     assert_eq!(d.action, Action::Restart);
@@ -90,22 +88,22 @@ fn decide_restarts_the_units_socket_once_and_names_an_outsider_once() {
 fn end_sweep_sees_a_recovery_only_on_the_endpoints_own_connection_when_followed() {
     for followed in [false, true] {
         let mut j = escalating(ActionMode::Kill);
-        let t0 = Instant::now();
+        let t0 = Mono::from_secs(100);
         let unit = kill(1, Reason::Dead(Verdict::Stalled));
         assert_eq!(j.decide(&unit, true, t0).action, Action::Kill);
         assert!(
             j.outcome(&unit, &Outcome::Killed, t0).is_none(),
             "watched, not asked"
         );
-        let rec = fresh_rec(110, 1);
+        let later = t0 + Duration::from_secs(31);
+        let rec = fresh_rec(131, 1);
         let s = Socket {
-            cookie: 2,
+            cookie: Cookie(2),
             followed,
             ..sock(&rec)
         };
-        let at = t0 + Duration::from_secs(31);
-        j.look(&s, None, 110 * S, at).unwrap();
-        let end = j.end_sweep(110 * S, at);
+        j.look(&s, None, later).unwrap();
+        let end = j.end_sweep(later);
         if followed {
             // Not the endpoint's connection (no membership): no recovery, so a restart.
             assert!(end.recovered.is_empty());

@@ -10,10 +10,9 @@
 
 use std::time::Duration;
 
-use lifeline_common::SockState;
 use serde::Serialize;
 
-use super::{Silence, Stall, TcpInfo};
+use super::{Mono, Record, Silence, Stall, TcpInfo};
 
 const TCP_ESTABLISHED: u8 = 1;
 
@@ -68,26 +67,22 @@ impl Verdict {
     }
 }
 
-fn age(now_ns: u64, then_ns: u64) -> Duration {
-    Duration::from_nanos(now_ns.saturating_sub(then_ns))
-}
-
 /// The probe's view, from the record alone.
 #[must_use]
-pub fn from_record(s: &SockState, now_ns: u64, stall: Stall) -> Verdict {
-    if s.state != TCP_ESTABLISHED {
+pub fn from_record(s: &Record, now: Mono, stall: Stall) -> Verdict {
+    if !s.is_established() {
         return Verdict::Healthy;
     }
-    if s.trouble_ns != 0 && s.packets_out > 0 {
+    if let (Some(trouble), true) = (s.trouble, s.packets_out > 0) {
         // Trouble starts at the first retransmission, at least one RTO after the data
         // left, so this under-estimates how long it has been unanswered: conservative.
-        let quiet = age(now_ns, s.trouble_ns).min(age(now_ns, s.last_ack_ns));
+        let quiet = (now - trouble).min(now - s.last_ack);
         if stall.is_stalled(s.rto_count, quiet) {
             return Verdict::Stalled;
         }
         return Verdict::Suspect;
     }
-    if now_ns < quiet_at(s, stall.after) {
+    if now < quiet_at(s, stall.after) {
         Verdict::Healthy
     } else {
         Verdict::Idle
@@ -96,17 +91,16 @@ pub fn from_record(s: &SockState, now_ns: u64, stall: Stall) -> Verdict {
 
 /// When the record's last ACK progress is `stall` old: from then on, with nothing wrong, it
 /// is idle rather than healthy.
-fn quiet_at(s: &SockState, stall: Duration) -> u64 {
-    s.last_ack_ns
-        .saturating_add(u64::try_from(stall.as_nanos()).unwrap_or(u64::MAX))
+fn quiet_at(s: &Record, stall: Duration) -> Mono {
+    s.last_ack + stall
 }
 
 /// The moment a record with no trouble episode turns from healthy to idle by `from_record`'s
 /// rule, with no news in between (`None` in a trouble episode: its looks decide). The tally
 /// visits the socket again then, so the counts follow.
 #[must_use]
-pub fn turns_idle_at(s: &SockState, stall: Duration) -> Option<u64> {
-    (s.trouble_ns == 0).then(|| quiet_at(s, stall))
+pub fn turns_idle_at(s: &Record, stall: Duration) -> Option<Mono> {
+    s.trouble.is_none().then(|| quiet_at(s, stall))
 }
 
 /// The kernel's view, from `tcp_info` alone (used to confirm, and for sockets the

@@ -2,14 +2,13 @@
 
 use super::*;
 
-const S: u64 = 1_000_000_000;
 const STALL: Stall = Stall::new(Duration::from_secs(10), 8);
 
-fn rec(last_ack_s: u64, trouble_s: u64, packets_out: u32) -> SockState {
-    SockState {
-        state: 1,
-        last_ack_ns: last_ack_s * S,
-        trouble_ns: trouble_s * S,
+fn rec(last_ack_s: u64, trouble_s: u64, packets_out: u32) -> Record {
+    Record {
+        state: crate::TcpState::Established,
+        last_ack: Mono::from_secs(last_ack_s),
+        trouble: (trouble_s != 0).then(|| Mono::from_secs(trouble_s)),
         packets_out,
         rto_count: 5,
         ..Default::default()
@@ -18,9 +17,9 @@ fn rec(last_ack_s: u64, trouble_s: u64, packets_out: u32) -> SockState {
 
 #[test]
 fn record_verdicts() {
-    let now = 100 * S;
-    let closing = SockState {
-        state: 4,
+    let now = Mono::from_secs(100);
+    let closing = Record {
+        state: crate::TcpState::FinWait1,
         ..rec(0, 1, 1)
     };
     let cases = [
@@ -29,7 +28,7 @@ fn record_verdicts() {
         (rec(80, 95, 1), Verdict::Suspect, "retransmitting 5 s"),
         (rec(80, 89, 1), Verdict::Stalled, "unanswered 11 s, 5 RTOs"),
         (
-            SockState {
+            Record {
                 rto_count: 1,
                 ..rec(80, 89, 1)
             },
@@ -37,7 +36,7 @@ fn record_verdicts() {
             "11 s but one RTO: backed off, not 6 transmissions",
         ),
         (
-            SockState {
+            Record {
                 rto_count: 8,
                 ..rec(80, 98, 1)
             },

@@ -1,5 +1,5 @@
 //! pod-syscalls: what a process in lifeline's pod may ask the kernel for, tried for real.
-//! Built static (musl) by `tests/src/pod_syscalls.rs` with plain `rustc` (std only, no
+//! Built static (musl) by `tests/src/infra/pod_syscalls.rs` with plain `rustc` (std only, no
 //! crates) and run inside the container with `podman exec`: the image is FROM scratch.
 //!
 //! Each line is `NAME ok`, `NAME errno N`, or `seccomp-filters count N`. Under lifeline's seccomp profile the escapes

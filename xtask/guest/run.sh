@@ -1,7 +1,7 @@
 #!/bin/bash
 # The kernel-matrix guest's runner: PID 1, in the host's userland (init.sh chroots into an
 # overlay of it). Reads plan.env and tests.list beside it, which xtask wrote
-# (xtask/src/kernels/mod.rs: the release agent, the test executables, the tests), runs
+# (xtask/src/kernels/build.rs: the release agent, the lab's test executable, the tests), runs
 # `lifeline check` and every test with a timeout, PARALLEL at a time, writes each one's
 # output and exit code into this directory (the results share) and powers the guest off.
 set -u

@@ -7,7 +7,7 @@
 //! runtime (`.cargo/config.toml`), so no cross C toolchain is needed; the agent has no C code.
 
 /// A target of the image, the .deb, the RPM and the kernel matrix.
-pub struct Arch {
+pub(crate) struct Arch {
     /// The Rust target triple of the static build.
     pub triple: &'static str,
     /// The name in OCI platforms and Debian architectures (the two agree for these).
@@ -24,7 +24,7 @@ pub struct Arch {
     pub emulator: Option<(&'static str, &'static str)>,
 }
 
-pub const AMD64: Arch = Arch {
+pub(crate) const AMD64: Arch = Arch {
     triple: "x86_64-unknown-linux-musl",
     name: "amd64",
     rpm: "x86_64",
@@ -33,7 +33,7 @@ pub const AMD64: Arch = Arch {
     emulator: None,
 };
 
-pub const ARM64: Arch = Arch {
+pub(crate) const ARM64: Arch = Arch {
     triple: "aarch64-unknown-linux-musl",
     name: "arm64",
     rpm: "aarch64",
@@ -43,4 +43,4 @@ pub const ARM64: Arch = Arch {
 };
 
 /// In the order of the image index (the host's own first).
-pub const ALL: [&Arch; 2] = [&AMD64, &ARM64];
+pub(crate) const ALL: [&Arch; 2] = [&AMD64, &ARM64];

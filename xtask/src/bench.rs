@@ -20,7 +20,7 @@ use crate::lab::require_root;
     clippy::struct_excessive_bools,
     reason = "each bool is one independent command-line switch"
 )]
-pub struct Options {
+pub(crate) struct Options {
     pub quick: bool,
     /// `--cost` / `--scale`: only that part, writing only its own section.
     pub cost: bool,
@@ -40,7 +40,7 @@ impl Options {
     ///
     /// # Errors
     /// An unknown argument, a flag given twice or without its value, a bad trial count.
-    pub fn parse(args: &[&str]) -> std::result::Result<Self, String> {
+    pub(crate) fn parse(args: &[&str]) -> std::result::Result<Self, String> {
         let mut o = Self::default();
         let mut rest = args.iter().copied();
         while let Some(arg) = rest.next() {
@@ -124,7 +124,7 @@ impl Options {
     }
 }
 
-pub fn bench(ws: &Path, phases: &mut Phases, options: &Options) -> Result<()> {
+pub(crate) fn bench(ws: &Path, phases: &mut Phases, options: &Options) -> Result<()> {
     require_root("bench")?;
     phases.run("packages", crate::packages::ensure)?;
     crate::build_ebpf(ws, phases)?;

@@ -14,7 +14,7 @@ use crate::{Phases, arch};
 /// The cargo-deb release this project was checked with.
 const CARGO_DEB: &str = "3.8.0";
 
-pub fn deb(ws: &Path, phases: &mut Phases) -> Result<()> {
+pub(crate) fn deb(ws: &Path, phases: &mut Phases) -> Result<()> {
     crate::build_ebpf(ws, phases)?;
     phases.run("cross tools", crate::packages::ensure_cross)?;
     for a in arch::ALL {

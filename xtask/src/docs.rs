@@ -9,10 +9,10 @@ use anyhow::{Result, bail};
 use xtask::process::capture;
 
 /// Where the generated files go; `agent/Cargo.toml`'s deb assets name them from here.
-pub const DIR: &str = "target/assets";
+pub(crate) const DIR: &str = "target/assets";
 
 /// Regenerates `target/assets/{man,completions}`; returns how many files were written.
-pub fn generate(ws: &Path) -> Result<usize> {
+pub(crate) fn generate(ws: &Path) -> Result<usize> {
     let dir = ws.join(DIR);
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;

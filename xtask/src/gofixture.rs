@@ -12,11 +12,11 @@ use xtask::process::{Output, run};
 use crate::cargo_run::target_dir;
 
 /// The Go sources, relative to the workspace.
-pub const SOURCE: &str = "tests/go/go-watch.go";
+pub(crate) const SOURCE: &str = "tests/go/go-watch.go";
 
 /// # Errors
 /// When the Go toolchain is missing or the build fails.
-pub fn build(ws: &Path) -> Result<()> {
+pub(crate) fn build(ws: &Path) -> Result<()> {
     let target = target_dir(ws)?;
     let mut cmd = Command::new("go");
     cmd.current_dir(ws)
@@ -35,7 +35,7 @@ pub fn build(ws: &Path) -> Result<()> {
 ///
 /// # Errors
 /// When gofmt fails or lists the file.
-pub fn check_format(ws: &Path) -> Result<()> {
+pub(crate) fn check_format(ws: &Path) -> Result<()> {
     let out = Command::new("gofmt")
         .current_dir(ws)
         .args(["-l", SOURCE])

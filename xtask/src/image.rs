@@ -18,7 +18,7 @@ use crate::{
 };
 
 /// Builds the image and returns the archive's path.
-pub fn image(ws: &Path, phases: &mut Phases) -> Result<PathBuf> {
+pub(crate) fn image(ws: &Path, phases: &mut Phases) -> Result<PathBuf> {
     crate::build_ebpf(ws, phases)?;
     let image = build(ws, phases)?;
     let size = std::fs::metadata(&image.archive)?.len();
@@ -39,7 +39,7 @@ pub fn image(ws: &Path, phases: &mut Phases) -> Result<PathBuf> {
 
 /// The static binary of every architecture and the archive, once the eBPF object is built
 /// (also for the lab's container test, which loads the same archive an operator would).
-pub fn build(ws: &Path, phases: &mut Phases) -> Result<oci::Image> {
+pub(crate) fn build(ws: &Path, phases: &mut Phases) -> Result<oci::Image> {
     phases.run("cross tools", crate::packages::ensure_cross)?;
     let mut bins = Vec::new();
     for a in arch::ALL {
@@ -52,7 +52,7 @@ pub fn build(ws: &Path, phases: &mut Phases) -> Result<oci::Image> {
 
 /// `cargo build --release --target <triple> -p lifeline` (adding the target to the toolchain
 /// first when missing); the path of the static binary.
-pub fn release_musl(ws: &Path, arch: &Arch) -> Result<PathBuf> {
+pub(crate) fn release_musl(ws: &Path, arch: &Arch) -> Result<PathBuf> {
     let musl = arch.triple;
     let installed = capture(
         "listing the toolchain's targets",

@@ -12,7 +12,7 @@ use crate::cargo_run::{cargo, target_dir};
 const LAB: &str = "lifeline-tests";
 
 /// The README's test command, and what CI runs.
-pub fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
+pub(crate) fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
     require_root("test")?;
     phases.run("packages", crate::packages::ensure)?;
     // First and visibly: on a fresh machine setup installs the toolchain and bpf-linker, which
@@ -44,7 +44,7 @@ pub fn test(ws: &Path, phases: &mut Phases) -> Result<()> {
 }
 
 /// The README's main command: the black-hole scenario without and with lifeline.
-pub fn demo(ws: &Path, phases: &mut Phases) -> Result<()> {
+pub(crate) fn demo(ws: &Path, phases: &mut Phases) -> Result<()> {
     require_root("demo")?;
     phases.run("packages", crate::packages::ensure)?;
     crate::build_ebpf(ws, phases)?;

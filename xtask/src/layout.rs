@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, bail};
 
 /// # Errors
 /// When a doc cannot be read, or names each folder the docs and the tree disagree on.
-pub fn check(ws: &Path) -> Result<()> {
+pub(crate) fn check(ws: &Path) -> Result<()> {
     let read = |p: &str| fs::read_to_string(ws.join(p)).with_context(|| format!("cannot read {p}"));
     let mut problems = Vec::new();
     let listed = first_cells(&read("README.md")?, "## Layout");

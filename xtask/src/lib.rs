@@ -106,8 +106,9 @@ pub(crate) fn note(message: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::workspace_root;
     use std::path::Path;
+
+    use super::workspace_root;
 
     #[test]
     fn finds_this_workspace_from_a_member() {

@@ -7,12 +7,14 @@ mod arch;
 mod bench;
 mod cargo_run;
 mod deb;
+mod deny;
 mod docs;
 mod gofixture;
 mod image;
 mod imports;
 mod kernels;
 mod lab;
+mod lab_tree;
 mod lanes;
 mod layout;
 mod lint;
@@ -42,9 +44,11 @@ commands:
                every command below that needs the eBPF object runs it first)
   build-ebpf   setup, then build the eBPF object and print its path
   test         setup, the packaging checks (see check-packaging), unit tests, then the lab
-               tests (needs root): what CI runs. One lab test file: cargo xtask build-ebpf &&
+               tests (needs root): what CI runs. The lab is one test binary, one module per
+               scenario; one module (or test): cargo xtask build-ebpf &&
                cargo build -p lifeline -p lifeline-tests &&
-               LIFELINE_BIN=$PWD/target/debug/lifeline cargo test -p lifeline-tests --test NAME
+               LIFELINE_BIN=$PWD/target/debug/lifeline cargo test -p lifeline-tests --test lab
+               -- MODULE::
     --kernel K     instead, the kernel matrix: boot Debian's cloud kernel K (5.10, 6.1,
                    6.12, a comma-separated list, or all) under qemu and run `lifeline check`
                    and the kernel-dependent lab tests in it (about 4 minutes per kernel);
@@ -55,7 +59,9 @@ commands:
   lint         cargo fmt --check, the import gate (no import circles; prints each crate's
                longest import chain), the judge's purity (no I/O crate among its
                dependencies), setup, clippy pedantic on the host crates, clippy on
-               the eBPF crate with the pinned nightly (installs its clippy when missing)
+               the eBPF crate with the pinned nightly (installs its clippy when missing),
+               cargo doc -D warnings, and cargo deny check bans licenses sources
+               (deny.toml; installs cargo-deny when missing)
   demo         run the black-hole scenario without and with lifeline (needs root) and print
                both timelines
   bench        lifeline against the alternatives, its cost and scale (needs root; about 40

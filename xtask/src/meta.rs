@@ -7,7 +7,7 @@ use std::{fmt::Write as _, path::Path, process::Command};
 use anyhow::{Context as _, Result};
 use xtask::process::capture;
 
-pub struct Meta {
+pub(crate) struct Meta {
     pub version: String,
     pub description: String,
     pub license: String,
@@ -22,7 +22,7 @@ pub struct Meta {
 impl Meta {
     /// # Errors
     /// When a manifest cannot be read or lacks a key.
-    pub fn read(ws: &Path) -> Result<Self> {
+    pub(crate) fn read(ws: &Path) -> Result<Self> {
         let agent = std::fs::read_to_string(ws.join("agent/Cargo.toml"))?;
         let workspace = std::fs::read_to_string(ws.join("Cargo.toml"))?;
         let git = |args: &[&str]| {
@@ -50,7 +50,7 @@ impl Meta {
 
     /// The image configuration for `arch` (OCI platform name): entry point, labels, the one layer's uncompressed digest.
     #[must_use]
-    pub fn config_json(&self, arch: &str, diff_id: &str) -> String {
+    pub(crate) fn config_json(&self, arch: &str, diff_id: &str) -> String {
         let labels = [
             ("org.opencontainers.image.title", "lifeline"),
             ("org.opencontainers.image.description", &self.description),

@@ -18,7 +18,7 @@ use xtask::process::capture;
 use crate::{arch::Arch, meta::Meta};
 
 /// What [`assemble`] made.
-pub struct Image {
+pub(crate) struct Image {
     /// As Kubernetes normalises the `DaemonSet`'s `lifeline:<version>`.
     pub name: String,
     pub archive: PathBuf,
@@ -35,7 +35,7 @@ pub struct Image {
 ///
 /// # Errors
 /// When a tool fails or the workspace manifest lacks the version.
-pub fn assemble(ws: &Path, bins: &[(&Arch, PathBuf)]) -> Result<Image> {
+pub(crate) fn assemble(ws: &Path, bins: &[(&Arch, PathBuf)]) -> Result<Image> {
     let meta = crate::meta::Meta::read(ws)?;
     let out = ws.join("target/image");
     let work = out.join("build");

@@ -25,7 +25,7 @@ const NEEDED: &[(&str, &str)] = &[
     ("journalctl", "systemd"),
     ("dbus-daemon", "dbus-daemon"),
     ("unshare", "util-linux"),
-    // The container lab test (tests/tests/container/): podman with runc (crun cannot run
+    // The container lab test (tests/tests/lab/container/): podman with runc (crun cannot run
     // containers on a hybrid-cgroup host), and strip for the image's binary.
     ("podman", "podman"),
     ("runc", "runc"),
@@ -33,7 +33,7 @@ const NEEDED: &[(&str, &str)] = &[
     // The lab's Go client (tests/go), so a test dials with kubelet's own net.Dialer.
     ("go", "golang-go"),
     ("gofmt", "golang-go"),
-    // The node-local API proxies of kubespray and kubeadm's HA guide (tests/src/proxy.rs):
+    // The node-local API proxies of kubespray and kubeadm's HA guide (tests/src/fixtures/proxy.rs):
     // nginx with its stream module (a dynamic module, a package of its own), and haproxy.
     ("nginx", "nginx-light"),
     ("haproxy", "haproxy"),
@@ -64,7 +64,7 @@ const MATRIX: &[(&str, &str)] = &[
 /// What `cargo xtask rpm` needs: rpmbuild (and `rpm` for the checks in .ci/run) and rpmlint.
 const RPM: &[(&str, &str)] = &[("rpmbuild", "rpm"), ("rpmlint", "rpmlint")];
 
-/// Where Debian's `libnginx-mod-stream` installs the module (`tests/src/proxy_conf.rs` loads it).
+/// Where Debian's `libnginx-mod-stream` installs the module (`tests/src/fixtures/proxy_conf.rs` loads it).
 const NGINX_STREAM_MODULE: &str = "/usr/lib/nginx/modules/ngx_stream_module.so";
 
 /// Packages whose command is missing, without duplicates.
@@ -82,7 +82,7 @@ fn missing(needed: &[(&str, &'static str)]) -> Vec<&'static str> {
 ///
 /// # Errors
 /// When packages are missing and apt-get is not available or fails.
-pub fn ensure() -> Result<()> {
+pub(crate) fn ensure() -> Result<()> {
     let mut pkgs = missing(NEEDED);
     // A dynamic module, no command of its own: checked by the file the lab loads.
     if !std::path::Path::new(NGINX_STREAM_MODULE).exists() {
@@ -104,7 +104,7 @@ pub fn ensure() -> Result<()> {
 ///
 /// # Errors
 /// As `ensure`.
-pub fn ensure_cross() -> Result<()> {
+pub(crate) fn ensure_cross() -> Result<()> {
     let arches = crate::arch::ALL.iter();
     let needed: Vec<_> = (arches.clone().map(|a| a.strip))
         .chain(arches.filter_map(|a| a.emulator))
@@ -120,7 +120,7 @@ pub fn ensure_cross() -> Result<()> {
 ///
 /// # Errors
 /// As `ensure`.
-pub fn ensure_rpm() -> Result<()> {
+pub(crate) fn ensure_rpm() -> Result<()> {
     let pkgs = missing(RPM);
     if pkgs.is_empty() {
         return Ok(());
@@ -134,7 +134,7 @@ pub fn ensure_rpm() -> Result<()> {
 ///
 /// # Errors
 /// As `ensure`.
-pub fn ensure_matrix() -> Result<()> {
+pub(crate) fn ensure_matrix() -> Result<()> {
     let mut pkgs = missing(MATRIX);
     let status = Command::new("dpkg-query")
         .args(["-W", "-f=${Status}", "busybox-static"])

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use xtask::process::capture;
 
 /// The crate kept pure.
-pub const JUDGE: &str = "lifeline-judge";
+pub(crate) const JUDGE: &str = "lifeline-judge";
 
 /// Crates (and their families: `tokio-util`, `hickory-proto`, `clap_derive`) that do I/O or
 /// read the command line, never to be a dependency of the judge.
@@ -27,7 +27,7 @@ const FORBIDDEN: [&str; 8] = [
 /// The first forbidden crate in `cargo tree --prefix none` output (one `name vX.Y.Z ...` a
 /// line), with the rule it broke.
 #[must_use]
-pub fn forbidden(tree: &str) -> Option<(&str, &'static str)> {
+pub(crate) fn forbidden(tree: &str) -> Option<(&str, &'static str)> {
     tree.lines()
         .filter_map(|l| l.split_whitespace().next())
         .find_map(|name| {
@@ -43,7 +43,7 @@ pub fn forbidden(tree: &str) -> Option<(&str, &'static str)> {
 
 /// # Errors
 /// When `cargo tree` fails, or the judge depends on a forbidden crate (named).
-pub fn check(ws: &Path) -> Result<()> {
+pub(crate) fn check(ws: &Path) -> Result<()> {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(ws)
         .args(["tree", "-p", JUDGE, "-e", "normal", "--prefix", "none"]);

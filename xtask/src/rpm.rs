@@ -27,7 +27,7 @@ const SPEC: &str = "packaging/rpm/lifeline.spec";
 /// rpmlint's configuration: each finding it filters says why.
 const LINTRC: &str = "packaging/rpm/rpmlint.toml";
 
-pub fn rpm(ws: &Path, phases: &mut Phases) -> Result<()> {
+pub(crate) fn rpm(ws: &Path, phases: &mut Phases) -> Result<()> {
     crate::build_ebpf(ws, phases)?;
     phases.run("cross tools", crate::packages::ensure_cross)?;
     phases.run("rpm tools", crate::packages::ensure_rpm)?;

@@ -3,8 +3,8 @@
 //! every kustomization under `packaging/kubernetes/` rendered with `kubectl kustomize` and
 //! validated with `kubernetes-validate --strict` against the API schemas of every Kubernetes
 //! release from 1.28 to the newest the pinned kubernetes-validate knows (the Prometheus
-//! operator's kinds have no schema there: tests/tests/packaging.rs reads the `PodMonitor`). The renders are kept
-//! in `target/kustomize/`; tests/tests/packaging.rs asserts what each overlay changes.
+//! operator's kinds have no schema there: tests/tests/lab/packaging.rs reads the `PodMonitor`). The renders are kept
+//! in `target/kustomize/`; tests/tests/lab/packaging.rs asserts what each overlay changes.
 
 use std::{
     path::{Path, PathBuf},
@@ -24,7 +24,7 @@ const KUBERNETES: std::ops::RangeInclusive<u32> = 28..=37;
 const RULE_TESTS: &str = "packaging/prometheus/lifeline-rules.test.yaml";
 const KUSTOMIZE_ROOT: &str = "packaging/kubernetes";
 
-pub fn check(ws: &Path) -> Result<()> {
+pub(crate) fn check(ws: &Path) -> Result<()> {
     rules(ws)?;
     let validate = kubernetes_validate()?;
     let renders = render_all(ws)?;

@@ -33,6 +33,18 @@ impl Toolchain {
         self.add_component("clippy")
     }
 
+    /// Adds rustfmt to the pinned toolchain unless it has it: `rustfmt.toml` groups imports,
+    /// an option only a nightly rustfmt applies (the formatting gate in `lint.rs`).
+    ///
+    /// # Errors
+    /// When the install fails.
+    pub fn ensure_rustfmt(&self) -> Result<()> {
+        if self.sysroot.join("bin").join("rustfmt").is_file() {
+            return Ok(());
+        }
+        self.add_component("rustfmt")
+    }
+
     /// `rustup component add` for the pinned toolchain, logged like any one-time install.
     fn add_component(&self, component: &str) -> Result<()> {
         let mut cmd = Command::new(&self.rustup);
@@ -169,7 +181,20 @@ fn rustup_path() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::lists_toolchain;
+    use super::{TOOLCHAIN, lists_toolchain};
+
+    #[test]
+    fn the_ebpf_crates_toolchain_file_names_the_pinned_nightly() {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../agent-ebpf/rust-toolchain.toml");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.lines()
+                .any(|l| l.trim() == format!("channel = \"{TOOLCHAIN}\"")),
+            "{} does not pin {TOOLCHAIN}",
+            file.display()
+        );
+    }
 
     #[test]
     fn finds_the_pinned_toolchain_in_rustup_output() {

@@ -14,41 +14,41 @@ use prometheus_client::{
     },
 };
 
-use super::decided::{Class, Decided, Did};
+use super::decided::{Decided, DecisionAction, OutcomeClass};
 
-impl EncodeLabelValue for Did {
+impl EncodeLabelValue for DecisionAction {
     fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
         encoder.write_str(self.label())
     }
 }
 
-impl EncodeLabelValue for Class {
+impl EncodeLabelValue for OutcomeClass {
     fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
         encoder.write_str(self.label())
     }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct DecisionLabels {
+pub(crate) struct DecisionLabels {
     verdict: &'static str,
-    action: Did,
-    outcome: Class,
+    action: DecisionAction,
+    outcome: OutcomeClass,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ResultLabel {
-    result: Class,
+pub(crate) struct ResultLabel {
+    result: OutcomeClass,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct HoldLabels {
-    action: Did,
+pub(crate) struct HoldLabels {
+    action: DecisionAction,
     reason: &'static str,
 }
 
 /// The decision counters; a clone counts into the same series.
 #[derive(Clone, Debug)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub decisions: Family<DecisionLabels, Counter>,
     pub kills: Counter,
     pub restarts: Family<ResultLabel, Counter>,
@@ -56,14 +56,14 @@ pub struct Counts {
     pub latency: Histogram,
 }
 
-/// Every hold the gate and the restarter can count (`Class::held_for` of what each can
+/// Every hold the gate and the restarter can count (`OutcomeClass::held_for` of what each can
 /// decide), exposed at 0 from the start.
-const HOLDS: [(Did, Class); 5] = [
-    (Did::Kill, Class::RateLimited),
-    (Did::Hold, Class::Held),
-    (Did::Restart, Class::RateLimited),
-    (Did::Restart, Class::Backoff),
-    (Did::Restart, Class::Held),
+const HOLDS: [(DecisionAction, OutcomeClass); 5] = [
+    (DecisionAction::Kill, OutcomeClass::RateLimited),
+    (DecisionAction::Hold, OutcomeClass::Held),
+    (DecisionAction::Restart, OutcomeClass::RateLimited),
+    (DecisionAction::Restart, OutcomeClass::Backoff),
+    (DecisionAction::Restart, OutcomeClass::Held),
 ];
 
 impl Default for Counts {
@@ -79,7 +79,7 @@ impl Default for Counts {
             holds: Family::default(),
             latency: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
         };
-        for result in [Class::Restarted, Class::Failed] {
+        for result in [OutcomeClass::Restarted, OutcomeClass::Failed] {
             let _ = counts.restarts.get_or_create(&ResultLabel { result });
         }
         for (action, class) in HOLDS {
@@ -93,7 +93,7 @@ impl Default for Counts {
 
 impl Counts {
     /// Count a decision.
-    pub fn count(&self, d: &Decided) {
+    pub(crate) fn count(&self, d: &Decided) {
         let labels = DecisionLabels {
             verdict: d.verdict,
             action: d.did,
@@ -101,10 +101,10 @@ impl Counts {
         };
         self.decisions.get_or_create(&labels).inc();
         match (d.did, d.class) {
-            (Did::Kill, Class::Killed) => {
+            (DecisionAction::Kill, OutcomeClass::Killed) => {
                 self.kills.inc();
             }
-            (Did::Restart, Class::Restarted | Class::Failed) => {
+            (DecisionAction::Restart, OutcomeClass::Restarted | OutcomeClass::Failed) => {
                 self.restarts
                     .get_or_create(&ResultLabel { result: d.class })
                     .inc();

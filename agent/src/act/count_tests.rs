@@ -15,7 +15,7 @@ fn every_judge_outcome_is_counted_under_its_events_class() {
         Outcome::Held,
     ];
     for outcome in &all {
-        let (event, class) = (outcome.label(), Class::from(outcome));
+        let (event, class) = (outcome.label(), OutcomeClass::from(outcome));
         match outcome {
             Outcome::Failed(why) => assert_eq!(event, format!("{}: {why}", class.label())),
             _ => assert_eq!(event, class.text()),
@@ -27,20 +27,26 @@ fn every_judge_outcome_is_counted_under_its_events_class() {
 
 #[test]
 fn the_restarters_declines_say_what_they_said_before() {
-    assert_eq!(Class::Held.text(), "held: no healthy endpoint");
-    assert_eq!(Class::RateLimited.text(), "rate-limited");
-    assert_eq!(Class::Backoff.text(), "backoff");
-    assert_eq!(Class::Policy.text(), "policy: log");
-    assert_eq!(Class::Unreadable.text(), "unreadable");
+    assert_eq!(OutcomeClass::Held.text(), "held: no healthy endpoint");
+    assert_eq!(OutcomeClass::RateLimited.text(), "rate-limited");
+    assert_eq!(OutcomeClass::Backoff.text(), "backoff");
+    assert_eq!(OutcomeClass::Policy.text(), "policy: log");
+    assert_eq!(OutcomeClass::Unreadable.text(), "unreadable");
 }
 
 #[test]
 fn a_kill_held_or_limited_is_still_a_kill_decision() {
-    assert_eq!(Did::from(Action::Kill), Did::Kill);
-    assert_eq!(Did::from(Action::RateLimited), Did::Kill);
-    assert_eq!(Did::from(Action::DryRun), Did::Nothing);
-    assert_eq!(Did::from(Action::Hold), Did::Hold);
-    assert_eq!(Did::Nothing.label(), "none");
+    assert_eq!(DecisionAction::from(Action::Kill), DecisionAction::Kill);
+    assert_eq!(
+        DecisionAction::from(Action::RateLimited),
+        DecisionAction::Kill
+    );
+    assert_eq!(
+        DecisionAction::from(Action::DryRun),
+        DecisionAction::Nothing
+    );
+    assert_eq!(DecisionAction::from(Action::Hold), DecisionAction::Hold);
+    assert_eq!(DecisionAction::Nothing.label(), "none");
 }
 
 #[test]
@@ -52,22 +58,22 @@ fn only_a_destroyed_socket_is_a_kill_and_a_hold_names_its_reason() {
         class,
         trouble_age_ms: 1500,
     };
-    counts.count(&decided(Did::Kill, Class::Gone));
-    counts.count(&decided(Did::Kill, Class::Failed));
-    counts.count(&decided(Did::Nothing, Class::DryRun));
+    counts.count(&decided(DecisionAction::Kill, OutcomeClass::Gone));
+    counts.count(&decided(DecisionAction::Kill, OutcomeClass::Failed));
+    counts.count(&decided(DecisionAction::Nothing, OutcomeClass::DryRun));
     assert_eq!(counts.kills.get(), 0);
-    counts.count(&decided(Did::Kill, Class::Killed));
-    counts.count(&decided(Did::Hold, Class::Held));
+    counts.count(&decided(DecisionAction::Kill, OutcomeClass::Killed));
+    counts.count(&decided(DecisionAction::Hold, OutcomeClass::Held));
     assert_eq!(counts.kills.get(), 1);
     let held = HoldLabels {
-        action: Did::Hold,
+        action: DecisionAction::Hold,
         reason: "no-healthy-endpoint",
     };
     assert_eq!(counts.holds.get_or_create(&held).get(), 1);
     let killed = DecisionLabels {
         verdict: "stalled",
-        action: Did::Kill,
-        outcome: Class::Killed,
+        action: DecisionAction::Kill,
+        outcome: OutcomeClass::Killed,
     };
     assert_eq!(counts.decisions.get_or_create(&killed).get(), 1);
 }

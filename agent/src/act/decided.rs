@@ -6,7 +6,7 @@ use crate::judge::{Action, Outcome};
 
 /// What was done: the decision event's `action` field and the metrics' `action` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Did {
+pub(crate) enum DecisionAction {
     /// Logged only (`--dry-run`, `--on-orphan log`, an unreadable socket).
     Nothing,
     Kill,
@@ -14,9 +14,9 @@ pub enum Did {
     Restart,
 }
 
-impl Did {
+impl DecisionAction {
     #[must_use]
-    pub const fn label(self) -> &'static str {
+    pub(crate) const fn label(self) -> &'static str {
         match self {
             Self::Nothing => "none",
             Self::Kill => "kill",
@@ -26,7 +26,7 @@ impl Did {
     }
 }
 
-impl From<Action> for Did {
+impl From<Action> for DecisionAction {
     /// A kill held by its budget (or backing off) is still a kill decision.
     fn from(action: Action) -> Self {
         match action {
@@ -41,7 +41,7 @@ impl From<Action> for Did {
 /// How it ended, as a class: the metrics' `outcome` label. The event's `outcome` field may
 /// add free text after a `:` (`failed: <why>`), which never becomes a label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Class {
+pub(crate) enum OutcomeClass {
     Killed,
     Gone,
     Failed,
@@ -58,9 +58,9 @@ pub enum Class {
     Unreadable,
 }
 
-impl Class {
+impl OutcomeClass {
     #[must_use]
-    pub const fn label(self) -> &'static str {
+    pub(crate) const fn label(self) -> &'static str {
         match self {
             Self::Killed => "killed",
             Self::Gone => "gone",
@@ -77,7 +77,7 @@ impl Class {
 
     /// The event's whole `outcome` for a class that needs no free text.
     #[must_use]
-    pub const fn text(self) -> &'static str {
+    pub(crate) const fn text(self) -> &'static str {
         match self {
             Self::Held => "held: no healthy endpoint",
             Self::Policy => "policy: log",
@@ -95,7 +95,7 @@ impl Class {
     }
 }
 
-impl From<&Outcome> for Class {
+impl From<&Outcome> for OutcomeClass {
     fn from(outcome: &Outcome) -> Self {
         match outcome {
             Outcome::Killed => Self::Killed,
@@ -110,10 +110,10 @@ impl From<&Outcome> for Class {
 
 /// One decision, as its event says it and the metrics count it.
 #[derive(Clone, Copy, Debug)]
-pub struct Decided {
+pub(crate) struct Decided {
     /// The judge's verdict word (`Reason::verdict`), or `unknown`, `unrecovered`.
     pub verdict: &'static str,
-    pub did: Did,
-    pub class: Class,
+    pub did: DecisionAction,
+    pub class: OutcomeClass,
     pub trouble_age_ms: u64,
 }

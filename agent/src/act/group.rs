@@ -32,7 +32,7 @@ const MAX_WALK: usize = 50_000;
 /// one of its own, as the lab does), so a user cannot name a directory of its own subtree
 /// to look like another group.
 #[must_use]
-pub fn collapse(path: &str) -> String {
+pub(super) fn collapse(path: &str) -> String {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let prefix = |i: usize| format!("/{}", parts[..=i].join("/"));
     let slices_above = |i: usize| parts[..i].iter().all(is_slice);
@@ -90,7 +90,7 @@ fn is_pod(part: &&str) -> bool {
 /// reused while the node runs), else one breadth-first walk of the hierarchy shared by the
 /// whole batch and bounded (inside a cgroup namespace, as in the pod, `/proc/PID/cgroup`
 /// names other processes' cgroups relative to ours, `/../..`, so only the walk can).
-pub struct Groups {
+pub(super) struct Groups {
     /// The cgroup v2 hierarchy's root as mounted here; None: no root visible.
     mount: Option<PathBuf>,
     /// Each id seen and its group.
@@ -103,7 +103,7 @@ pub struct Groups {
 impl Groups {
     /// Finds the hierarchy's root in `/proc/self/mountinfo`.
     #[must_use]
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let mount = crate::watch::cgroup::root::visible_root(&info);
         Self::at(mount)
@@ -121,7 +121,7 @@ impl Groups {
     /// The group of the cgroup with id `id`; `pid`: the socket's recorded owner, a hint
     /// only (it may have moved, exited, or its pid be another process's now: the id
     /// decides). None when the cgroup cannot be named.
-    pub fn group(&mut self, id: u64, pid: u32) -> Option<String> {
+    pub(super) fn group(&mut self, id: u64, pid: u32) -> Option<String> {
         if let Some(g) = self.known.get(&id) {
             return Some(g.clone());
         }

@@ -7,15 +7,12 @@ use std::time::Duration;
 
 use super::{
     count::Counts,
-    decided::{Class, Decided, Did},
+    decided::{Decided, DecisionAction, OutcomeClass},
 };
-use crate::{
-    judge::{Action, Budget, Kill, Outcome, Reason, TcpInfo, Trouble, Verdict},
-    kernel::clock,
-};
+use crate::judge::{Action, Budget, Kill, Outcome, Reason, Record, TcpInfo, Trouble, Verdict};
 
 /// The decision event for a kill decided and carried out (or held back).
-pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcome) {
+pub(crate) fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcome) {
     // Decided on the typed values; the strings below are only what the event shows.
     let failed = matches!(outcome, Outcome::Failed(_));
     let hold = match (action, outcome) {
@@ -29,21 +26,22 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
         },
         _ => String::new(),
     };
-    let did = Did::from(action);
+    let did = DecisionAction::from(action);
     let action = did.label();
-    let class = Class::from(outcome);
+    let class = OutcomeClass::from(outcome);
     let outcome = outcome.label();
     let outcome = outcome.as_ref();
     let r = &ev.rec;
     let owner_comm = r.comm().unwrap_or("-");
-    let trouble_age_ms = clock::age_ms(ev.now_ns, r.trouble_ns);
+    let e = ev.evidence;
+    let trouble_age_ms = r.trouble.map_or(0, |t| e.at().ms_since(t));
     // The evidence and the socket's last sign of life, aged at the look that confirmed it:
     // the evidence began after that life (`Evidence::new`), so evidence_age_ms never
     // exceeds life_age_ms, which a reader of the log can check.
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    let evidence_age_ms = ms(ev.evidence.age(ev.evidence.at));
-    let life_age_ms = ms(ev.evidence.at.saturating_duration_since(ev.evidence.life));
-    let (peer, local, i) = (r.peer(), r.local(), &ev.info);
+    let evidence_age_ms = ms(e.age(e.at()));
+    let life_age_ms = ms(e.at().saturating_duration_since(e.life()));
+    let (peer, local, i) = (r.peer, r.local, &ev.info);
     let verdict = ev.reason.verdict();
     let (endpoint, orphaned_for_ms, early) = endpoint_fields(&ev.reason);
     let why = match &ev.reason {
@@ -104,7 +102,7 @@ pub fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: &Outcom
                 evidence_age_ms,
                 trouble_age_ms,
                 unacked_segs = i.unacked,
-                unacked_bytes = r.unacked_bytes(),
+                unacked_bytes = r.unacked_bytes,
                 retransmits = r.retrans_count,
                 rto_count = r.rto_count,
                 unanswered_rtos = i.retransmits,
@@ -160,18 +158,18 @@ fn early_why(endpoint: &str, absent_for: Duration, t: Trouble, i: &TcpInfo) -> S
 }
 
 /// `--on-orphan log`: an orphaned socket, reported once and left alone.
-pub fn log_orphan_report(
+pub(crate) fn log_orphan_report(
     counts: &Counts,
-    rec: &lifeline_common::SockState,
+    rec: &Record,
     endpoint: &str,
     absent_for: Duration,
 ) {
-    let (peer, local) = (rec.peer(), rec.local());
+    let (peer, local) = (rec.peer, rec.local);
     let orphaned_for_ms = u64::try_from(absent_for.as_millis()).unwrap_or(u64::MAX);
     let d = Decided {
         verdict: "orphaned",
-        did: Did::Nothing,
-        class: Class::Policy,
+        did: DecisionAction::Nothing,
+        class: OutcomeClass::Policy,
         trouble_age_ms: 0,
     };
     counts.count(&d);

@@ -1,28 +1,28 @@
 //! Carrying out the judge's decisions: the kill itself (`SOCK_DESTROY` over `sock_diag`),
 //! and one structured decision event per decision (target `lifeline::decision`).
 
-pub mod restart;
+pub(crate) mod restart;
 
-pub mod count;
-pub mod decided;
+pub(crate) mod count;
+pub(crate) mod decided;
 mod group;
 mod log;
-pub mod owner;
+pub(crate) mod owner;
 
-pub use count::Counts;
-pub use decided::{Class, Decided, Did};
-pub use log::{log_decision, log_orphan_report};
+pub(crate) use count::Counts;
+pub(crate) use decided::{Decided, DecisionAction, OutcomeClass};
+pub(crate) use log::{log_decision, log_orphan_report};
 
 use crate::{
     judge::{Action, Kill, Outcome},
-    kernel::diag::{Destroyed, DiagError, SockDiag},
+    kernel::diag::{Destroyed, Diag, DiagError},
 };
 
 /// The outcome of `action` on `kill`; only `Action::Kill` touches the socket.
 /// `Action::Quiet` and `Action::Restart` are not carried out here.
-pub fn execute(diag: &mut SockDiag, kill: &Kill, action: Action) -> Option<Outcome> {
+pub(crate) fn execute(diag: &mut dyn Diag, kill: &Kill, action: Action) -> Option<Outcome> {
     Some(match action {
-        Action::Kill => destroyed(diag.destroy(kill.rec.local(), kill.rec.peer(), kill.cookie)),
+        Action::Kill => destroyed(diag.destroy(kill.rec.local, kill.rec.peer, kill.cookie)),
         Action::DryRun => Outcome::DryRun,
         Action::RateLimited => Outcome::RateLimited,
         Action::Hold => Outcome::Held,

@@ -9,14 +9,12 @@
 
 use std::{collections::HashSet, path::Path};
 
-use lifeline_common::{
-    SockState,
-    watch::{BY_COMM, BY_ENDPOINT},
-};
+use lifeline_common::watch::{BY_COMM, BY_ENDPOINT};
 
 use super::group::Groups;
 use crate::{
-    judge::{Budget, UnitOwned, Whose},
+    judge::{Budget, Record, UnitOwned, Whose},
+    kernel::diag::CgroupId,
     settings::Targets,
     watch::cgroup,
 };
@@ -24,26 +22,26 @@ use crate::{
 /// What the read right before a kill says of the socket (`sock_diag`): None for what it
 /// could not say (the socket closed, an old kernel).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Seen {
-    pub cgroup_id: Option<u64>,
+pub(crate) struct Seen {
+    pub cgroup_id: Option<CgroupId>,
     pub uid: Option<u32>,
 }
 
 /// The subtrees of one batch of kills.
-pub struct Scopes {
+pub(crate) struct Scopes {
     /// Each target cgroup's key and the cgroup ids of its subtree now.
-    targets: Vec<(String, HashSet<u64>)>,
+    targets: Vec<(String, HashSet<CgroupId>)>,
     comms: Vec<String>,
     /// `--restart-unit`'s subtree now; None without a restarter or while its cgroup is
     /// not known.
-    unit: Option<HashSet<u64>>,
+    unit: Option<HashSet<CgroupId>>,
     /// Endpoint clients' groups, found once per batch.
     groups: Groups,
 }
 
 impl Scopes {
     #[must_use]
-    pub fn read(targets: &Targets, unit_dir: Option<&Path>) -> Self {
+    pub(crate) fn read(targets: &Targets, unit_dir: Option<&Path>) -> Self {
         Self {
             targets: targets
                 .cgroups
@@ -57,7 +55,7 @@ impl Scopes {
     }
 
     /// Whose the socket with record `rec` is, as `seen` just before the kill.
-    pub fn whose(&mut self, seen: Seen, rec: &SockState) -> Whose {
+    pub(crate) fn whose(&mut self, seen: Seen, rec: &Record) -> Whose {
         let Seen { cgroup_id, uid } = seen;
         let in_target = cgroup_id.and_then(|id| {
             self.targets
@@ -75,7 +73,7 @@ impl Scopes {
         let groups = &mut self.groups;
         let client = || {
             let uid = uid.filter(|_| rec.reasons & BY_ENDPOINT != 0)?;
-            let group = cgroup_id.and_then(|id| groups.group(id, rec.owner_pid));
+            let group = cgroup_id.and_then(|id| groups.group(id.0, rec.owner_pid));
             Some(Budget::EndpointClient { group, uid })
         };
         let budget = in_target

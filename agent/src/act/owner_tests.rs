@@ -2,12 +2,12 @@ use lifeline_common::watch::BY_CGROUP;
 
 use super::*;
 
-fn rec(comm: &str, reasons: u32) -> SockState {
-    let mut r = SockState {
+fn rec(comm: &str, reasons: u32) -> Record {
+    let mut r = Record {
         reasons,
-        ..SockState::default()
+        ..Record::default()
     };
-    r.owner_comm[..comm.len()].copy_from_slice(comm.as_bytes());
+    r.owner_comm.0[..comm.len()].copy_from_slice(comm.as_bytes());
     r
 }
 
@@ -16,22 +16,22 @@ fn scopes(unit: Option<&[u64]>) -> Scopes {
         targets: vec![
             (
                 "/system.slice/kube-proxy.service".into(),
-                HashSet::from([5]),
+                HashSet::from([CgroupId(5)]),
             ),
             (
                 "/system.slice/kubelet.service".into(),
-                HashSet::from([7, 8]),
+                HashSet::from([CgroupId(7), CgroupId(8)]),
             ),
         ],
         comms: vec!["noisy".into()],
-        unit: unit.map(|ids| ids.iter().copied().collect()),
+        unit: unit.map(|ids| ids.iter().copied().map(CgroupId).collect()),
         groups: Groups::at(None),
     }
 }
 
 fn seen(cgroup_id: Option<u64>) -> Seen {
     Seen {
-        cgroup_id,
+        cgroup_id: cgroup_id.map(CgroupId),
         uid: Some(0),
     }
 }
@@ -69,7 +69,7 @@ fn an_endpoint_client_pays_as_its_owner() {
     let mut s = scopes(None);
     let client = s.whose(
         Seen {
-            cgroup_id: Some(99),
+            cgroup_id: Some(CgroupId(99)),
             uid: Some(65534),
         },
         &rec("curl", BY_ENDPOINT),

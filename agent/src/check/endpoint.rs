@@ -25,7 +25,7 @@ use crate::{
 const NAME: &str = "endpoint peers";
 
 /// One row per configured endpoint; none without an endpoint (the `endpoint` row says so).
-pub fn rows(args: &Settings) -> Vec<Row> {
+pub(super) fn rows(args: &Settings) -> Vec<Row> {
     let Ok(Configured::Endpoints { list, .. }) = setup::configured(args) else {
         return Vec::new();
     };

@@ -14,7 +14,7 @@ use crate::{
 };
 
 /// `bpf(2)` and `perf_event_open(2)` reach the kernel, or what refuses them.
-pub fn seccomp() -> Row {
+pub(super) fn seccomp() -> Row {
     let filter = match seccomp::mode() {
         0 => "no seccomp filter",
         2 => "a seccomp filter",
@@ -38,7 +38,7 @@ pub fn seccomp() -> Row {
 /// What `run` will find or manage at `at`: `private` is the check's own mount namespace,
 /// where the same `mount(2)` is tried; when that namespace could not be made, `mount(2)` fails
 /// for `run` too unless the process has `CAP_SYS_ADMIN` (both need it).
-pub fn mount_row(
+pub(super) fn mount_row(
     name: &'static str,
     fstype: &str,
     at: &str,

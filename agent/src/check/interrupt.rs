@@ -19,18 +19,18 @@ extern "C" fn note(sig: libc::c_int) {
 
 /// Whether one of the signals came while deferred (the caller may cut its wait short).
 #[must_use]
-pub fn pending() -> bool {
+pub(super) fn pending() -> bool {
     PENDING.load(Ordering::SeqCst) != 0
 }
 
 /// While alive, the signals above are noted instead of handled.
-pub struct Deferred {
+pub(super) struct Deferred {
     old: Vec<(libc::c_int, libc::sigaction)>,
 }
 
 impl Deferred {
     #[must_use]
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         let mut old = Vec::new();
         for sig in SIGNALS {
             // SAFETY: plain C structs, all zeroes valid; `note` is async-signal-safe and

@@ -20,7 +20,6 @@ use std::fmt::Write as _;
 
 use anyhow::{Result, bail};
 use lifeline_common::features;
-
 use row::{Level, Row};
 
 use crate::{
@@ -33,7 +32,7 @@ use crate::{
 
 /// # Errors
 /// When any row fails (the table is printed first).
-pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
+pub(crate) fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
     let mut rows = vec![kernel(), btf(), privileges(), host::seccomp()];
     rows.push(match crate::node::signals::describe(signals) {
         Ok(text) => Row::pass("signals", text),

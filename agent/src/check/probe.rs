@@ -19,7 +19,7 @@ use crate::{
 
 /// `sock_ops` attach, the cgroup tracepoints, keepalive news, `bpf_setsockopt` through the
 /// iterator, `SOCK_DESTROY`.
-pub fn probe_rows(args: &Watch, linear: bool, target: Option<&(File, Targets)>) -> Vec<Row> {
+pub(super) fn probe_rows(args: &Watch, linear: bool, target: Option<&(File, Targets)>) -> Vec<Row> {
     let mut rows = Vec::new();
     let conn = loopback_pair();
     let probe = match target {
@@ -146,7 +146,7 @@ fn restore_row(p: &Probe) -> Row {
 }
 
 /// D-Bus reachable, and the unit known to its manager.
-pub fn dbus_row(bus: &SystemdBus, unit: &str) -> Row {
+pub(super) fn dbus_row(bus: &SystemdBus, unit: &str) -> Row {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,6 +1,6 @@
 //! A row of `lifeline check`: what was tried, its typed result, and what was seen.
 
-pub struct Row {
+pub(super) struct Row {
     pub name: &'static str,
     pub result: Level,
     pub detail: String,
@@ -8,7 +8,7 @@ pub struct Row {
 
 /// A row's result: `fail`, the daemon cannot work; `warn`, it works with less.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
+pub(super) enum Level {
     Pass,
     Warn,
     Fail,
@@ -17,7 +17,7 @@ pub enum Level {
 impl Level {
     /// The word the table prints.
     #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    pub(super) const fn as_str(self) -> &'static str {
         match self {
             Self::Pass => "pass",
             Self::Warn => "warn",
@@ -34,21 +34,21 @@ impl std::fmt::Display for Level {
 }
 
 impl Row {
-    pub fn pass(name: &'static str, detail: String) -> Self {
+    pub(super) fn pass(name: &'static str, detail: String) -> Self {
         Self {
             name,
             result: Level::Pass,
             detail,
         }
     }
-    pub fn warn(name: &'static str, detail: String) -> Self {
+    pub(super) fn warn(name: &'static str, detail: String) -> Self {
         Self {
             name,
             result: Level::Warn,
             detail,
         }
     }
-    pub fn fail(name: &'static str, detail: String) -> Self {
+    pub(super) fn fail(name: &'static str, detail: String) -> Self {
         Self {
             name,
             result: Level::Fail,

@@ -10,7 +10,7 @@ use crate::report::status::fetch_within;
 /// Each read of the agent's answer waits this long at most.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub fn capacity_row(socket: &Path) -> Row {
+pub(super) fn capacity_row(socket: &Path) -> Row {
     let s = match fetch_within(socket, READ_TIMEOUT) {
         Ok(s) => s,
         // Not running is normal for a preflight.

@@ -34,7 +34,7 @@ const WATCH: Duration = Duration::from_millis(3_500);
 const POLL: Duration = Duration::from_millis(100);
 
 /// The row, from a loaded probe.
-pub fn row(p: &mut Probe) -> Row {
+pub(super) fn row(p: &mut Probe) -> Row {
     match p.fast_status() {
         FastStatus {
             state: FastState::Off,

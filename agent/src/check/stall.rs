@@ -2,32 +2,31 @@
 //! the check's watched connection (`lifeline_common::features::LINEAR_TIMEOUTS`, Linux 6.1),
 //! i.e. how fast a black-holed flow's unanswered transmissions are collected here.
 
-use lifeline_common::{
-    SockState,
-    features::LINEAR_TIMEOUTS,
-    sock::{LTO_ARMED, LTO_OFF, LTO_PAUSED},
+use lifeline_common::features::LINEAR_TIMEOUTS;
+
+use crate::{
+    check::row::Row,
+    judge::{LinearTimeouts, Record},
 };
 
-use crate::check::row::Row;
-
 /// The row, from the record of a connection the probe watched from its connect.
-pub fn row(rec: &SockState) -> Row {
+pub(super) fn row(rec: &Record) -> Row {
     const NAME: &str = "stall evidence";
-    match rec.lto {
+    match rec.linear {
         // Paused: armed, and off for a trouble episode whose path is not known to work.
-        LTO_ARMED | LTO_PAUSED => Row::pass(
+        LinearTimeouts::Armed | LinearTimeouts::Paused => Row::pass(
             NAME,
             "linear retransmission timeouts armed: 8 unanswered transmissions in a row take about 2.4 s (--stall-unanswered)".to_owned(),
         ),
-        LTO_OFF => Row::pass(
+        LinearTimeouts::Off => Row::pass(
             NAME,
             "--stall-unanswered 0: the time rule alone (--stall-timeout), retransmission timing left to the kernel".to_owned(),
         ),
-        errno => Row::warn(
+        LinearTimeouts::Refused(errno) => Row::warn(
             NAME,
             format!(
-                "linear retransmission timeouts refused by the kernel (errno {}; needs Linux {}.{}): a stall is found after --stall-timeout (10 s), not in about 3 s",
-                -errno, LINEAR_TIMEOUTS.since.0, LINEAR_TIMEOUTS.since.1
+                "linear retransmission timeouts refused by the kernel (errno {errno}; needs Linux {}.{}): a stall is found after --stall-timeout (10 s), not in about 3 s",
+                LINEAR_TIMEOUTS.since.0, LINEAR_TIMEOUTS.since.1
             ),
         ),
     }

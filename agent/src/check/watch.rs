@@ -13,15 +13,14 @@ use std::{
 
 use anyhow::{Context as _, Result};
 use lifeline_common::{
-    Keepalive, SockState,
+    Keepalive,
     features::{APP_KEEPALIVE_NETNS, ITER_CALLBACKS, ITER_KEEPALIVE},
-    keepalive::{KA_ARMED, KA_OFF, ka_armed},
     sockopt::{count, shorter},
 };
 
 use crate::{
     check::row::Row,
-    judge::idle,
+    judge::{Arming, Cookie, Record, idle},
     kernel::{
         probe::{AppKeepalive, Probe},
         sockopts::socket_cookie,
@@ -29,12 +28,12 @@ use crate::{
 };
 
 /// `sock_ops watch` and `keepalive`: a loopback connection made after the probe attached.
-pub fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
+pub(super) fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
     match watched_connection(p) {
         Ok(Some((client, rec))) => {
             let text = idle::describe(&rec, want, p.can_adopt);
-            let keepalive = match rec.ka_result {
-                KA_ARMED | KA_OFF => Row::pass("keepalive", text),
+            let keepalive = match rec.arming {
+                Arming::Armed | Arming::Off => Row::pass("keepalive", text),
                 _ => Row::warn(
                     "keepalive",
                     format!("{text}: idle connections are protected less (docs/KERNELS.md)"),
@@ -59,14 +58,14 @@ pub fn new_connection_rows(p: &mut Probe, want: &Keepalive) -> Vec<Row> {
 }
 
 /// The record of a loopback connection to a listener the probe was told to watch.
-fn watched_connection(p: &mut Probe) -> Result<Option<(TcpStream, SockState)>> {
+fn watched_connection(p: &mut Probe) -> Result<Option<(TcpStream, Record)>> {
     let listener =
         TcpListener::bind("127.0.0.1:0").context("cannot listen on 127.0.0.1 (is lo up?)")?;
     let addr = listener.local_addr()?;
     p.watch_peer_for_check(addr)?;
     let client = TcpStream::connect(addr).context("cannot connect on loopback")?;
     let (_server, _) = listener.accept()?;
-    let cookie = socket_cookie(&client)?;
+    let cookie = Cookie(socket_cookie(&client)?);
     // ESTABLISHED runs before connect() returns; a few looks cover a slow machine.
     for _ in 0..20 {
         if let Some((_, rec)) = p.sockets()?.into_iter().find(|(c, _)| *c == cookie) {
@@ -79,8 +78,8 @@ fn watched_connection(p: &mut Probe) -> Result<Option<(TcpStream, SockState)>> {
 
 /// `app keepalive`: the check's client then does what Go's dialer does after connect
 /// (keepalive on, 30 s idle and interval, count 9), and the kernel's values are read back.
-fn app_keepalive_row(p: &Probe, client: &TcpStream, rec: &SockState, want: &Keepalive) -> Row {
-    if !ka_armed(rec.ka_result) || want.idle_s == 0 {
+fn app_keepalive_row(p: &Probe, client: &TcpStream, rec: &Record, want: &Keepalive) -> Row {
+    if !rec.arming.in_force() || want.idle_s == 0 {
         return Row::pass(
             "app keepalive",
             "keepalive not armed: nothing to merge".to_owned(),
@@ -134,7 +133,7 @@ fn app_keepalive_row(p: &Probe, client: &TcpStream, rec: &SockState, want: &Keep
 
 /// `bpf_setsockopt`: what the TCP iterator did with a socket older than the probe
 /// (`Some(result)`), or `None` when it could not load.
-pub fn iterator_row(result: Option<Result<Option<i32>>>) -> Row {
+pub(super) fn iterator_row(result: Option<Result<Option<i32>>>) -> Row {
     let (k, c) = (ITER_KEEPALIVE.since, ITER_CALLBACKS.since);
     match result {
         None => Row::warn(

@@ -1,6 +1,6 @@
 //! Command line.
 
-pub mod node_args;
+pub(crate) mod node_args;
 
 use std::{path::PathBuf, time::Duration};
 
@@ -13,7 +13,7 @@ use parse::{
     parse_user_timeout,
 };
 
-pub const DEFAULT_STATUS_SOCKET: &str = "/run/lifeline/status.sock";
+pub(crate) const DEFAULT_STATUS_SOCKET: &str = "/run/lifeline/status.sock";
 
 /// lifeline finds black-holed TCP connections of a node daemon (kubelet -> API server)
 /// and heals them: a socket whose data has gone unacknowledged past --stall-timeout is
@@ -25,7 +25,7 @@ pub const DEFAULT_STATUS_SOCKET: &str = "/run/lifeline/status.sock";
 )]
 #[derive(Debug, Parser)]
 #[command(name = "lifeline", version, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
@@ -35,7 +35,7 @@ pub struct Cli {
     reason = "parsed once at start; boxing would only add noise"
 )]
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the agent: attach the kernel probe, watch, decide, act (needs root). A clean stop
     /// (SIGTERM, SIGINT) puts the socket options lifeline set back to each application's own
     /// values; the next start after a crash does it for the sockets the crashed agent armed
@@ -52,7 +52,7 @@ pub enum Command {
     reason = "these doc comments are the --help text, where backticks would show"
 )]
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Watch the TCP sockets of this cgroup (v2) and its descendants (repeatable): a path
     /// under the cgroup2 mount, or relative to it as /proc/PID/cgroup prints it. It may not
     /// exist yet, and may be re-created (a unit restart): it is watched whenever it exists.
@@ -209,18 +209,18 @@ pub struct RunArgs {
 
 /// `--keepalive`: `off`, or the values armed on watched sockets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeepaliveSpec(pub Option<KeepaliveArg>);
+pub(crate) struct KeepaliveSpec(pub Option<KeepaliveArg>);
 
 /// The values of an enabled `--keepalive`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeepaliveArg {
+pub(crate) struct KeepaliveArg {
     pub idle: Duration,
     pub interval: Duration,
     pub count: u32,
 }
 
 #[derive(Debug, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// Unix socket of the running agent.
     #[arg(long, value_name = "PATH", default_value = DEFAULT_STATUS_SOCKET)]
     pub status_socket: PathBuf,
@@ -231,13 +231,13 @@ pub struct StatusArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OnOrphan {
+pub(crate) enum OnOrphan {
     Migrate,
     Log,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogTarget {
+pub(crate) enum LogTarget {
     Auto,
     Stderr,
     Journald,

@@ -6,14 +6,14 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use clap::{Args, ValueEnum};
 
-pub const DEFAULT_CONFIG: &str = "/etc/lifeline/lifeline.toml";
+pub(crate) const DEFAULT_CONFIG: &str = "/etc/lifeline/lifeline.toml";
 
 #[allow(
     clippy::doc_markdown,
     reason = "these doc comments are the --help text, where backticks would show"
 )]
 #[derive(Debug, Args)]
-pub struct NodeArgs {
+pub(crate) struct NodeArgs {
     /// TOML file with defaults for every flag of `run` (flags win). A missing default file
     /// is fine; a missing file given here is an error. [default: /etc/lifeline/lifeline.toml]
     #[arg(long, value_name = "PATH")]
@@ -65,7 +65,7 @@ pub enum ActionMode {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SystemdBus {
+pub(crate) enum SystemdBus {
     System,
     User,
     Address(String),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{KeepaliveArg, KeepaliveSpec};
 
-pub fn parse_port(s: &str) -> Result<u16, String> {
+pub(super) fn parse_port(s: &str) -> Result<u16, String> {
     match s.trim().parse::<u32>() {
         Ok(p) if (1..=65_535).contains(&p) => Ok(u16::try_from(p).unwrap_or_default()),
         _ => Err(format!(
@@ -15,7 +15,7 @@ pub fn parse_port(s: &str) -> Result<u16, String> {
 }
 
 /// `NAME:PORT`, `IPV4:PORT` or `[IPV6]:PORT`.
-pub fn parse_endpoint(s: &str) -> Result<(String, u16), String> {
+pub(super) fn parse_endpoint(s: &str) -> Result<(String, u16), String> {
     let bad = |why: &str| {
         format!("invalid --endpoint '{s}': {why} (expected NAME:PORT, e.g. api.example.com:6443)")
     };
@@ -32,7 +32,7 @@ pub fn parse_endpoint(s: &str) -> Result<(String, u16), String> {
     Ok((host.to_owned(), parse_port(port).map_err(|e| bad(&e))?))
 }
 
-pub fn parse_dns_server(s: &str) -> Result<std::net::SocketAddr, String> {
+pub(super) fn parse_dns_server(s: &str) -> Result<std::net::SocketAddr, String> {
     s.parse::<std::net::SocketAddr>()
         .or_else(|_| {
             s.parse::<std::net::IpAddr>()
@@ -41,7 +41,7 @@ pub fn parse_dns_server(s: &str) -> Result<std::net::SocketAddr, String> {
         .map_err(|_| format!("invalid --dns-server '{s}': expected IP or IP:PORT"))
 }
 
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s)
         .map_err(|e| format!("invalid duration '{s}': {e} (e.g. 10s, 500ms)"))?;
     if d.is_zero() {
@@ -51,7 +51,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// `IDLE,INTERVAL,COUNT` (e.g. `10s,3s,3`) within the kernel's limits, or `off`.
-pub fn parse_keepalive(s: &str) -> Result<KeepaliveSpec, String> {
+pub(super) fn parse_keepalive(s: &str) -> Result<KeepaliveSpec, String> {
     use lifeline_common::keepalive::{MAX_KEEPCNT, MAX_KEEPIDLE_S, MAX_KEEPINTVL_S};
     if s.trim() == "off" {
         return Ok(KeepaliveSpec(None));
@@ -89,7 +89,7 @@ pub fn parse_keepalive(s: &str) -> Result<KeepaliveSpec, String> {
     })))
 }
 
-pub fn parse_user_timeout(s: &str) -> Result<Duration, String> {
+pub(super) fn parse_user_timeout(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.as_millis() > i32::MAX as u128 {
         return Err(format!(
@@ -101,7 +101,7 @@ pub fn parse_user_timeout(s: &str) -> Result<Duration, String> {
 }
 
 /// `--fast-probes`: `off`, or an interval from 50 ms to 1 s (`lifeline_common::poke`).
-pub fn parse_fast_probes(s: &str) -> Result<FastProbes, String> {
+pub(super) fn parse_fast_probes(s: &str) -> Result<FastProbes, String> {
     use lifeline_common::poke::{MAX_INTERVAL_MS, MIN_INTERVAL_MS};
     if s.trim() == "off" {
         return Ok(FastProbes(None));
@@ -118,7 +118,7 @@ pub fn parse_fast_probes(s: &str) -> Result<FastProbes, String> {
 
 /// A parsed `--fast-probes`; `None`: off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FastProbes(pub Option<Duration>);
+pub(crate) struct FastProbes(pub Option<Duration>);
 
 #[cfg(test)]
 mod tests {

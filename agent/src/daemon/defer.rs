@@ -7,25 +7,19 @@
 //! deferral is one log line with its evidence (target `lifeline::defer`), beside the
 //! decision's own (`outcome: dry-run` or `held`).
 
-use std::{collections::HashMap, time::Instant};
-
-use lifeline_common::{
-    Keepalive, SockState,
-    keepalive::{KA_OFF, ka_armed},
-    restore::Defer,
-};
+use lifeline_common::restore::Defer;
 
 use super::{
     Daemon,
     defer_log::{Observe, Say},
 };
 use crate::judge::{
-    Read, TcpInfo,
+    Arming, Cookie, Mono, Read, Record, TcpInfo,
     defer::{self, App},
 };
 
 /// The deferrals in force and the ones to apply at the end of the sweep.
-pub struct Deferrals {
+pub(crate) struct Deferrals {
     pub(super) dry_run: bool,
     /// The guard held the last batch of kills.
     pub(super) holding: bool,
@@ -33,22 +27,19 @@ pub struct Deferrals {
     pub(super) possible: bool,
     /// `--silent-probes`: a socket is deferred once its evidence is in (`defer::due_from`).
     pub(super) silent_probes: u8,
-    /// Deferred sockets: lifeline's values to bring back, and the application's view.
-    pub(super) deferred: HashMap<u64, (Keepalive, App)>,
     /// To apply at the end of this sweep, with what to say.
-    pub(super) pending: Vec<(u64, Defer, Say)>,
-    pub(super) last_poll: Option<Instant>,
+    pub(super) pending: Vec<(Cookie, Defer, Say)>,
+    pub(super) last_poll: Option<Mono>,
 }
 
 impl Deferrals {
     #[must_use]
-    pub fn new(dry_run: bool, possible: bool, silent_probes: u8) -> Self {
+    pub(crate) fn new(dry_run: bool, possible: bool, silent_probes: u8) -> Self {
         Self {
             dry_run,
             holding: false,
             possible,
             silent_probes,
-            deferred: HashMap::new(),
             pending: Vec::new(),
             last_poll: None,
         }
@@ -62,19 +53,9 @@ impl Deferrals {
         }
     }
 
-    pub fn forget(&mut self, cookie: u64) {
-        self.deferred.remove(&cookie);
-    }
-
-    /// Sockets deferred now.
-    #[must_use]
-    pub fn count(&self) -> u64 {
-        u64::try_from(self.deferred.len()).unwrap_or(u64::MAX)
-    }
-
     /// `lifeline status`'s `restore on stop` line.
     #[must_use]
-    pub const fn restore_text(&self) -> &'static str {
+    pub(crate) const fn restore_text(&self) -> &'static str {
         if self.possible {
             "the application's socket options are put back (TCP iterator); in --dry-run and while holding, the kernel's own keepalive aborts are deferred to the application's own deadline"
         } else {
@@ -86,7 +67,7 @@ impl Deferrals {
 impl Daemon {
     /// After a socket's look: defer it when lifeline only observes and its evidence is in,
     /// or bring lifeline's values back when it answers again.
-    pub(super) fn defer_look(&mut self, cookie: u64, rec: &SockState, read: Option<&Read>) {
+    pub(super) fn defer_look(&mut self, cookie: Cookie, rec: &Record, read: Option<&Read>) {
         if let Some(Read::Info(info)) = read {
             self.defer_seen(cookie, rec, info);
         }
@@ -95,10 +76,10 @@ impl Daemon {
     /// What a read of `cookie`'s `tcp_info` means for its deferral: bring lifeline's values
     /// back once it answers; plan again when the application set other values since; defer
     /// it when lifeline only observes and its evidence is in.
-    pub(super) fn defer_seen(&mut self, cookie: u64, rec: &SockState, info: &TcpInfo) {
-        let app_now = || self.probe.original(cookie).map(|o| App::from_original(&o));
+    pub(super) fn defer_seen(&mut self, cookie: Cookie, rec: &Record, info: &TcpInfo) {
+        let app_now = || self.kernel.original(cookie).map(|o| App::from_original(&o));
         let mut ours = rec.keepalive;
-        if let Some((was, app)) = self.defer.deferred.get(&cookie).copied() {
+        if let Some((was, app)) = self.tracked.deferred(cookie) {
             if info.probes == 0 && info.retransmits == 0 {
                 self.resume(cookie, "it answered again");
                 return;
@@ -107,7 +88,7 @@ impl Daemon {
                 return;
             }
             // The application set its own values since: planned again, lifeline's kept.
-            self.defer.deferred.remove(&cookie);
+            self.tracked.undefer(cookie);
             ours = was;
         }
         let d = &self.defer;
@@ -115,9 +96,9 @@ impl Daemon {
             return;
         };
         let from = defer::due_from(d.silent_probes, rec.keepalive.cnt);
-        let silent = u32::from(info.probes) >= from && ka_armed(rec.ka_result);
+        let silent = u32::from(info.probes) >= from && rec.arming.in_force();
         let stalled = info.unacked > 0 && info.retransmits > 0;
-        if !d.possible || !(silent || stalled) || rec.ka_result == KA_OFF {
+        if !d.possible || !(silent || stalled) || rec.arming == Arming::Off {
             return;
         }
         let Some(app) = app_now() else {
@@ -130,8 +111,8 @@ impl Daemon {
         if stalled && plan.user_timeout_ms.is_none() {
             return;
         }
-        tracing::debug!(cookie, mode = mode.label(), "deferral due");
-        self.defer.deferred.insert(cookie, (ours, app));
+        tracing::debug!(cookie = cookie.0, mode = mode.label(), "deferral due");
+        self.tracked.defer(cookie, (ours, app));
         let say = Say::Deferred {
             mode,
             plan,
@@ -152,8 +133,7 @@ impl Daemon {
         let ended = self.defer.holding && !holding;
         self.defer.holding = holding;
         if ended && !self.defer.dry_run {
-            let all: Vec<u64> = self.defer.deferred.keys().copied().collect();
-            for c in all {
+            for c in self.tracked.deferred_cookies() {
                 self.resume(c, "the hold ended");
             }
         }
@@ -162,8 +142,8 @@ impl Daemon {
     }
 
     /// Bring lifeline's own values back on `cookie` (at the end of the sweep).
-    pub(super) fn resume(&mut self, cookie: u64, why: &'static str) {
-        let Some((ours, app)) = self.defer.deferred.remove(&cookie) else {
+    pub(super) fn resume(&mut self, cookie: Cookie, why: &'static str) {
+        let Some((ours, app)) = self.tracked.undefer(cookie) else {
             return;
         };
         if self.defer.pending.iter().any(|(c, _, _)| *c == cookie) {

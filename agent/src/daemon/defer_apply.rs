@@ -2,11 +2,12 @@
 //! pending at the end of a sweep, each result logged; and the once-a-second read of deferred
 //! sockets, which answer with no news.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lifeline_common::restore::Defer;
 
 use super::{Daemon, defer_log::log};
+use crate::judge::Cookie;
 
 /// Deferred sockets are read at most this often to see whether they answer again.
 const POLL: Duration = Duration::from_secs(1);
@@ -14,20 +15,22 @@ const POLL: Duration = Duration::from_secs(1);
 impl Daemon {
     /// Deferred sockets answer with no news: read them, at most every `POLL`.
     pub(super) fn poll_deferred(&mut self) {
-        if self.defer.deferred.is_empty()
-            || self.defer.last_poll.is_some_and(|t| t.elapsed() < POLL)
+        let now = self.clock.now();
+        if self.tracked.deferred_count() == 0
+            || self.defer.last_poll.is_some_and(|t| now - t < POLL)
         {
             return;
         }
-        self.defer.last_poll = Some(Instant::now());
-        let cookies: Vec<u64> = self.defer.deferred.keys().copied().collect();
-        for c in cookies {
+        self.defer.last_poll = Some(now);
+        for c in self.tracked.deferred_cookies() {
             let Some(rec) = self.mirror.get(c).copied() else {
-                self.defer.forget(c);
+                self.tracked.undefer(c);
                 continue;
             };
-            match self.diag.get(rec.local(), rec.peer(), c) {
-                Ok(None) => self.defer.forget(c),
+            match self.kernel.get(rec.local, rec.peer, c) {
+                Ok(None) => {
+                    self.tracked.undefer(c);
+                }
                 Ok(Some(s)) => {
                     if let Some(info) = s.info {
                         self.defer_seen(c, &rec, &info);
@@ -43,8 +46,8 @@ impl Daemon {
         if pending.is_empty() {
             return;
         }
-        let entries: Vec<(u64, Defer)> = pending.iter().map(|(c, e, _)| (*c, *e)).collect();
-        let after = match self.probe.defer(&entries) {
+        let entries: Vec<(Cookie, Defer)> = pending.iter().map(|(c, e, _)| (*c, *e)).collect();
+        let after = match self.kernel.defer(&entries) {
             Ok(a) => a,
             Err(e) => {
                 tracing::error!(error = %format!("{e:#}"), sockets = entries.len(),
@@ -54,7 +57,7 @@ impl Daemon {
         };
         for ((cookie, entry, say), (_, rec)) in pending.into_iter().zip(after) {
             let Some(rec) = rec else {
-                self.defer.forget(cookie);
+                self.tracked.undefer(cookie);
                 continue;
             };
             self.mirror.upsert(cookie, rec);

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use lifeline_common::{
-    Keepalive, SockState,
+    Keepalive,
     restore::{DEFER_END, Defer},
 };
 
 use crate::judge::{
-    TcpInfo,
+    Deferred, Record, TcpInfo,
     defer::{App, AppKeepalive, Deferral, KeepalivePlan},
 };
 
@@ -41,11 +41,11 @@ pub(super) enum Say {
 }
 
 /// The deferral's one line, with its evidence.
-pub(super) fn log(rec: &SockState, entry: &Defer, say: &Say) {
-    let (peer, local, pid) = (rec.peer(), rec.local(), rec.owner_pid);
+pub(super) fn log(rec: &Record, entry: &Defer, say: &Say) {
+    let (peer, local, pid) = (rec.peer, rec.local, rec.owner_pid);
     let comm = rec.comm().unwrap_or("-");
-    if rec.defer < 0 {
-        tracing::warn!(target: "lifeline::defer", peer = %peer, local = %local, errno = -rec.defer,
+    if let Deferred::Refused(errno) = rec.deferred {
+        tracing::warn!(target: "lifeline::defer", peer = %peer, local = %local, errno = errno.0,
             "the kernel refused to re-time this socket's keepalive: it may be aborted at lifeline's own count");
         return;
     }

@@ -2,8 +2,7 @@
 //! after finding out whose the socket is: its target's kill budget, whether it is
 //! `--restart-unit`'s) and restart requests, and the escalation's check after every sweep.
 
-use std::time::Instant;
-
+use super::Daemon;
 use crate::{
     act::{
         self,
@@ -12,8 +11,6 @@ use crate::{
     endpoint::guard,
     judge::{Action, Kill, RestartRequest, SweepEnd, UnitOwned},
 };
-
-use super::Daemon;
 
 impl Daemon {
     /// Carry out a batch of confirmed kills: ask the guard once for the batch (a connect
@@ -31,7 +28,7 @@ impl Daemon {
         }
         let mut scopes: Option<Scopes> = None;
         for kill in kills {
-            let at = Instant::now();
+            let at = self.clock.now();
             if self.judge.quiet(kill.cookie, at) || !self.judge.current(kill) {
                 continue; // backing off, or earned again after the path's return
             }
@@ -52,7 +49,7 @@ impl Daemon {
                 self.request_restart(decision.restart);
                 continue;
             }
-            let Some(outcome) = act::execute(&mut self.diag, &kill, action) else {
+            let Some(outcome) = act::execute(self.kernel.as_mut(), &kill, action) else {
                 continue;
             };
             act::log_decision(&self.counts, &kill, action, &outcome);
@@ -67,12 +64,12 @@ impl Daemon {
         let Some(f) = self.follow.as_mut() else {
             return guard::Verdict::Go;
         };
-        let started = match f.guard.before(!f.endpoints.is_empty(), Instant::now()) {
+        let started = match f.guard.before(!f.endpoints.is_empty(), self.clock.now()) {
             guard::Step::Known(v) => return v,
-            guard::Step::Check => Instant::now(),
+            guard::Step::Check => self.clock.now(),
         };
-        let accepted = f.endpoints.any_accepts().await;
-        let verdict = f.guard.after(accepted.is_some(), Instant::now());
+        let accepted = f.connect.any_accepts(f.endpoints.targets()).await;
+        let verdict = f.guard.after(accepted.is_some(), self.clock.now());
         match accepted {
             Some(via) => {
                 self.heard(via, started);
@@ -87,19 +84,19 @@ impl Daemon {
     /// heard from its peer since the look (judged afresh next sweep).
     fn still_dead(&mut self, kill: &Kill) -> Option<Seen> {
         let read = self
-            .diag
-            .get(kill.rec.local(), kill.rec.peer(), kill.cookie)
+            .kernel
+            .get(kill.rec.local, kill.rec.peer, kill.cookie)
             .ok()
             .flatten();
         if let (Some(i), true) = (
             read.as_ref().and_then(|d| d.info),
             kill.reason.rests_on_silence(),
         ) {
-            let now = Instant::now();
+            let now = self.clock.now();
             let life = crate::judge::life(&i, now);
             if !kill.evidence.holds(life) {
-                tracing::info!(peer = %kill.rec.peer(), local = %kill.rec.local(), verdict = kill.reason.verdict(),
-                    life_age_ms = u64::try_from(now.saturating_duration_since(life).as_millis()).unwrap_or(u64::MAX),
+                tracing::info!(peer = %kill.rec.peer, local = %kill.rec.local, verdict = kill.reason.verdict(),
+                    life_age_ms = u64::try_from((now - life).as_millis()).unwrap_or(u64::MAX),
                     "heard from its peer after the evidence against it: not killed, judged afresh");
                 return None;
             }
@@ -117,7 +114,7 @@ impl Daemon {
             .as_ref()
             .and_then(|r| r.scope.dir())
             .map(|(dir, _)| dir);
-        Scopes::read(&self.watching.targets, unit_dir.as_deref())
+        self.kernel.scopes(unit_dir.as_deref())
     }
 
     /// Once per target (the judge says when): its sockets' failures are killed but never
@@ -142,7 +139,7 @@ impl Daemon {
                 kill.whose.budget
             )
         };
-        tracing::info!(unit, budget = %kill.whose.budget, peer = %kill.rec.peer(), owner_pid = kill.rec.owner_pid,
+        tracing::info!(unit, budget = %kill.whose.budget, peer = %kill.rec.peer, owner_pid = kill.rec.owner_pid,
             "{is}: their failures are killed (from their own kill budget), never a restart of {unit}");
     }
 

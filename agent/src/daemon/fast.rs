@@ -8,81 +8,80 @@
 //! time apart (at most 2 % of a core, whatever the node), and never closer than the
 //! interval. A phase the agent knows of is dropped at `BOUND_NS` whatever the kernel says.
 
-use std::{
-    collections::HashMap,
-    time::{Duration, Instant},
-};
+use std::time::Duration;
 
 use lifeline_common::poke::BOUND_NS;
 
 use super::Daemon;
+use crate::judge::Mono;
 
 /// Passes are at least this many times their own CPU time apart.
 const SHARE: u32 = 50;
 
+/// The passes' pacing. Which phases are open, and since when, is each socket's own
+/// (`Tracked::fast_since`, `tracked.rs`).
 #[derive(Default)]
-pub struct FastPhases {
-    /// Open phases the agent learned of (news of a first unanswered probe), and when.
-    open: HashMap<u64, Instant>,
-    last_pass: Option<Instant>,
+pub(super) struct FastPhases {
+    last_pass: Option<Mono>,
     /// The last pass's CPU time.
     last_cost: Duration,
 }
 
 impl FastPhases {
-    /// The kernel opened `cookie`'s phase (its first keepalive probe went unanswered). Its
-    /// first poke is due an interval later: when no phase was open, the next pass is
-    /// counted from now, not from the last one.
-    pub fn opened(&mut self, cookie: u64, at: Instant) {
-        if self.open.is_empty() {
+    /// A phase opened at `at` (a socket's first keepalive probe went unanswered), `first`
+    /// when no other was open. Its first poke is due an interval later: when no phase was
+    /// open, the next pass is counted from now, not from the last one.
+    pub(super) fn opened(&mut self, first: bool, at: Mono) {
+        if first {
             self.last_pass = Some(at);
         }
-        self.open.entry(cookie).or_insert(at);
     }
 
-    pub fn forget(&mut self, cookie: u64) {
-        self.open.remove(&cookie);
-    }
-
-    /// When the next pass is due; `None` while no phase is open.
+    /// When the next pass is due (`now` when none ran yet); `None` while no phase is open
+    /// (`any_open`).
     #[must_use]
-    pub fn due(&self, interval: Duration) -> Option<Instant> {
-        if self.open.is_empty() {
+    pub(super) fn due(&self, any_open: bool, interval: Duration, now: Mono) -> Option<Mono> {
+        if !any_open {
             return None;
         }
         let Some(last) = self.last_pass else {
-            return Some(Instant::now());
+            return Some(now);
         };
         Some(last + interval.max(self.last_cost * SHARE))
     }
 }
 
 impl Daemon {
-    /// When the run loop should call `fast_pass`; `None`: no phase open, or no fast probes.
+    /// How soon the run loop should call `fast_pass`; `None`: no phase open, or no fast
+    /// probes.
     #[must_use]
-    pub fn fast_due(&self) -> Option<Instant> {
-        let interval = self.probe.fast.as_ref().ok()?.interval;
-        self.fast.due(interval)
+    pub(crate) fn fast_due(&self) -> Option<Duration> {
+        let interval = self.kernel.fast_interval()?;
+        let now = self.clock.now();
+        self.fast
+            .due(self.tracked.any_fast(), interval, now)
+            .map(|t| t - now)
     }
 
     /// One pass of the TCP iterator (it pokes the sockets that are due), then forget the
     /// phases the kernel closed and close those past their bound.
-    pub fn fast_pass(&mut self) {
-        let start = Instant::now();
+    pub(crate) fn fast_pass(&mut self) {
+        let start = self.clock.now();
         let cpu = thread_cpu();
-        if let Err(e) = self.probe.fast_pass() {
+        if let Err(e) = self.kernel.fast_pass() {
             tracing::warn!(error = %format!("{e:#}"), "fast keepalive probes: the TCP iterator failed; probes stay at the kernel's cadence");
         }
         self.fast.last_cost = thread_cpu().saturating_sub(cpu);
         self.fast.last_pass = Some(start);
         let bound = Duration::from_nanos(BOUND_NS);
-        let open: Vec<(u64, Instant)> = self.fast.open.iter().map(|(c, t)| (*c, *t)).collect();
+        let open = self.tracked.fast_phases();
+        let now = self.clock.now();
         for (cookie, since) in open {
-            if since.elapsed() > bound {
-                self.probe.fast_close(cookie);
-                self.fast.forget(cookie);
-            } else if !self.probe.fast_open(cookie) {
-                self.fast.forget(cookie);
+            if now - since > bound {
+                self.kernel.fast_close(cookie);
+                self.tracked.close_fast(cookie);
+            } else if !self.kernel.fast_open(cookie) {
+                self.tracked.close_fast(cookie);
             }
         }
     }
@@ -112,23 +111,22 @@ mod tests {
     fn passes_wait_for_the_interval_or_fifty_times_their_cost() {
         let mut f = FastPhases::default();
         let ms = Duration::from_millis;
-        assert_eq!(f.due(ms(100)), None, "no phase, no pass");
-        let t = Instant::now();
-        f.opened(7, t);
+        let t = Mono::from_secs(100);
+        assert_eq!(f.due(false, ms(100), t), None, "no phase, no pass");
+        f.opened(true, t);
         assert_eq!(
-            f.due(ms(100)),
+            f.due(true, ms(100), t),
             Some(t + ms(100)),
             "the first poke, an interval on"
         );
         f.last_cost = ms(1);
-        assert_eq!(f.due(ms(100)), Some(t + ms(100)));
+        assert_eq!(f.due(true, ms(100), t), Some(t + ms(100)));
         f.last_cost = ms(4);
         assert_eq!(
-            f.due(ms(100)),
+            f.due(true, ms(100), t),
             Some(t + ms(200)),
             "a 4 ms pass: 200 ms apart"
         );
-        f.forget(7);
-        assert_eq!(f.due(ms(100)), None);
+        assert_eq!(f.due(false, ms(100), t), None);
     }
 }

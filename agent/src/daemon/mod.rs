@@ -3,51 +3,65 @@
 
 use std::{
     collections::HashSet,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use anyhow::Result;
-use lifeline_common::SockState;
 use tokio::sync::watch;
 
 use crate::{
     act,
     endpoint::{Follow, Members},
-    judge::{Judge, Read, Socket},
-    kernel::{clock, diag::SockDiag, mirror::Mirror, probe::Probe},
+    judge::{Cookie, Judge, Read, Record, Socket},
+    kernel::{clock::Clock, mirror::Mirror},
     report::status::Snapshot,
 };
 
-pub mod defer;
+pub(crate) mod defer;
 mod defer_apply;
 mod defer_log;
 mod execute;
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod fake_kernel;
+#[cfg(test)]
+mod fake_net;
+#[cfg(test)]
+mod fake_world;
 mod fast;
+pub(crate) mod kernel;
+mod live;
 mod path;
 mod publish;
 mod restore;
+#[cfg(test)]
+mod sweep_blip_tests;
+#[cfg(test)]
+mod sweep_tests;
 mod table;
+mod tracked;
 mod visit;
 
-pub struct Daemon {
-    probe: Probe,
-    diag: SockDiag,
-    /// Pre-existing sockets the probe could not arm: judged from `tcp_info` alone.
-    polled: HashSet<u64>,
+pub(crate) use live::Live;
+
+pub(crate) struct Daemon {
+    /// The probe, `sock_diag` and the watch stage's bookkeeping (`kernel.rs`).
+    kernel: Box<dyn kernel::Kernel>,
+    /// The loop's own memory of each socket (polled, reported unreadable, its fast phase,
+    /// its deferral): `tracked.rs`.
+    tracked: tracked::Table,
     judge: Judge,
+    /// The one clock of the sweeps (and of the peer probes' findings).
+    clock: Arc<dyn Clock>,
     status: watch::Sender<Snapshot>,
     sockets_full: u64,
-    /// Sockets whose state could not be read, already reported (reported once each).
-    unreadable: HashSet<u64>,
     /// Restart requests to the restarter task, and the unit's cgroup; None without
     /// --restart-unit.
     restarts: Option<crate::act::restart::restarter::Restarts>,
     /// Following the API endpoint; `None` when no endpoint is configured.
     follow: Option<Follow>,
-    /// Target cgroups and endpoint peers, kept current every sweep.
-    watching: crate::watch::Watching,
-    /// The probe's news, collected by the ring-buffer reader.
-    news: crate::kernel::readers::Inbox,
     /// The probe's records, kept current by its news.
     mirror: Mirror,
     /// Which sockets are the endpoint's connections (the fact recorded per socket).
@@ -58,7 +72,7 @@ pub struct Daemon {
     probe_stats: [u64; lifeline_common::config::stats::LEN as usize],
     /// News the inbox dropped, as of the last sweep.
     inbox_dropped: u64,
-    /// Sockets in a fast keepalive phase, and the iterator passes that poke them.
+    /// The pacing of the iterator passes that poke sockets in a fast keepalive phase.
     fast: fast::FastPhases,
     /// Keepalive deferred to the application's own deadline while lifeline only observes.
     defer: defer::Deferrals,
@@ -69,24 +83,21 @@ pub struct Daemon {
 impl Daemon {
     /// The summary published after the last sweep.
     #[must_use]
-    pub fn published(&self) -> watch::Ref<'_, Snapshot> {
+    pub(crate) fn published(&self) -> watch::Ref<'_, Snapshot> {
         self.status.borrow()
     }
 
     #[must_use]
-    pub fn new(parts: Parts) -> Self {
+    pub(crate) fn new(parts: Parts) -> Self {
         Self {
-            probe: parts.probe,
-            diag: parts.diag,
-            polled: parts.polled,
+            kernel: parts.kernel,
+            tracked: tracked::Table::with_polled(&parts.polled),
             judge: parts.judge,
+            clock: parts.clock,
             status: parts.status,
             sockets_full: 0,
-            unreadable: HashSet::new(),
             restarts: parts.restarts,
             follow: parts.follow,
-            watching: parts.watching,
-            news: parts.news,
             mirror: Mirror::default(),
             members: Members::default(),
             counts: parts.counts,
@@ -105,24 +116,26 @@ impl Daemon {
     ///
     /// # Errors
     /// When the probe's maps cannot be read.
-    pub async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
+    pub(crate) async fn sweep(&mut self, interval: Duration) -> Result<Duration> {
         let armed = *self.judge.keepalive() != lifeline_common::Keepalive::default();
-        let adopted =
-            self.watching
-                .sync(&mut self.probe, &mut self.diag, self.follow.as_ref(), armed);
-        self.polled.extend(adopted.polled.iter().copied());
-        let news = self.news.take();
-        let now = clock::now_ns();
-        let at = Instant::now();
+        let adopted = self.kernel.watch(self.follow.as_ref(), armed);
+        self.tracked.poll(adopted.polled.iter().copied());
+        let news = self.kernel.news();
+        let now = self.clock.now();
         let lost = self.check_capacity()?;
-        let visit = self.visits(&news, &adopted.all, lost, now, at)?;
+        let visit = self.visits(&news, &adopted.all, lost, now)?;
         // After the news: a socket recorded in this sweep has its peer's device ready
         // before its first keepalive probe.
-        self.probe
-            .fast_devices(self.mirror.peers().map(|(p, _)| p.ip()));
+        let devices = self.mirror.peers().map(|(p, _)| p.ip()).collect();
+        self.kernel.fast_devices(devices);
         if let Some(f) = self.follow.as_ref() {
-            self.members
-                .sync(&f.endpoints, f.grace, self.mirror.peers(), at);
+            self.members.sync(
+                &mut self.tracked,
+                &f.endpoints,
+                f.grace,
+                self.mirror.peers(),
+                Instant::now(),
+            );
         }
         self.path_findings();
         let mut kills = Vec::new();
@@ -131,30 +144,30 @@ impl Daemon {
             let Some(rec) = self.mirror.get(cookie).copied() else {
                 continue;
             };
-            let (member, peer) = self.endpoint_fact(cookie, &rec, at);
+            let (member, peer) = self.endpoint_fact(cookie, &rec);
             let s = Socket {
                 cookie,
                 rec: &rec,
-                polled: self.polled.contains(&cookie),
+                polled: self.tracked.is_polled(cookie),
                 member: member.as_ref(),
                 followed: self.follow.is_some(),
                 peer,
             };
             let read = self
                 .judge
-                .wants_info(&s, now, at)
+                .wants_info(&s, now)
                 .then(|| self.read(cookie, &rec));
             if let (Some(Read::Info(i)), true) = (&read, member.is_some()) {
-                self.heard(rec.peer(), crate::judge::life(i, at));
+                self.heard(rec.peer, crate::judge::life(i, now));
             }
-            let Some(look) = self.judge.look(&s, read.as_ref(), now, at) else {
-                self.probe.forget(cookie);
+            let Some(look) = self.judge.look(&s, read.as_ref(), now) else {
+                self.kernel.forget(cookie);
                 self.gone(cookie);
                 continue;
             };
             self.defer_look(cookie, &rec, read.as_ref());
             if let (Some(ask), Some(f)) = (look.probe, self.follow.as_ref()) {
-                f.prober.request(rec.peer(), ask, f.endpoints.targets());
+                f.prober.request(rec.peer, ask, f.endpoints.targets());
             }
             if let Some((endpoint, absent_for)) = &look.report_orphan {
                 act::log_orphan_report(&self.counts, &rec, endpoint, *absent_for);
@@ -166,15 +179,12 @@ impl Daemon {
         }
         self.execute(&kills).await;
         self.defer_sweep();
-        let end = self.judge.end_sweep(clock::now_ns(), Instant::now());
+        let end = self.judge.end_sweep(self.clock.now());
         if let Some(w) = end.wake {
             wake = wake.min(w);
         }
         if let Some(t) = self.follow.as_ref().and_then(|f| f.guard.next_check()) {
-            wake = wake.min(
-                t.saturating_duration_since(Instant::now())
-                    .max(Duration::from_millis(50)),
-            );
+            wake = wake.min((t - self.clock.now()).max(Duration::from_millis(50)));
         }
         self.after_sweep(end);
         self.publish();
@@ -182,19 +192,15 @@ impl Daemon {
     }
 
     /// Everything kept about a socket that is gone.
-    fn gone(&mut self, cookie: u64) {
+    fn gone(&mut self, cookie: Cookie) {
         self.mirror.remove(cookie);
-        self.members.forget(cookie);
         self.judge.forget(cookie);
-        self.polled.remove(&cookie);
-        self.unreadable.remove(&cookie);
-        self.fast.forget(cookie);
-        self.defer.forget(cookie);
+        self.tracked.forget(cookie);
     }
 
     /// The kernel's `tcp_info` for one socket.
-    fn read(&mut self, cookie: u64, rec: &SockState) -> Read {
-        match self.diag.get(rec.local(), rec.peer(), cookie) {
+    fn read(&mut self, cookie: Cookie, rec: &Record) -> Read {
+        match self.kernel.get(rec.local, rec.peer, cookie) {
             Ok(None) => Read::Gone,
             Ok(Some(d)) => d.info.map_or(Read::NoInfo, Read::Info),
             Err(e) => {
@@ -206,16 +212,14 @@ impl Daemon {
 }
 
 /// What a daemon is made of, from `run`.
-pub struct Parts {
-    pub probe: Probe,
-    pub diag: SockDiag,
-    pub polled: HashSet<u64>,
+pub(crate) struct Parts {
+    pub kernel: Box<dyn kernel::Kernel>,
+    pub polled: HashSet<Cookie>,
     pub judge: Judge,
+    pub clock: Arc<dyn Clock>,
     pub status: watch::Sender<Snapshot>,
     pub restarts: Option<crate::act::restart::restarter::Restarts>,
     pub follow: Option<Follow>,
-    pub watching: crate::watch::Watching,
-    pub news: crate::kernel::readers::Inbox,
     pub counts: act::Counts,
     pub defer: defer::Deferrals,
 }

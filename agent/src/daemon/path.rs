@@ -4,14 +4,14 @@
 //! (`lifeline_judge`'s `path.rs`: evidence across a return is earned again); this is where
 //! each fact comes in, and where the log says so once per change.
 
-use std::{collections::BTreeSet, net::SocketAddr, time::Instant};
+use std::{collections::BTreeSet, net::SocketAddr};
 
 use super::Daemon;
-use crate::kernel::clock;
+use crate::judge::Mono;
 
 /// The endpoint addresses followed in `PATH_ALIVE`.
 #[derive(Default)]
-pub struct PathPeers {
+pub(super) struct PathPeers {
     installed: BTreeSet<SocketAddr>,
 }
 
@@ -24,11 +24,11 @@ impl Daemon {
         };
         let want = f.endpoints.peers_within_grace(f.grace);
         for gone in self.path_peers.installed.difference(&want) {
-            self.probe.remove_path_peer(*gone);
+            self.kernel.remove_path_peer(*gone);
         }
         let mut installed = BTreeSet::new();
         for peer in want {
-            match self.probe.add_path_peer(peer) {
+            match self.kernel.add_path_peer(peer) {
                 Ok(()) => {
                     installed.insert(peer);
                 }
@@ -60,7 +60,7 @@ impl Daemon {
     }
 
     /// The path was found down at `since`.
-    pub(super) fn path_down(&mut self, since: Instant, why: &str) {
+    pub(super) fn path_down(&mut self, since: Mono, why: &str) {
         if self.judge.path_down_since().is_none() {
             tracing::warn!(target: "lifeline::endpoint", why,
                 "the path to the API endpoint is down: no kill until it is back, and then only on evidence gathered after it");
@@ -70,13 +70,11 @@ impl Daemon {
 
     /// `peer`, an endpoint address, was heard from at `at`: a peer probe's finding against it
     /// that began before is dropped, and a path found down before is back.
-    pub(super) fn heard(&mut self, peer: SocketAddr, at: Instant) {
+    pub(super) fn heard(&mut self, peer: SocketAddr, at: Mono) {
         if let Some(f) = self.follow.as_ref() {
             f.prober.heard(peer, at);
         }
-        let ago = u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.probe
-            .path_alive(peer, clock::now_ns().saturating_sub(ago));
+        self.kernel.path_alive(peer, at);
         if self
             .judge
             .path_down_since()
@@ -88,15 +86,14 @@ impl Daemon {
 
     /// The path was found working at `at`, through `via`. On a return, every pending verdict
     /// is earned again (the judge's rule); says so once.
-    pub(super) fn path_back(&mut self, at: Instant, via: SocketAddr) -> bool {
+    pub(super) fn path_back(&mut self, at: Mono, via: SocketAddr) -> bool {
         let down = self.judge.path_down_since();
         let back = self.judge.path_back(at);
         if let (true, Some(f)) = (back, self.follow.as_ref()) {
             f.prober.path_back();
         }
         if let (true, Some(down)) = (back, down) {
-            let down_ms =
-                u64::try_from(at.saturating_duration_since(down).as_millis()).unwrap_or(u64::MAX);
+            let down_ms = u64::try_from((at - down).as_millis()).unwrap_or(u64::MAX);
             tracing::warn!(target: "lifeline::endpoint", via = %via, down_ms,
                 "the path to the API endpoint is back: every pending verdict is earned again from evidence gathered after it (a blip is not a death)");
         }

@@ -5,14 +5,14 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use lifeline_common::{SockState, config::stats};
-
-use crate::{
-    act::{Class, Decided, Did},
-    report::status::{Capacity, Snapshot},
-};
+use lifeline_common::config::stats;
 
 use super::Daemon;
+use crate::{
+    act::{Decided, DecisionAction, OutcomeClass},
+    judge::{Cookie, Record},
+    report::status::{Capacity, Snapshot},
+};
 
 impl Daemon {
     /// The counts and settings, after every sweep.
@@ -33,8 +33,11 @@ impl Daemon {
             kills: self.judge.kills(),
             holds: self.follow.as_ref().map_or(0, |f| f.guard.holds),
             restore_on_stop: self.defer.restore_text().to_owned(),
-            deferred: self.defer.count(),
-            path_down_ms: self.judge.path_down_since().map(|t| ms(t.elapsed())),
+            deferred: u64::try_from(self.tracked.deferred_count()).unwrap_or(u64::MAX),
+            path_down_ms: self
+                .judge
+                .path_down_since()
+                .map(|t| ms(self.clock.now() - t)),
             endpoint_source: self.follow.as_ref().map(crate::endpoint::Follow::describe),
             sockets_full: self.sockets_full,
             capacity: Capacity::new(&self.probe_stats, self.inbox_dropped),
@@ -43,14 +46,14 @@ impl Daemon {
                 .as_ref()
                 .map(|f| f.endpoints.status(Instant::now()))
                 .unwrap_or_default(),
-            targets: self.watching.status.clone(),
+            targets: self.kernel.target_status(),
             watched: u64::try_from(self.mirror.len()).unwrap_or(u64::MAX),
             verdicts: self
                 .judge
                 .counts()
                 .map(|(v, n)| (v.label().to_owned(), n))
                 .collect(),
-            fast_probes: self.probe.fast_status(),
+            fast_probes: self.kernel.fast_status(),
             probe_stats: self.probe_stats,
             kernel_error: None,
             sockets: Vec::new(),
@@ -59,19 +62,19 @@ impl Daemon {
 
     pub(crate) fn report_unreadable(
         &mut self,
-        cookie: u64,
-        rec: &SockState,
+        cookie: Cookie,
+        rec: &Record,
         e: &crate::kernel::diag::DiagError,
     ) {
-        if self.unreadable.insert(cookie) {
+        if self.tracked.tell_unreadable(cookie) {
             let d = Decided {
                 verdict: "unknown",
-                did: Did::Nothing,
-                class: Class::Unreadable,
+                did: DecisionAction::Nothing,
+                class: OutcomeClass::Unreadable,
                 trouble_age_ms: 0,
             };
             self.counts.count(&d);
-            tracing::warn!(target: "lifeline::decision", peer = %rec.peer(), local = %rec.local(), action = d.did.label(),
+            tracing::warn!(target: "lifeline::decision", peer = %rec.peer, local = %rec.local, action = d.did.label(),
                 outcome = d.class.text(), error = %e, "cannot read the kernel's state of a suspect socket; not acting on it");
         }
     }
@@ -81,10 +84,10 @@ impl Daemon {
     /// counters for the summary; returns the news lost in the kernel and in the inbox
     /// (either way the whole map is re-read).
     pub(super) fn check_capacity(&mut self) -> Result<u64> {
-        let counters = self.probe.stats()?;
+        let counters = self.kernel.stats()?;
         let was = Capacity::new(&self.probe_stats, self.inbox_dropped);
         self.probe_stats = counters;
-        self.inbox_dropped = self.news.dropped();
+        self.inbox_dropped = self.kernel.news_dropped();
         let now = Capacity::new(&counters, self.inbox_dropped);
         let full = counters[stats::SOCKETS_FULL as usize];
         if full > self.sockets_full {

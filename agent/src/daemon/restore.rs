@@ -7,20 +7,18 @@ use std::fmt::Write as _;
 use lifeline_common::restore::opt;
 
 use super::Daemon;
-use crate::kernel::probe::{RestoreSummary, pin};
+use crate::kernel::probe::RestoreSummary;
 
 impl Daemon {
     /// The restore pass, its one log line, and the crash-recovery pin removed.
-    pub fn restore(&mut self) {
-        match self.probe.restore_all() {
+    pub(crate) fn restore(&mut self) {
+        match self.kernel.restore() {
             Ok(r) => log(&r),
-            Err(e) => {
-                let left = self.probe.changed_sockets();
+            Err((e, left)) => {
                 tracing::warn!(event = "restored", restored = 0, not_restored = left, error = %format!("{e:#}"),
                     "socket options restored on 0 sockets, {left} could not be: {e:#}; they keep what lifeline set (SO_KEEPALIVE on, its keepalive timing, callback flags)");
             }
         }
-        pin::unpin();
     }
 }
 

@@ -10,20 +10,18 @@
 use std::{collections::HashMap, net::SocketAddr};
 
 use anyhow::Result;
-use lifeline_common::SockState;
 
 use super::Daemon;
 use crate::{
     endpoint::Standing,
-    judge::{self, Verdict},
-    kernel::clock,
+    judge::{self, Arming, Cookie, Deferred, Mono, Record, Verdict},
     report::snapshot::{self, CLOSING, Extra, Owners},
 };
 
 struct Table<'a> {
-    records: Vec<(u64, &'a SockState)>,
+    records: Vec<(Cookie, &'a Record)>,
     extras: Vec<Extra<'a>>,
-    now: u64,
+    now: Mono,
 }
 
 impl Table<'_> {
@@ -45,16 +43,19 @@ impl Table<'_> {
 type EndpointKey = (Option<usize>, SocketAddr);
 
 /// The keepalive column's key: the result, the values in force and the deferral.
-type KaKey = (i32, u32, u32, u32, i32);
+type KaKey = (Arming, u32, u32, u32, Deferred);
 
 impl Daemon {
     /// The JSON answer to `lifeline status`.
     ///
     /// # Errors
     /// When the answer cannot be serialised.
-    pub fn status_body(&mut self) -> Result<Vec<u8>> {
+    pub(crate) fn status_body(&mut self) -> Result<Vec<u8>> {
         let t0 = std::time::Instant::now();
-        let (kernel, kernel_error) = match snapshot::kernel::view(&mut self.diag, &self.mirror) {
+        let (kernel, kernel_error) = match snapshot::kernel::view(
+            self.kernel.as_mut(),
+            &self.mirror,
+        ) {
             Ok(k) => {
                 // The answer's cost in the kernel, apart (the status thread logs the whole).
                 tracing::debug!(
@@ -69,9 +70,10 @@ impl Daemon {
                 (None, Some(e.to_string()))
             }
         };
-        let now = clock::now_ns();
+        let now = self.clock.now();
+        let can_adopt = self.kernel.can_adopt();
         // Left out: a record whose socket the kernel no longer has (closed since the sweep).
-        let records: Vec<(u64, &SockState)> = self
+        let records: Vec<(Cookie, &Record)> = self
             .mirror
             .iter()
             .filter(|(c, _)| kernel.as_ref().is_none_or(|k| k.contains_key(c)))
@@ -84,18 +86,16 @@ impl Daemon {
             let rec = *rec;
             let k = &rec.keepalive;
             keepalive
-                .entry((rec.ka_result, k.idle_s, k.intvl_s, k.cnt, rec.defer))
-                .or_insert_with(|| {
-                    judge::idle::describe(rec, self.judge.keepalive(), self.probe.can_adopt)
-                });
-            let member = self.members.endpoint_of(*cookie);
-            members.entry((member, rec.peer())).or_insert_with(|| {
+                .entry((rec.arming, k.idle_s, k.intvl_s, k.cnt, rec.deferred))
+                .or_insert_with(|| judge::idle::describe(rec, self.judge.keepalive(), can_adopt));
+            let member = self.tracked.endpoint_of(*cookie);
+            members.entry((member, rec.peer)).or_insert_with(|| {
                 let f = self.follow.as_ref()?;
                 if let Some(i) = member {
-                    let (name, m) = f.endpoints.of_member(i, rec.peer(), f.grace);
+                    let (name, m) = f.endpoints.of_member(i, rec.peer, f.grace);
                     return Some((name, Standing::from(m)));
                 }
-                let (i, m) = f.endpoints.standing(rec.peer(), f.grace)?;
+                let (i, m) = f.endpoints.standing(rec.peer, f.grace)?;
                 Some((f.endpoints.name(i), Standing::from(m)))
             });
         }
@@ -113,16 +113,16 @@ impl Daemon {
                 });
                 counts[verdict.map_or(Verdict::ALL.len(), Verdict::index)] += 1;
                 let k = &rec.keepalive;
-                let member = self.members.endpoint_of(*cookie);
+                let member = self.tracked.endpoint_of(*cookie);
                 Extra {
                     verdict,
                     kernel: seen,
                     owner: owners.of(rec, seen),
                     keepalive: keepalive
-                        .get(&(rec.ka_result, k.idle_s, k.intvl_s, k.cnt, rec.defer))
+                        .get(&(rec.arming, k.idle_s, k.intvl_s, k.cnt, rec.deferred))
                         .map_or("", String::as_str),
                     endpoint: members
-                        .get(&(member, rec.peer()))
+                        .get(&(member, rec.peer))
                         .and_then(Option::as_ref)
                         .map(|(n, m)| (n.as_str(), *m)),
                     endpoint_socket: Some(member.is_some()),

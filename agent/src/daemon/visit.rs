@@ -14,30 +14,33 @@
 //! - what a whole read of the map finds new or changed, when news was lost or `RECONCILE`
 //!   passed (the first sweep reads the whole map, so it visits every socket).
 
-use std::{collections::HashSet, time::Instant};
-
-use anyhow::Result;
-use lifeline_common::{
-    SockState,
-    news::{self, News},
+use std::{
+    collections::{BTreeSet, HashSet},
+    time::Instant,
 };
 
+use anyhow::Result;
+use lifeline_common::news::{self, News};
+
 use super::Daemon;
-use crate::{endpoint::Membership, judge::PeerProbe};
+use crate::{
+    endpoint::Membership,
+    judge::{Cookie, Mono, PeerProbe, Record},
+};
 
 impl Daemon {
     pub(super) fn visits(
         &mut self,
         news: &[News],
-        adopted: &HashSet<u64>,
+        adopted: &HashSet<Cookie>,
         lost: u64,
-        now: u64,
-        at: Instant,
-    ) -> Result<Vec<u64>> {
-        let mut read: HashSet<u64> = adopted.clone();
-        let mut fresh = HashSet::new();
+        now: Mono,
+    ) -> Result<Vec<Cookie>> {
+        let mut read: BTreeSet<Cookie> = adopted.iter().copied().collect();
+        let mut fresh = BTreeSet::new();
+        let at = Instant::now();
         if self.mirror.whole_read_due(at, lost) {
-            let (gone, changed) = self.mirror.replace(self.probe.sockets()?, at, lost);
+            let (gone, changed) = self.mirror.replace(self.kernel.records()?, at, lost);
             for c in gone {
                 self.gone(c);
             }
@@ -49,31 +52,33 @@ impl Daemon {
             fresh.extend(changed);
         }
         for n in news {
+            let cookie = Cookie(n.cookie);
             match n.kind {
                 news::CLOSE => {
-                    self.gone(n.cookie);
+                    self.gone(cookie);
                 }
                 news::UNANSWERED => {
-                    if n.arg == 1 && self.probe.fast.is_ok() {
-                        self.fast.opened(n.cookie, at);
+                    if n.arg == 1 && self.kernel.fast_interval().is_some() {
+                        let first = self.tracked.open_fast(cookie, now);
+                        self.fast.opened(first, now);
                     }
-                    self.judge.unanswered(n.cookie, now);
-                    self.resolve_early(n.cookie, at);
-                    read.insert(n.cookie);
+                    self.judge.unanswered(cookie, now);
+                    self.resolve_early(cookie, at);
+                    read.insert(cookie);
                 }
                 news::TROUBLE => {
-                    self.resolve_early(n.cookie, at);
-                    read.insert(n.cookie);
+                    self.resolve_early(cookie, at);
+                    read.insert(cookie);
                 }
                 _ => {
-                    read.insert(n.cookie);
+                    read.insert(cookie);
                 }
             }
         }
         let mut visit = fresh.clone();
         visit.extend(read.iter().copied());
         visit.extend(self.judge.due(now));
-        visit.extend(self.polled.iter().copied());
+        visit.extend(self.tracked.polled());
         visit.extend(self.mirror.troubled().filter(|c| {
             self.mirror
                 .get(*c)
@@ -87,8 +92,10 @@ impl Daemon {
         // Re-read what the probe may have changed without news: a trouble episode's record
         // changes on every retransmission, and a look decides on the record as it is now.
         read.extend(visit.difference(&fresh).copied());
+        // Visited, and so killed, in the order of their cookies: which sockets a short
+        // budget lets through is the same on every run.
         for c in read {
-            if let Some(rec) = self.probe.get(c)? {
+            if let Some(rec) = self.kernel.record(c)? {
                 self.mirror.upsert(c, rec);
                 self.judge.recorded(c, &rec);
             } else {
@@ -101,12 +108,12 @@ impl Daemon {
 
     /// The first sign of trouble on `cookie`: when it is an endpoint's socket, re-resolve
     /// that endpoint now rather than at its TTL (at most once a second per endpoint).
-    fn resolve_early(&self, cookie: u64, at: Instant) {
-        let (Some(f), Some(i)) = (self.follow.as_ref(), self.members.endpoint_of(cookie)) else {
+    fn resolve_early(&self, cookie: Cookie, at: Instant) {
+        let (Some(f), Some(i)) = (self.follow.as_ref(), self.tracked.endpoint_of(cookie)) else {
             return;
         };
         if f.endpoints.resolve_early(i, at) {
-            tracing::debug!(target: "lifeline::endpoint", endpoint = %f.endpoints.name(i), cookie,
+            tracing::debug!(target: "lifeline::endpoint", endpoint = %f.endpoints.name(i), cookie = cookie.0,
                 "trouble on one of its sockets: re-resolving it now, not at its TTL");
         }
     }
@@ -115,29 +122,32 @@ impl Daemon {
     /// sight), with its endpoint and where its peer stands, and its peer's latest probe. Only the endpoint's own sockets are judged by DNS and the probe.
     pub(super) fn endpoint_fact(
         &mut self,
-        cookie: u64,
-        rec: &SockState,
-        at: Instant,
+        cookie: Cookie,
+        rec: &Record,
     ) -> (Option<(String, Membership)>, Option<PeerProbe>) {
         let Some(f) = self.follow.as_ref() else {
             return (None, None);
         };
-        let Some(i) = self
-            .members
-            .see(cookie, rec.peer(), &f.endpoints, f.grace, at)
-        else {
+        let Some(i) = self.members.see(
+            &mut self.tracked,
+            cookie,
+            rec.peer,
+            &f.endpoints,
+            f.grace,
+            Instant::now(),
+        ) else {
             return (None, None);
         };
         (
-            Some(f.endpoints.of_member(i, rec.peer(), f.grace)),
-            f.prober.finding(rec.peer()),
+            Some(f.endpoints.of_member(i, rec.peer, f.grace)),
+            f.prober.finding(rec.peer),
         )
     }
 
     /// The endpoint's sockets (the recorded fact) whose peer a rule may act on now: its peer
     /// probe reports it dead, or it has left (or is leaving) its endpoint's DNS set. No other
     /// socket is judged by DNS, so none is visited for it.
-    fn peers_in_question(&self) -> Vec<u64> {
+    fn peers_in_question(&self) -> Vec<Cookie> {
         let Some(f) = self.follow.as_ref() else {
             return Vec::new();
         };
@@ -151,7 +161,7 @@ impl Daemon {
                     )
             })
             .flat_map(|(_, cookies)| cookies.iter().copied())
-            .filter(|c| self.members.endpoint_of(*c).is_some())
+            .filter(|c| self.tracked.endpoint_of(*c).is_some())
             .collect()
     }
 }

@@ -23,11 +23,11 @@ use std::{
 use super::Endpoints;
 
 /// How long the answers must hold a new address before its other clients are armed.
-pub const SETTLE: Duration = Duration::from_mins(2);
+pub(crate) const SETTLE: Duration = Duration::from_mins(2);
 
 /// One address a new connection to an endpoint may use (`EndpointSet::within_grace`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     pub addr: SocketAddr,
     /// When a successful answer last held it.
     pub held_at: Instant,
@@ -38,7 +38,7 @@ pub struct Candidate {
 impl Endpoints {
     /// Every address within the grace, with what arming needs to know of it.
     #[must_use]
-    pub fn arming_candidates(&self, grace: Duration) -> Vec<Candidate> {
+    pub(crate) fn arming_candidates(&self, grace: Duration) -> Vec<Candidate> {
         let mut out = Vec::new();
         for s in &self.sets() {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
@@ -57,13 +57,13 @@ impl Endpoints {
 /// The runs of the addresses within the grace: since when each has been (the sweep that
 /// first saw it; a run ends when the address leaves the grace).
 #[derive(Default)]
-pub struct Arming {
+pub(crate) struct Arming {
     runs: HashMap<SocketAddr, Instant>,
 }
 
 /// One step's answer.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Armed {
+pub(crate) struct Armed {
     /// The addresses to arm now.
     pub armed: BTreeSet<SocketAddr>,
     /// Addresses whose run began now and that wait for `SETTLE` (to be logged once).
@@ -72,7 +72,7 @@ pub struct Armed {
 
 impl Arming {
     /// Called every sweep with every candidate.
-    pub fn step(&mut self, candidates: &[Candidate], now: Instant) -> Armed {
+    pub(crate) fn step(&mut self, candidates: &[Candidate], now: Instant) -> Armed {
         let mut out = Armed::default();
         self.runs
             .retain(|addr, _| candidates.iter().any(|c| c.addr == *addr));

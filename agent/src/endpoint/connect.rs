@@ -4,23 +4,49 @@
 //! timeout means nothing answers at that address, a refusal means a host answers but nothing
 //! listens, an accepted connection (closed at once, no byte sent) means the peer is alive.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{future::Future, net::SocketAddr, pin::Pin, time::Duration};
 
 use tokio::{net::TcpStream, time::timeout};
 
+/// A connect check on its way: boxed, so the checks can sit behind a trait object.
+pub(crate) type Connecting<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The connect-based parts the loop relies on: the peer probe's tries and the guard's
+/// check. `Network` makes real connections; the daemon's sweep tests answer from a table.
+pub(crate) trait Connect: Send + Sync {
+    /// The peer probe of `peer` (`probe` below).
+    fn probe(&self, peer: SocketAddr) -> Connecting<Reach>;
+
+    /// The first of `targets` to accept a connection within 1 s (`any_accepts` below).
+    fn any_accepts(&self, targets: Vec<SocketAddr>) -> Connecting<Option<SocketAddr>>;
+}
+
+/// Real connections, from this network namespace.
+pub(crate) struct Network;
+
+impl Connect for Network {
+    fn probe(&self, peer: SocketAddr) -> Connecting<Reach> {
+        Box::pin(probe(peer))
+    }
+
+    fn any_accepts(&self, targets: Vec<SocketAddr>) -> Connecting<Option<SocketAddr>> {
+        Box::pin(async move { any_accepts(&targets).await })
+    }
+}
+
 /// How long one try waits for the handshake.
-pub const TRY_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const TRY_TIMEOUT: Duration = Duration::from_secs(1);
 /// A peer is dead only when this many independent handshakes all time out. Under random
 /// loss p each way one try fails with q = 1 - (1-p)^2; eleven keep a live peer's odds of being
 /// judged dead at q^11 (8e-12 at 5 % loss, 1e-8 at 10 %) per probe, and a probe is asked for
 /// only on trouble (docs/ARCHITECTURE.md, "Idle connections").
-pub const PROBE_TRIES: u32 = 11;
+pub(crate) const PROBE_TRIES: u32 = 11;
 /// Tries start this far apart and stop at the first answer: a live peer costs one
 /// connection, a dead one a verdict about 1.5 s after the start.
 const STAGGER: Duration = Duration::from_millis(50);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reach {
+pub(crate) enum Reach {
     Accepted,
     Refused,
     TimedOut,
@@ -29,7 +55,7 @@ pub enum Reach {
 }
 
 /// One connection attempt with the 1 s timeout.
-pub async fn try_connect(peer: SocketAddr) -> Reach {
+pub(crate) async fn try_connect(peer: SocketAddr) -> Reach {
     match timeout(TRY_TIMEOUT, TcpStream::connect(peer)).await {
         Ok(Ok(_stream)) => Reach::Accepted,
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Reach::Refused,
@@ -40,7 +66,7 @@ pub async fn try_connect(peer: SocketAddr) -> Reach {
 
 /// The peer probe: up to `PROBE_TRIES` tries, `STAGGER` apart; the first that does not time
 /// out is the answer, and the peer is dead (`TimedOut`) only when every one timed out.
-pub async fn probe(peer: SocketAddr) -> Reach {
+pub(crate) async fn probe(peer: SocketAddr) -> Reach {
     let mut tries = tokio::task::JoinSet::new();
     let mut started = 0;
     let mut next = tokio::time::interval(STAGGER);
@@ -62,7 +88,7 @@ pub async fn probe(peer: SocketAddr) -> Reach {
 }
 
 /// The first of `targets` to accept a connection within 1 s, if any does.
-pub async fn any_accepts(targets: &[SocketAddr]) -> Option<SocketAddr> {
+pub(crate) async fn any_accepts(targets: &[SocketAddr]) -> Option<SocketAddr> {
     let mut set = tokio::task::JoinSet::new();
     for t in targets {
         let t = *t;

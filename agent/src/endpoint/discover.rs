@@ -15,7 +15,7 @@ use super::{
 
 /// A distribution's kubelet kubeconfig.
 #[derive(Debug, PartialEq, Eq)]
-pub struct WellKnown {
+pub(crate) struct WellKnown {
     pub path: &'static str,
     pub distribution: &'static str,
 }
@@ -29,7 +29,7 @@ impl WellKnown {
 /// Looked at in this order, only when no kubelet with a `--kubeconfig` runs in this network
 /// namespace (e.g. lifeline started before kubelet). kubeadm's comes first: it was the only
 /// default before discovery.
-pub const WELL_KNOWN: &[WellKnown] = &[
+pub(crate) const WELL_KNOWN: &[WellKnown] = &[
     WellKnown::new("/etc/kubernetes/kubelet.conf", "kubeadm"),
     WellKnown::new("/var/lib/kubelet/kubeconfig", "EKS"),
     // kube-aws v0.14 and later (its cloud-config-worker); older releases used
@@ -41,7 +41,7 @@ pub const WELL_KNOWN: &[WellKnown] = &[
 
 /// Where the followed endpoints came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// `--endpoint` (on the command line or in the config file).
     EndpointFlag,
     /// `--kubeconfig PATH`.
@@ -64,7 +64,7 @@ pub enum Source {
 impl Source {
     /// The kubeconfig read, if any.
     #[must_use]
-    pub fn file(&self) -> Option<&Path> {
+    pub(crate) fn file(&self) -> Option<&Path> {
         match self {
             Self::EndpointFlag => None,
             Self::KubeconfigFlag(p) | Self::Kubelet { file: p, .. } => Some(p),
@@ -98,23 +98,23 @@ impl fmt::Display for Source {
 /// The source followed now, shared with re-discovery (which replaces it when kubelet
 /// restarts); shown as the source it holds.
 #[derive(Clone, Debug)]
-pub struct Followed(Arc<Mutex<Source>>);
+pub(crate) struct Followed(Arc<Mutex<Source>>);
 
 impl Followed {
     #[must_use]
-    pub fn new(source: Source) -> Self {
+    pub(crate) fn new(source: Source) -> Self {
         Self(Arc::new(Mutex::new(source)))
     }
 
     #[must_use]
-    pub fn get(&self) -> Source {
+    pub(crate) fn get(&self) -> Source {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
-    pub fn set(&self, source: Source) {
+    pub(crate) fn set(&self, source: Source) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = source;
     }
 }
@@ -128,7 +128,7 @@ impl fmt::Display for Followed {
 /// The kubeconfig to read: the running kubelet's (one `trust` accepts), else the first
 /// well-known path that exists. None when there is neither (a node without kubelet yet).
 #[must_use]
-pub fn find(trust: &Trust) -> Option<Source> {
+pub(crate) fn find(trust: &Trust) -> Option<Source> {
     kubelet_source(trust)
         .0
         .or_else(|| well_known(|p: &Path| p.exists()).map(Source::WellKnown))
@@ -137,7 +137,7 @@ pub fn find(trust: &Trust) -> Option<Source> {
 /// The oldest running kubelet `trust` accepts, and every process named `kubelet` with a
 /// `--kubeconfig` it does not.
 #[must_use]
-pub fn kubelet_source(trust: &Trust) -> (Option<Source>, Vec<Ignored>) {
+pub(crate) fn kubelet_source(trust: &Trust) -> (Option<Source>, Vec<Ignored>) {
     let mut ignored = Vec::new();
     let trusted: Vec<kubelet::Kubelet> = kubelet::running()
         .into_iter()

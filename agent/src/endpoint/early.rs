@@ -20,11 +20,11 @@ use tokio::sync::Notify;
 use super::Endpoints;
 
 /// At most one early re-resolve of an endpoint this often.
-pub const EARLY_EVERY: Duration = Duration::from_secs(1);
+pub(super) const EARLY_EVERY: Duration = Duration::from_secs(1);
 
 /// One endpoint set's early re-resolve requests (its refresher waits on `wake`).
 #[derive(Debug, Default)]
-pub struct Early {
+pub(crate) struct Early {
     wake: Arc<Notify>,
     last: Option<Instant>,
 }
@@ -46,7 +46,7 @@ impl Early {
 
     /// What the set's refresher waits on.
     #[must_use]
-    pub fn waker(&self) -> Arc<Notify> {
+    pub(crate) fn waker(&self) -> Arc<Notify> {
         Arc::clone(&self.wake)
     }
 }
@@ -55,7 +55,7 @@ impl Endpoints {
     /// A socket of endpoint `i` shows its first sign of trouble at `now`: re-resolve that
     /// endpoint now (rate limited). Returns whether a re-resolve was asked for; never for a
     /// fixed set (an IP literal) or a local proxy's upstreams (its follower's).
-    pub fn resolve_early(&self, i: usize, now: Instant) -> bool {
+    pub(crate) fn resolve_early(&self, i: usize, now: Instant) -> bool {
         let Some(set) = self.sets().get(i).cloned() else {
             return false;
         };

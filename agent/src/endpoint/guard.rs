@@ -2,24 +2,26 @@
 //! accept a TCP connection. When none does, the control plane itself is down and killing
 //! helps nobody; the kills are held and the check is repeated with backoff.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::judge::Mono;
 
 /// A check result is reused this long (one check serves a whole batch of kills).
 const FRESH: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 #[derive(Default)]
-pub struct Guard {
-    last: Option<(bool, Instant)>,
+pub(crate) struct Guard {
+    last: Option<(bool, Mono)>,
     /// While holding: no new check before this.
-    next_check: Option<Instant>,
+    next_check: Option<Mono>,
     backoff: Duration,
     pub holds: u64,
 }
 
 /// The guard's answer for a batch of kills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Go,
     /// No endpoint accepted; the batch is held.
     Hold,
@@ -29,7 +31,7 @@ pub enum Verdict {
 
 /// Whether the guard can answer from what it knows, or a connect test is needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     Known(Verdict),
     /// Test the endpoint (`Endpoints::any_accepts`) and hand the result to `after`.
     Check,
@@ -39,7 +41,7 @@ impl Guard {
     /// Before a batch of kills: answer from a fresh result, or wait out the backoff, or ask
     /// for a test. `configured`: whether there is an endpoint at all (else always Go).
     #[must_use]
-    pub fn before(&self, configured: bool, now: Instant) -> Step {
+    pub(crate) fn before(&self, configured: bool, now: Mono) -> Step {
         if !configured {
             return Step::Known(Verdict::Go);
         }
@@ -56,7 +58,7 @@ impl Guard {
 
     /// The test's result: healthy resets the backoff; unhealthy holds the batch and backs
     /// off (1 s doubling to 30 s) before the next test.
-    pub fn after(&mut self, healthy: bool, now: Instant) -> Verdict {
+    pub(crate) fn after(&mut self, healthy: bool, now: Mono) -> Verdict {
         self.last = Some((healthy, now));
         if healthy {
             self.next_check = None;
@@ -72,13 +74,13 @@ impl Guard {
     /// Whether the last check found no endpoint address accepting, so kills are held (the
     /// daemon defers the kernel's own keepalive aborts meanwhile, `daemon/defer.rs`).
     #[must_use]
-    pub fn holding(&self) -> bool {
+    pub(crate) fn holding(&self) -> bool {
         matches!(self.last, Some((false, _)))
     }
 
     /// Forget the last answer: the path was found down since (a peer probe found no address
     /// accepting), so a healthy answer from before it no longer stands.
-    pub fn forget(&mut self) {
+    pub(crate) fn forget(&mut self) {
         if self.last.is_some_and(|(healthy, _)| healthy) {
             self.last = None;
         }
@@ -86,7 +88,7 @@ impl Guard {
 
     /// When the held batch should be looked at again.
     #[must_use]
-    pub fn next_check(&self) -> Option<Instant> {
+    pub(crate) fn next_check(&self) -> Option<Mono> {
         self.next_check
     }
 }
@@ -98,7 +100,7 @@ mod tests {
     #[test]
     fn holds_back_off_and_a_healthy_answer_resets() {
         let mut g = Guard::default();
-        let t0 = Instant::now();
+        let t0 = Mono::from_secs(100);
         assert_eq!(
             g.before(false, t0),
             Step::Known(Verdict::Go),

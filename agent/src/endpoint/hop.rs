@@ -15,7 +15,7 @@ use crate::settings::run::Endpoint as Settings;
 
 /// kubelet's loopback endpoint and what serves it.
 #[derive(Debug)]
-pub struct Via {
+pub(crate) struct Via {
     /// The kubeconfig's `server:` (re-discovery compares it).
     pub server: (String, u16),
     pub found: Result<Proxy, String>,
@@ -27,7 +27,7 @@ pub struct Via {
 /// configuration does not list them: `--ports` and the API's usual ones (RKE2's supervisor
 /// on 9345).
 #[must_use]
-pub fn api_ports(args: &Settings) -> Vec<u16> {
+pub(crate) fn api_ports(args: &Settings) -> Vec<u16> {
     let mut p = args.ports.clone();
     p.extend([443, 6443, 9345]);
     p.sort_unstable();
@@ -38,7 +38,7 @@ pub fn api_ports(args: &Settings) -> Vec<u16> {
 /// What serves kubelet's connection to the loopback `server`, looked at off this thread
 /// with a deadline (a proxy's file may never answer).
 #[must_use]
-pub fn look(args: &Settings, server: &(String, u16)) -> Option<Via> {
+pub(crate) fn look(args: &Settings, server: &(String, u16)) -> Option<Via> {
     let listen = proxy::loopback(&server.0, server.1)?;
     let (ports, trust) = (api_ports(args), Trust::new(&args.trusted_cgroups));
     let look = blocking::run_sync(move || proxy::find(listen, &ports, &trust.ids()));
@@ -56,7 +56,10 @@ pub fn look(args: &Settings, server: &(String, u16)) -> Option<Via> {
 /// The endpoints for kubeconfig server `server`: itself, or the upstreams of the proxy
 /// serving kubelet's connection to it when it is loopback (then with what was found there).
 #[must_use]
-pub fn through_proxy(args: &Settings, server: (String, u16)) -> (Vec<(String, u16)>, Option<Via>) {
+pub(crate) fn through_proxy(
+    args: &Settings,
+    server: (String, u16),
+) -> (Vec<(String, u16)>, Option<Via>) {
     let Some(via) = look(args, &server) else {
         return (vec![server], None);
     };
@@ -71,7 +74,7 @@ pub fn through_proxy(args: &Settings, server: (String, u16)) -> (Vec<(String, u1
 /// `via` names a loopback endpoint, or when the endpoint is discovered (`steerable`: a
 /// restarted kubelet may name a proxy later), inside the runtime.
 #[must_use]
-pub fn follow(
+pub(crate) fn follow(
     args: &Settings,
     (list, via): (&[(String, u16)], Option<&Via>),
     steerable: bool,

@@ -18,14 +18,14 @@ use std::{
 /// and glibc reads it on every lookup, so kubelet sees an edit within 5 s: re-reading it as
 /// often makes an edit move the set as fast as kubelet moves, for the cost of reading a
 /// small local file.
-pub const HOSTS_REFRESH: Duration = Duration::from_secs(5);
+pub(super) const HOSTS_REFRESH: Duration = Duration::from_secs(5);
 
 /// Far above any real hosts file; a larger one is not read (uncertain evidence).
 const MAX_BYTES: u64 = 4 << 20;
 
 /// `name`'s addresses in the hosts file's text; empty when it is not there.
 #[must_use]
-pub fn lookup(text: &str, name: &str) -> BTreeSet<IpAddr> {
+pub(super) fn lookup(text: &str, name: &str) -> BTreeSet<IpAddr> {
     let want = normalise(name);
     let mut out = BTreeSet::new();
     for line in text.lines() {
@@ -50,7 +50,7 @@ fn normalise(name: &str) -> String {
 /// Why the hosts file could not be read: the caller cannot tell whether the name is in it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("cannot read the hosts file {}: {why}", path.display())]
-pub struct HostsError {
+pub(crate) struct HostsError {
     pub path: PathBuf,
     pub why: String,
 }
@@ -60,7 +60,7 @@ pub struct HostsError {
 ///
 /// # Errors
 /// When the file exists but cannot be read, or is too large to be a hosts file.
-pub fn read(path: &Path) -> Result<String, HostsError> {
+pub(super) fn read(path: &Path) -> Result<String, HostsError> {
     let err = |why: String| HostsError {
         path: path.to_owned(),
         why,

@@ -14,7 +14,7 @@ const MAX_BYTES: u64 = 1 << 20;
 ///
 /// # Errors
 /// When the file cannot be read, is not a text file, or has no usable `server:` URL.
-pub fn server(path: &Path) -> Result<(String, u16)> {
+pub(crate) fn server(path: &Path) -> Result<(String, u16)> {
     let text = read(path).with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
     let url = text
         .lines()

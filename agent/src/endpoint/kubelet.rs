@@ -9,7 +9,7 @@ use std::{
 
 /// A kubelet process that was given a kubeconfig.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Kubelet {
+pub(super) struct Kubelet {
     pub pid: u32,
     /// Start time in clock ticks after boot (`/proc/PID/stat` field 22).
     pub start: u64,
@@ -20,7 +20,7 @@ pub struct Kubelet {
 /// Every process named `kubelet` in this network namespace that has a `--kubeconfig`.
 /// Kubelet must share the host's network namespace with lifeline anyway, and a process in
 /// another one (a lab test's fake kubelet, a kubelet-in-docker node) is some other node's.
-pub fn running() -> Vec<Kubelet> {
+pub(super) fn running() -> Vec<Kubelet> {
     let (Ok(own_ns), Ok(own_dev)) = (id("self", NS), id("self", NET_DEV)) else {
         return Vec::new();
     };
@@ -65,7 +65,7 @@ fn id(pid: &str, what: &str) -> std::io::Result<(u64, u64)> {
 /// flag parser reads it: the last one wins, nothing after `--` is a flag, and an empty value
 /// means none (kubelet then runs standalone, without an API server).
 #[must_use]
-pub fn kubeconfig_arg(cmdline: &[u8]) -> Option<PathBuf> {
+pub(super) fn kubeconfig_arg(cmdline: &[u8]) -> Option<PathBuf> {
     let mut args = cmdline.split(|b| *b == 0).skip(1);
     let mut found: Option<&[u8]> = None;
     while let Some(a) = args.next() {
@@ -87,7 +87,7 @@ pub fn kubeconfig_arg(cmdline: &[u8]) -> Option<PathBuf> {
 /// Field 22 of `/proc/PID/stat`, counted after the `)` that ends the command name (which
 /// may itself contain spaces and parentheses).
 #[must_use]
-pub fn start_time(stat: &str) -> Option<u64> {
+pub(crate) fn start_time(stat: &str) -> Option<u64> {
     let (_, rest) = stat.rsplit_once(')')?;
     // `rest` starts at field 3 (state): field 22 is the 20th from there.
     rest.split_whitespace().nth(19)?.parse().ok()
@@ -96,7 +96,7 @@ pub fn start_time(stat: &str) -> Option<u64> {
 /// The oldest kubelet (the one that has been serving the node, not a restart's overlap or
 /// a stray copy), and how many there were.
 #[must_use]
-pub fn oldest(mut all: Vec<Kubelet>) -> Option<(Kubelet, usize)> {
+pub(super) fn oldest(mut all: Vec<Kubelet>) -> Option<(Kubelet, usize)> {
     let n = all.len();
     all.sort_by_key(|k| (k.start, k.pid));
     all.into_iter().next().map(|k| (k, n))
@@ -107,7 +107,7 @@ pub fn oldest(mut all: Vec<Kubelet>) -> Option<(Kubelet, usize)> {
 /// path inside kubelet's own root (kubelet in a container, lifeline on the host or the
 /// other way round).
 #[must_use]
-pub fn read_path(pid: u32, arg: &Path, exists: impl Fn(&Path) -> bool) -> PathBuf {
+pub(super) fn read_path(pid: u32, arg: &Path, exists: impl Fn(&Path) -> bool) -> PathBuf {
     let proc = PathBuf::from(format!("/proc/{pid}"));
     if arg.is_relative() {
         // The cwd link resolves inside kubelet's mount namespace and root.

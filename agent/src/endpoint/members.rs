@@ -10,7 +10,8 @@
 //! other watched socket on the endpoint's port (kubelet's cgroup talking to another service
 //! on 443, a name pinned in /etc/hosts that lifeline's answers never held) gets the evidence
 //! verdicts only (stalled, silent). A peer no answer ever held is logged once (per hour).
-//! The fact is forgotten with the socket.
+//! The fact is kept with everything else the loop keeps about the socket (`Facts`, the
+//! loop's table of sockets), and forgotten with the socket.
 
 use std::{
     collections::{BTreeSet, HashMap, HashSet},
@@ -19,16 +20,24 @@ use std::{
 };
 
 use super::{Endpoints, Membership};
+use crate::judge::Cookie;
 
 /// A never-held peer is logged again after this, if sockets to it are still seen.
 const REPORT_AGAIN: Duration = Duration::from_hours(1);
 /// At most this many reported peers are remembered.
 const REPORTED_MAX: usize = 4096;
 
+/// Where the facts are kept: one per socket, in the loop's table of sockets
+/// (`daemon/tracked.rs`), so that forgetting a socket forgets its fact too.
+pub(crate) trait Facts {
+    /// The endpoint (index) `cookie` is the connection of, as recorded.
+    fn endpoint_of(&self, cookie: Cookie) -> Option<usize>;
+    /// `cookie` is the connection of endpoint `i` from now on; whether it was not recorded.
+    fn record(&mut self, cookie: Cookie, i: usize) -> bool;
+}
+
 #[derive(Default)]
-pub struct Members {
-    /// Cookie -> the endpoint (index) the socket is the connection of.
-    facts: HashMap<u64, usize>,
+pub(crate) struct Members {
     /// Every current answer's address at the last `sync`: an address not here is a join.
     current: BTreeSet<(usize, SocketAddr)>,
     /// Never-held peers logged, and when.
@@ -39,44 +48,36 @@ impl Members {
     /// The endpoint `cookie` (a socket to `peer`) is the connection of. Recorded the first
     /// time its address is admitted; until then asked again at each visit, so a socket whose
     /// address joins between two `sync`s is not missed.
-    pub fn see(
+    pub(crate) fn see(
         &mut self,
-        cookie: u64,
+        facts: &mut impl Facts,
+        cookie: Cookie,
         peer: SocketAddr,
         endpoints: &Endpoints,
         grace: Duration,
         at: Instant,
     ) -> Option<usize> {
-        if let Some(i) = self.facts.get(&cookie) {
-            return Some(*i);
+        if let Some(i) = facts.endpoint_of(cookie) {
+            return Some(i);
         }
         if let Some(i) = endpoints.admits(peer, grace) {
-            self.facts.insert(cookie, i);
+            facts.record(cookie, i);
             return Some(i);
         }
         self.report_never_held(peer, endpoints, grace, at);
         None
     }
 
-    /// The endpoint `cookie` is the connection of, as recorded.
-    #[must_use]
-    pub fn endpoint_of(&self, cookie: u64) -> Option<usize> {
-        self.facts.get(&cookie).copied()
-    }
-
-    pub fn forget(&mut self, cookie: u64) {
-        self.facts.remove(&cookie);
-    }
-
     /// Once per sweep, with every watched socket by peer: when the answers changed, the
     /// sockets to an address that joined are the endpoint's from now on, and the peers on an
     /// endpoint's port that no answer ever held are reported (sockets adopted before the
     /// first answer were seen when nothing could be said).
-    pub fn sync<'a>(
+    pub(crate) fn sync<'a>(
         &mut self,
+        facts: &mut impl Facts,
         endpoints: &Endpoints,
         grace: Duration,
-        peers: impl Iterator<Item = (&'a SocketAddr, &'a HashSet<u64>)>,
+        peers: impl Iterator<Item = (&'a SocketAddr, &'a HashSet<Cookie>)>,
         at: Instant,
     ) {
         let now = endpoints.current();
@@ -94,7 +95,7 @@ impl Members {
             if let Some(i) = joined.get(peer) {
                 let mut new = 0usize;
                 for c in cookies {
-                    if self.facts.insert(*c, *i).is_none() {
+                    if facts.record(*c, *i) {
                         new += 1;
                     }
                 }
@@ -103,7 +104,7 @@ impl Members {
                         endpoint = %endpoints.name(*i), sockets = new,
                         "{new} watched socket(s) to {peer} are the endpoint's connections from now on: its address is in the endpoint's answers");
                 }
-            } else if cookies.iter().any(|c| !self.facts.contains_key(c)) {
+            } else if cookies.iter().any(|c| facts.endpoint_of(*c).is_none()) {
                 self.report_never_held(*peer, endpoints, grace, at);
             }
         }

@@ -2,9 +2,8 @@
 //! (`set.rs`; the fact itself is the judge's input, `lifeline_judge::Membership`) and as
 //! status and logs name it.
 
+pub(crate) use lifeline_judge::Membership;
 use serde::{Deserialize, Serialize};
-
-pub use lifeline_judge::Membership;
 
 impl From<Membership> for Standing {
     /// Where it stands, without for how long.
@@ -21,7 +20,7 @@ impl From<Membership> for Standing {
 
 /// A [`Membership`] as status shows it (a row's `endpoint_member`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Standing {
+pub(crate) enum Standing {
     #[serde(rename = "in-set")]
     InSet,
     #[serde(rename = "leaving")]
@@ -37,7 +36,7 @@ pub enum Standing {
 impl Standing {
     /// The word in the row's JSON and the table's IN-SET column.
     #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::InSet => "in-set",
             Self::Leaving => "leaving",

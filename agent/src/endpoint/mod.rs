@@ -2,23 +2,23 @@
 //! endpoint check that keeps lifeline from making an outage worse.
 
 mod arming;
-pub mod connect;
-pub mod discover;
+pub(crate) mod connect;
+pub(crate) mod discover;
 mod early;
-pub mod guard;
-pub mod hop;
+pub(crate) mod guard;
+pub(crate) mod hop;
 mod hosts;
-pub mod kubeconfig;
+pub(crate) mod kubeconfig;
 mod kubelet;
 mod members;
 mod nsswitch;
 mod peers;
-pub mod proxy;
+pub(crate) mod proxy;
 mod rediscover;
 mod refresh;
 mod resolve;
 mod set;
-pub mod setup;
+pub(crate) mod setup;
 mod trust;
 
 use std::{
@@ -27,22 +27,21 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde::{Deserialize, Serialize};
-
-pub use arming::{Armed, Arming, SETTLE};
-pub use guard::Guard;
+pub(crate) use arming::{Armed, Arming, SETTLE};
+pub(crate) use guard::Guard;
 /// A process's start time from `/proc/PID/stat` (field 22, in clock ticks after boot).
-pub use kubelet::start_time as proc_start_time;
-pub use members::Members;
-pub use nsswitch::lookup_order;
-pub use peers::Prober;
-pub use refresh::{Refresh, spawn_refreshers};
-pub use resolve::Resolver;
-pub use set::{EndpointSet, Membership, Standing};
+pub(crate) use kubelet::start_time as proc_start_time;
+pub(crate) use members::{Facts, Members};
+pub(crate) use nsswitch::lookup_order;
+pub(crate) use peers::Prober;
+pub(crate) use refresh::{Refresh, spawn_refreshers};
+pub(crate) use resolve::Resolver;
+use serde::{Deserialize, Serialize};
+pub(crate) use set::{EndpointSet, Membership, Standing};
 
 /// What `lifeline status` shows of one endpoint.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct EndpointStatus {
+pub(crate) struct EndpointStatus {
     pub endpoint: String,
     pub addrs: Vec<String>,
     pub last_refresh_age_ms: Option<u64>,
@@ -53,13 +52,13 @@ pub struct EndpointStatus {
 /// At most this many endpoint sets: the configured ones, and one per port a local proxy's
 /// upstreams come to use (`proxy::follow`); a set is never removed, so an index names one
 /// set for the agent's whole life.
-pub const MAX_SETS: usize = 32;
+pub(crate) const MAX_SETS: usize = 32;
 
 type Sets = Arc<std::sync::RwLock<Vec<Arc<Mutex<EndpointSet>>>>>;
 
 /// Every configured endpoint, shared between the refresh tasks and the daemon.
 #[derive(Clone, Default)]
-pub struct Endpoints {
+pub(crate) struct Endpoints {
     sets: Sets,
     /// Woken when `retarget` changed a set (its refresher then resolves the new name).
     retargeted: Arc<tokio::sync::Notify>,
@@ -71,7 +70,7 @@ fn ms(d: Duration) -> u64 {
 
 impl Endpoints {
     #[must_use]
-    pub fn new(list: &[(String, u16)]) -> Self {
+    pub(crate) fn new(list: &[(String, u16)]) -> Self {
         Self::of(
             list.iter()
                 .map(|(h, p)| Arc::new(Mutex::new(EndpointSet::new(h, *p))))
@@ -81,7 +80,7 @@ impl Endpoints {
 
     /// Endpoints of the sets `sets`.
     #[must_use]
-    pub fn of(sets: Vec<Arc<Mutex<EndpointSet>>>) -> Self {
+    pub(crate) fn of(sets: Vec<Arc<Mutex<EndpointSet>>>) -> Self {
         Self {
             sets: Arc::new(std::sync::RwLock::new(sets)),
             retargeted: Arc::default(),
@@ -90,7 +89,7 @@ impl Endpoints {
 
     /// Adds `set` (a local proxy's upstreams on a port it did not use before); every clone
     /// sees it. `None` when `MAX_SETS` are there already.
-    pub fn add(&self, set: EndpointSet) -> Option<Arc<Mutex<EndpointSet>>> {
+    pub(crate) fn add(&self, set: EndpointSet) -> Option<Arc<Mutex<EndpointSet>>> {
         let mut sets = self.sets.write().unwrap_or_else(PoisonError::into_inner);
         if sets.len() >= MAX_SETS {
             return None;
@@ -105,7 +104,7 @@ impl Endpoints {
     /// afresh, as at start, and a local proxy's sets past the list are emptied (kubelet no
     /// longer goes through it). Every clone (the refreshers, the restarter, the daemon) sees
     /// the change. Returns whether a set changed.
-    pub fn retarget(&self, list: &[(String, u16)]) -> bool {
+    pub(crate) fn retarget(&self, list: &[(String, u16)]) -> bool {
         let mut changed = false;
         let sets = self.sets();
         for (i, set) in sets.iter().enumerate() {
@@ -131,18 +130,18 @@ impl Endpoints {
 
     /// Woken by `retarget`.
     #[must_use]
-    pub fn retargeted(&self) -> &Arc<tokio::sync::Notify> {
+    pub(crate) fn retargeted(&self) -> &Arc<tokio::sync::Notify> {
         &self.retargeted
     }
 
     #[must_use]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.sets().is_empty()
     }
 
     /// The sets now (a set added later is not in this copy).
     #[must_use]
-    pub fn sets(&self) -> Vec<Arc<Mutex<EndpointSet>>> {
+    pub(crate) fn sets(&self) -> Vec<Arc<Mutex<EndpointSet>>> {
         self.sets
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -151,7 +150,7 @@ impl Endpoints {
 
     /// Every set's port.
     #[must_use]
-    pub fn ports(&self) -> std::collections::BTreeSet<u16> {
+    pub(crate) fn ports(&self) -> std::collections::BTreeSet<u16> {
         self.sets()
             .iter()
             .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).port)
@@ -162,7 +161,11 @@ impl Endpoints {
     /// endpoints on one port, the best standing). Says nothing about whether a socket to it
     /// is the endpoint's: that is the recorded fact (`Members`).
     #[must_use]
-    pub fn standing(&self, peer: SocketAddr, grace: Duration) -> Option<(usize, Membership)> {
+    pub(crate) fn standing(
+        &self,
+        peer: SocketAddr,
+        grace: Duration,
+    ) -> Option<(usize, Membership)> {
         let rank = |m: Membership| match m {
             Membership::InSet => 0,
             Membership::Leaving { .. } => 1,
@@ -190,7 +193,7 @@ impl Endpoints {
     /// The endpoint a socket to `peer` seen now is the connection of, if any (see
     /// `EndpointSet::admits`): the first whose port it is on and whose set holds its address.
     #[must_use]
-    pub fn admits(&self, peer: SocketAddr, grace: Duration) -> Option<usize> {
+    pub(crate) fn admits(&self, peer: SocketAddr, grace: Duration) -> Option<usize> {
         self.sets().iter().position(|s| {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
             s.port == peer.port() && s.admits(peer.ip(), grace)
@@ -200,7 +203,7 @@ impl Endpoints {
     /// A member socket's endpoint (by index) and where its peer stands in that set now. An
     /// address forgotten since (absent over `FORGET_AFTER`) is orphaned for at least that.
     #[must_use]
-    pub fn of_member(
+    pub(crate) fn of_member(
         &self,
         endpoint: usize,
         peer: SocketAddr,
@@ -221,7 +224,7 @@ impl Endpoints {
 
     /// The name of endpoint `i` (`NAME:PORT`).
     #[must_use]
-    pub fn name(&self, i: usize) -> String {
+    pub(crate) fn name(&self, i: usize) -> String {
         self.sets()
             .get(i)
             .map(|s| {
@@ -235,7 +238,7 @@ impl Endpoints {
 
     /// Every address of every current answer, with its endpoint (index) and port.
     #[must_use]
-    pub fn current(&self) -> std::collections::BTreeSet<(usize, SocketAddr)> {
+    pub(crate) fn current(&self) -> std::collections::BTreeSet<(usize, SocketAddr)> {
         let mut out = std::collections::BTreeSet::new();
         for (i, s) in self.sets().iter().enumerate() {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
@@ -246,7 +249,7 @@ impl Endpoints {
 
     /// Every address of every current set, with its endpoint's port.
     #[must_use]
-    pub fn targets(&self) -> Vec<SocketAddr> {
+    pub(crate) fn targets(&self) -> Vec<SocketAddr> {
         let mut out = Vec::new();
         for s in &self.sets() {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
@@ -258,7 +261,10 @@ impl Endpoints {
     /// Every address a new connection to an endpoint may still use (see
     /// `EndpointSet::within_grace`), with its endpoint's port: the endpoint-client targets.
     #[must_use]
-    pub fn peers_within_grace(&self, grace: Duration) -> std::collections::BTreeSet<SocketAddr> {
+    pub(crate) fn peers_within_grace(
+        &self,
+        grace: Duration,
+    ) -> std::collections::BTreeSet<SocketAddr> {
         let mut out = std::collections::BTreeSet::new();
         for s in &self.sets() {
             let s = s.lock().unwrap_or_else(PoisonError::into_inner);
@@ -272,12 +278,12 @@ impl Endpoints {
     }
 
     /// The first address of the current sets to accept a TCP connection within 1 s, if any.
-    pub async fn any_accepts(&self) -> Option<SocketAddr> {
+    pub(crate) async fn any_accepts(&self) -> Option<SocketAddr> {
         connect::any_accepts(&self.targets()).await
     }
 
     #[must_use]
-    pub fn status(&self, now: Instant) -> Vec<EndpointStatus> {
+    pub(crate) fn status(&self, now: Instant) -> Vec<EndpointStatus> {
         self.sets()
             .iter()
             .map(|s| {
@@ -297,12 +303,14 @@ impl Endpoints {
 }
 
 /// Everything the daemon needs to follow the endpoints.
-pub struct Follow {
+pub(crate) struct Follow {
     /// Where the endpoints came from (`lifeline status` names it); re-discovery changes it.
     pub source: discover::Followed,
     pub endpoints: Endpoints,
     pub prober: Prober,
     pub guard: Guard,
+    /// How the guard checks the endpoint (and the prober tries its peers).
+    pub connect: Arc<dyn connect::Connect>,
     pub grace: Duration,
     /// kubelet's local proxy, when its endpoint is one (`lifeline status` shows the hop).
     pub hop: Option<proxy::follow::Shared>,
@@ -314,7 +322,7 @@ impl Follow {
     /// The ports the probe must watch for the endpoint now: every set's (a proxy's reload
     /// or a restarted kubelet may add one) and kubelet's loopback endpoint's.
     #[must_use]
-    pub fn ports(&self) -> std::collections::BTreeSet<u16> {
+    pub(crate) fn ports(&self) -> std::collections::BTreeSet<u16> {
         let mut p = self.endpoints.ports();
         p.extend(
             self.steer
@@ -327,7 +335,7 @@ impl Follow {
 
     /// Where the endpoints come from, with the hop through a local proxy if there is one.
     #[must_use]
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let hop = self
             .hop
             .as_ref()
@@ -341,7 +349,7 @@ impl Follow {
 
 /// `NAME:PORT, ...` as `lifeline status` names them.
 #[must_use]
-pub fn names(list: &[(String, u16)]) -> String {
+pub(crate) fn names(list: &[(String, u16)]) -> String {
     let names: Vec<String> = list.iter().map(|(h, p)| set::name(h, *p)).collect();
     names.join(", ")
 }

@@ -5,18 +5,18 @@
 
 use std::path::Path;
 
-pub const NSSWITCH: &str = "/etc/nsswitch.conf";
+pub(super) const NSSWITCH: &str = "/etc/nsswitch.conf";
 
 /// One source lifeline implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(super) enum Source {
     Files,
     Dns,
 }
 
 /// The sources in order, and the ones named that lifeline does not implement.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Order {
+pub(super) struct Order {
     pub sources: Vec<Source>,
     /// E.g. `myhostname`, `mdns4_minimal`, `resolve`: not ours, skipped (logged).
     pub ignored: Vec<String>,
@@ -39,7 +39,7 @@ impl Order {
     /// `files (HOSTS) then dns (FROM); not lifeline's, skipped: ...`, for the log and
     /// `lifeline check`.
     #[must_use]
-    pub fn describe(&self, hosts_file: &Path) -> String {
+    pub(super) fn describe(&self, hosts_file: &Path) -> String {
         let names: Vec<String> = self
             .sources
             .iter()
@@ -61,14 +61,14 @@ impl Order {
 ///
 /// # Errors
 /// When the hosts file exists but cannot be read.
-pub fn lookup_order(hosts_file: &Path) -> Result<String, String> {
+pub(crate) fn lookup_order(hosts_file: &Path) -> Result<String, String> {
     super::hosts::read(hosts_file).map_err(|e| e.to_string())?;
     Ok(read(Path::new(NSSWITCH)).describe(hosts_file))
 }
 
 /// The order in `path` (normally `NSSWITCH`).
 #[must_use]
-pub fn read(path: &Path) -> Order {
+pub(super) fn read(path: &Path) -> Order {
     match std::fs::read_to_string(path) {
         Ok(text) => parse(&text, path),
         Err(e) => Order::default_because(format!(
@@ -82,7 +82,7 @@ pub fn read(path: &Path) -> Order {
 /// one source goes on to the next here (glibc's default action), and a source that knows
 /// the name ends the lookup.
 #[must_use]
-pub fn parse(text: &str, path: &Path) -> Order {
+pub(super) fn parse(text: &str, path: &Path) -> Order {
     let line = text
         .lines()
         .map(|l| l.split_once('#').map_or(l, |(l, _)| l).trim())

@@ -15,13 +15,16 @@ use std::{
     collections::HashMap,
     net::SocketAddr,
     sync::{Arc, Mutex, PoisonError},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use tokio::sync::Notify;
 
-use super::connect::{self, Reach};
-use lifeline_judge::{DeadPeer, PeerProbe, ProbeAsk, SLACK};
+use super::connect::{Connect, Reach};
+use crate::{
+    judge::{DeadPeer, Mono, PeerProbe, ProbeAsk, SLACK},
+    kernel::clock::Clock,
+};
 
 /// How long a result stands before a new request probes again.
 const FRESH_ALIVE: Duration = Duration::from_secs(5);
@@ -29,7 +32,7 @@ const FRESH_DEAD: Duration = Duration::from_secs(10);
 
 /// What a peer probe found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Finding {
+pub(super) enum Finding {
     /// A try was accepted.
     Alive,
     /// A try was refused: a live host with nothing listening, alive as far as the path goes.
@@ -44,7 +47,7 @@ pub enum Finding {
 
 impl Finding {
     #[must_use]
-    pub const fn label(self) -> &'static str {
+    pub(super) const fn label(self) -> &'static str {
         match self {
             Self::Alive => "alive",
             Self::Refused => "refused",
@@ -58,24 +61,24 @@ impl Finding {
 #[derive(Clone, Copy, Debug)]
 struct Result {
     finding: Finding,
-    started: Instant,
-    at: Instant,
+    started: Mono,
+    at: Mono,
 }
 
 impl Result {
-    fn fresh(&self) -> bool {
+    fn fresh(&self, now: Mono) -> bool {
         let keep = match self.finding {
             Finding::Dead | Finding::PathDown => FRESH_DEAD,
             Finding::Alive | Finding::Refused | Finding::Failed => FRESH_ALIVE,
         };
-        self.at.elapsed() < keep
+        now - self.at < keep
     }
 }
 
 #[derive(Default)]
 struct Entry {
     /// A probe in flight, since.
-    running: Option<Instant>,
+    running: Option<Mono>,
     result: Option<Result>,
 }
 
@@ -83,24 +86,30 @@ struct Entry {
 struct State {
     by_peer: HashMap<SocketAddr, Entry>,
     /// The earliest start of a probe that found the path down, not yet taken by the loop.
-    path_down: Option<Instant>,
+    path_down: Option<Mono>,
     /// The latest answer of a probe that found its peer alive, not yet taken by the loop.
-    alive: Option<(SocketAddr, Instant)>,
+    alive: Option<(SocketAddr, Mono)>,
 }
 
 #[derive(Clone)]
-pub struct Prober {
+pub(crate) struct Prober {
     inner: Arc<Mutex<State>>,
     /// Woken when a probe finishes, so the daemon acts on a dead peer at once.
     wake: Arc<Notify>,
+    /// The moments a probe starts and ends at, on the loop's clock.
+    clock: Arc<dyn Clock>,
+    /// How the tries are made.
+    connect: Arc<dyn Connect>,
 }
 
 impl Prober {
     #[must_use]
-    pub fn new(wake: Arc<Notify>) -> Self {
+    pub(crate) fn new(wake: Arc<Notify>, clock: Arc<dyn Clock>, connect: Arc<dyn Connect>) -> Self {
         Self {
             inner: Arc::default(),
             wake,
+            clock,
+            connect,
         }
     }
 
@@ -111,21 +120,22 @@ impl Prober {
     /// Probe `peer` unless a probe is running or a fresh result exists (one that began
     /// after `ask.after`, when given). `others`: the endpoint's current addresses, tried when
     /// `peer` times out.
-    pub fn request(&self, peer: SocketAddr, ask: ProbeAsk, others: Vec<SocketAddr>) {
+    pub(crate) fn request(&self, peer: SocketAddr, ask: ProbeAsk, others: Vec<SocketAddr>) {
+        let now = self.clock.now();
         let mut inner = self.lock();
         let e = inner.by_peer.entry(peer).or_default();
         let answered = e
             .result
-            .is_some_and(|r| r.fresh() && ask.after.is_none_or(|t| r.started + SLACK >= t));
+            .is_some_and(|r| r.fresh(now) && ask.after.is_none_or(|t| r.started + SLACK >= t));
         if e.running.is_some() || answered {
             return;
         }
-        let (this, started, reason) = (self.clone(), Instant::now(), ask.why);
+        let (this, started, reason) = (self.clone(), now, ask.why);
         e.running = Some(started);
         drop(inner);
         tokio::spawn(async move {
-            let finding = find(peer, &others).await;
-            let at = Instant::now();
+            let finding = find(this.connect.as_ref(), peer, &others).await;
+            let at = this.clock.now();
             tracing::info!(target: "lifeline::endpoint", peer = %peer, result = finding.label(), reason,
                 took_ms = u64::try_from((at - started).as_millis()).unwrap_or(u64::MAX), "peer probe");
             let mut inner = this.lock();
@@ -150,13 +160,14 @@ impl Prober {
 
     /// The latest probe of `peer`: running, or its fresh finding.
     #[must_use]
-    pub fn finding(&self, peer: SocketAddr) -> Option<PeerProbe> {
+    pub(crate) fn finding(&self, peer: SocketAddr) -> Option<PeerProbe> {
+        let now = self.clock.now();
         let inner = self.lock();
         let e = inner.by_peer.get(&peer)?;
         if let Some(started) = e.running {
             return Some(PeerProbe::Running { started });
         }
-        let r = e.result.filter(Result::fresh)?;
+        let r = e.result.filter(|r| r.fresh(now))?;
         let started = r.started;
         Some(match r.finding {
             Finding::Alive | Finding::Refused => PeerProbe::Alive { started },
@@ -172,10 +183,11 @@ impl Prober {
 
     /// The latest fresh finding that `peer` is dead, with when its probe began.
     #[must_use]
-    pub fn dead(&self, peer: SocketAddr) -> Option<DeadPeer> {
+    pub(crate) fn dead(&self, peer: SocketAddr) -> Option<DeadPeer> {
+        let now = self.clock.now();
         let inner = self.lock();
         let r = inner.by_peer.get(&peer)?.result?;
-        (r.finding == Finding::Dead && r.fresh()).then_some(DeadPeer {
+        (r.finding == Finding::Dead && r.fresh(now)).then_some(DeadPeer {
             probe_started: r.started,
             found: r.at,
         })
@@ -183,7 +195,7 @@ impl Prober {
 
     /// `peer` was heard from at `at` (a socket received from it, or it accepted a
     /// connection): a dead or path-down finding of a probe that began before is dropped.
-    pub fn heard(&self, peer: SocketAddr, at: Instant) {
+    pub(crate) fn heard(&self, peer: SocketAddr, at: Mono) {
         let mut inner = self.lock();
         if let Some(e) = inner.by_peer.get_mut(&peer)
             && e.result.is_some_and(|r| {
@@ -196,7 +208,7 @@ impl Prober {
 
     /// The path is back: every path-down finding is stale (a peer still dead is probed again,
     /// and with the path working that probe tells a dead peer from a live one).
-    pub fn path_back(&self) {
+    pub(crate) fn path_back(&self) {
         let mut inner = self.lock();
         inner.path_down = None;
         for e in inner.by_peer.values_mut() {
@@ -207,34 +219,35 @@ impl Prober {
     }
 
     /// The latest peer a probe found alive since the last call, and when.
-    pub fn take_alive(&self) -> Option<(SocketAddr, Instant)> {
+    pub(crate) fn take_alive(&self) -> Option<(SocketAddr, Mono)> {
         self.lock().alive.take()
     }
 
     /// The start of the earliest probe that found the path down since the last call.
-    pub fn take_path_down(&self) -> Option<Instant> {
+    pub(crate) fn take_path_down(&self) -> Option<Mono> {
         self.lock().path_down.take()
     }
 
     /// Forget peers nobody asked about for a while.
-    pub fn prune(&self) {
+    pub(crate) fn prune(&self) {
+        let now = self.clock.now();
         self.lock().by_peer.retain(|_, e| {
             e.running.is_some()
                 || e.result
-                    .is_some_and(|r| r.at.elapsed() < Duration::from_mins(1))
+                    .is_some_and(|r| now - r.at < Duration::from_mins(1))
         });
     }
 }
 
 /// The probe of `peer`; when every try timed out, whether any of `others` accepts.
-async fn find(peer: SocketAddr, others: &[SocketAddr]) -> Finding {
-    match connect::probe(peer).await {
+async fn find(connect: &dyn Connect, peer: SocketAddr, others: &[SocketAddr]) -> Finding {
+    match connect.probe(peer).await {
         Reach::Accepted => Finding::Alive,
         Reach::Refused => Finding::Refused,
         Reach::Failed => Finding::Failed,
         Reach::TimedOut => {
             let others: Vec<SocketAddr> = others.iter().copied().filter(|a| *a != peer).collect();
-            if connect::any_accepts(&others).await.is_some() {
+            if connect.any_accepts(others).await.is_some() {
                 Finding::Dead
             } else {
                 Finding::PathDown

@@ -17,9 +17,9 @@ use super::{
 use crate::settings::run::Endpoint as Settings;
 
 /// How often kubelet is looked for: a restart moves the endpoint within this.
-pub const EVERY: Duration = Duration::from_secs(3);
+pub(super) const EVERY: Duration = Duration::from_secs(3);
 
-pub struct Rediscover {
+pub(super) struct Rediscover {
     trust: Trust,
     followed: Followed,
     endpoints: Endpoints,
@@ -44,7 +44,7 @@ impl Rediscover {
     /// Follows `list` (from `followed`) into `endpoints`, a loopback server through the
     /// proxy follower `steer`; `wake` is the daemon's.
     #[must_use]
-    pub fn new(
+    pub(super) fn new(
         args: &Settings,
         (followed, list): (Followed, Vec<(String, u16)>),
         (endpoints, steer): (Endpoints, Option<proxy::follow::Steer>),
@@ -62,7 +62,7 @@ impl Rediscover {
     }
 
     /// Looks now, then every `EVERY`, until the runtime ends.
-    pub fn spawn(mut self) {
+    pub(super) fn spawn(mut self) {
         tokio::spawn(async move {
             loop {
                 self.look();
@@ -72,7 +72,7 @@ impl Rediscover {
     }
 
     /// One look: log untrusted kubelets once, follow a new trusted one's server.
-    pub fn look(&mut self) {
+    pub(super) fn look(&mut self) {
         let (found, ignored) = discover::kubelet_source(&self.trust);
         for i in ignored {
             if self.logged.insert((i.pid, i.start)) {
@@ -126,7 +126,7 @@ impl Rediscover {
 }
 
 /// One line naming the process and why it may not choose the endpoint.
-pub fn log_ignored(i: &Ignored) {
+pub(super) fn log_ignored(i: &Ignored) {
     tracing::warn!(target: "lifeline::endpoint", pid = i.pid, uid = %i.uid, cgroup = %i.cgroup, why = %i.why,
         "ignoring process {} named kubelet (uid {}, cgroup {:?}): {}; only a root kubelet in kubelet's cgroup chooses the API endpoint",
         i.pid, i.uid, i.cgroup, i.why);

@@ -15,7 +15,7 @@ use super::{Endpoints, Resolver};
 
 /// `--min-refresh` / `--max-refresh`.
 #[derive(Clone, Copy, Debug)]
-pub struct Refresh {
+pub(crate) struct Refresh {
     pub min: Duration,
     pub max: Duration,
 }
@@ -23,7 +23,7 @@ pub struct Refresh {
 /// Spawns the refresh tasks; they end with the runtime. A fixed set (an IP literal) needs
 /// none, unless re-discovery may point it at a name (`retargetable`): its task then waits
 /// for `Endpoints::retarget`. `failures` counts the failed resolutions (a metric).
-pub fn spawn_refreshers(
+pub(crate) fn spawn_refreshers(
     endpoints: &Endpoints,
     resolver: Resolver,
     refresh: Refresh,

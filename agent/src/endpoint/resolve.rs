@@ -25,7 +25,7 @@ use super::{
 
 /// Why a resolution gave no usable answer.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum DnsError {
+pub(crate) enum DnsError {
     #[error("timeout: no answer from the DNS server")]
     Timeout,
     #[error("SERVFAIL from the DNS server")]
@@ -72,14 +72,14 @@ impl DnsError {
 
 /// Which source answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     Hosts,
     Dns,
 }
 
 impl Origin {
     #[must_use]
-    pub const fn label(self) -> &'static str {
+    pub(crate) const fn label(self) -> &'static str {
         match self {
             Self::Hosts => "hosts file",
             Self::Dns => "DNS",
@@ -90,13 +90,13 @@ impl Origin {
 /// One good answer: every address the hosts file names, or every A and AAAA address at the
 /// end of the CNAME chain; `ttl` is `hosts::HOSTS_REFRESH` for a hosts answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub addrs: BTreeSet<IpAddr>,
     pub ttl: Duration,
     pub from: Origin,
 }
 
-pub struct Resolver {
+pub(crate) struct Resolver {
     inner: TokioResolver,
     hosts: PathBuf,
     order: Vec<Source>,
@@ -109,7 +109,7 @@ impl Resolver {
     ///
     /// # Errors
     /// When /etc/resolv.conf cannot be read or parsed.
-    pub fn new(servers: &[std::net::SocketAddr], hosts: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn new(servers: &[std::net::SocketAddr], hosts: &Path) -> anyhow::Result<Self> {
         let order = nsswitch::read(Path::new(nsswitch::NSSWITCH));
         tracing::info!(target: "lifeline::endpoint", hosts_file = %hosts.display(),
             "names are looked up in {}", order.describe(hosts));
@@ -161,7 +161,7 @@ impl Resolver {
     ///
     /// # Errors
     /// The hosts file's error, else the last DNS error, else `NotInHosts`.
-    pub async fn resolve(&self, name: &str) -> Result<Answer, DnsError> {
+    pub(crate) async fn resolve(&self, name: &str) -> Result<Answer, DnsError> {
         lookup(&self.order, &self.hosts, name, |n| self.resolve_dns(n)).await
     }
 

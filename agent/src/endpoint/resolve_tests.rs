@@ -1,5 +1,5 @@
 //! The order of the sources (`lookup`), with DNS stood in for by a closure that counts its
-//! calls: DNS itself is tested against the lab's dnsmasq (`tests/tests/endpoint_resolution.rs`).
+//! calls: DNS itself is tested against the lab's dnsmasq (`tests/tests/lab/endpoint_resolution.rs`).
 
 use std::{cell::Cell, path::PathBuf};
 

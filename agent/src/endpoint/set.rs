@@ -18,13 +18,13 @@ mod membership;
 // What arming reads of the set (`arming.rs`): a child, so it sees the set's own fields.
 #[path = "set_arming.rs"]
 mod set_arming;
-pub use membership::{Membership, Standing};
+pub(crate) use membership::{Membership, Standing};
 
 /// An address absent from the answers this long is forgotten.
-pub const FORGET_AFTER: Duration = Duration::from_hours(1);
+pub(super) const FORGET_AFTER: Duration = Duration::from_hours(1);
 
 #[derive(Debug)]
-pub struct EndpointSet {
+pub(crate) struct EndpointSet {
     /// `host:port` as configured, for logs and status.
     pub name: String,
     pub host: String,
@@ -56,7 +56,7 @@ pub struct EndpointSet {
 
 /// `NAME:PORT`, an IPv6 literal in brackets: how status and logs name an endpoint.
 #[must_use]
-pub fn name(host: &str, port: u16) -> String {
+pub(super) fn name(host: &str, port: u16) -> String {
     if host.contains(':') && !host.starts_with('[') {
         format!("[{host}]:{port}")
     } else {
@@ -66,7 +66,7 @@ pub fn name(host: &str, port: u16) -> String {
 
 impl EndpointSet {
     #[must_use]
-    pub fn new(host: &str, port: u16) -> Self {
+    pub(crate) fn new(host: &str, port: u16) -> Self {
         let literal: Option<IpAddr> = host
             .trim_start_matches('[')
             .trim_end_matches(']')
@@ -97,7 +97,7 @@ impl EndpointSet {
 
     /// The upstreams of kubelet's local proxy `proxy` on `port` (filled by its follower).
     #[must_use]
-    pub fn proxied(proxy: &str, port: u16) -> Self {
+    pub(crate) fn proxied(proxy: &str, port: u16) -> Self {
         let mut s = Self::new(&format!("{proxy}-upstreams"), port);
         s.proxied = true;
         s
@@ -106,7 +106,7 @@ impl EndpointSet {
     /// A local proxy's set that kubelet no longer goes through: empty and fresh, named as
     /// before (its sockets are no longer the endpoint's).
     #[must_use]
-    pub fn retired(name: &str, port: u16) -> Self {
+    pub(crate) fn retired(name: &str, port: u16) -> Self {
         let mut s = Self::new("retired", port);
         name.clone_into(&mut s.name);
         s.proxied = true;
@@ -114,7 +114,7 @@ impl EndpointSet {
     }
 
     /// A successful answer. Returns whether the set changed.
-    pub fn update(&mut self, addrs: BTreeSet<IpAddr>, now: Instant) -> bool {
+    pub(crate) fn update(&mut self, addrs: BTreeSet<IpAddr>, now: Instant) -> bool {
         let changed = addrs != self.current;
         if self.last_success.is_none() {
             // What the node used before lifeline could compare: nothing to wait for.
@@ -146,7 +146,7 @@ impl EndpointSet {
     }
 
     /// A failed resolution: counted and remembered; the set stays as it was.
-    pub fn fail(&mut self, error: String, now: Instant) {
+    pub(crate) fn fail(&mut self, error: String, now: Instant) {
         self.failures += 1;
         self.last_error = Some(error);
         self.last_attempt = Some(now);
@@ -154,7 +154,7 @@ impl EndpointSet {
 
     /// Addresses a new connection may still use: the latest answer's, and those that left
     /// it less than `grace` ago (measured up to the last successful answer, as `membership`).
-    pub fn within_grace(&self, grace: Duration) -> impl Iterator<Item = IpAddr> + '_ {
+    pub(crate) fn within_grace(&self, grace: Duration) -> impl Iterator<Item = IpAddr> + '_ {
         let last = self.last_success;
         self.absent_since
             .iter()
@@ -169,7 +169,7 @@ impl EndpointSet {
     /// address no answer held is `NeverHeld`, never "absent since the first answer" (a peer
     /// on the endpoint's port is not the endpoint's by its port alone).
     #[must_use]
-    pub fn membership(&self, ip: IpAddr, grace: Duration) -> Membership {
+    pub(crate) fn membership(&self, ip: IpAddr, grace: Duration) -> Membership {
         // A loopback peer is a local proxy, never the API server: kubelet's socket to it is
         // acked by the proxy, and the endpoint rules (orphan, dead peer) would judge the
         // wrong hop. Its stall still counts (the rules of every watched socket).
@@ -212,7 +212,7 @@ impl EndpointSet {
     /// the latest answer, or left it less than `grace` ago (a client may dial from an answer
     /// it cached, as the endpoint-client watch assumes; the orphan rule then moves it).
     #[must_use]
-    pub fn admits(&self, ip: IpAddr, grace: Duration) -> bool {
+    pub(crate) fn admits(&self, ip: IpAddr, grace: Duration) -> bool {
         matches!(
             self.membership(ip, grace),
             Membership::InSet | Membership::Leaving { .. }

@@ -18,7 +18,7 @@ use crate::settings::run::Endpoint as Settings;
 
 /// The endpoints `run` follows, decided before anything is attached.
 #[derive(Debug)]
-pub enum Configured {
+pub(crate) enum Configured {
     /// Endpoints, and where they came from.
     Endpoints {
         list: Vec<(String, u16)>,
@@ -37,7 +37,7 @@ pub enum Configured {
 impl Configured {
     /// The endpoints to follow (none unless `Endpoints`).
     #[must_use]
-    pub fn list(&self) -> &[(String, u16)] {
+    pub(crate) fn list(&self) -> &[(String, u16)] {
         match self {
             Self::Endpoints { list, .. } => list,
             Self::Nothing | Self::Unusable { .. } => &[],
@@ -62,7 +62,7 @@ fn through_proxy(args: &Settings, server: (String, u16), source: Source) -> Conf
 ///
 /// # Errors
 /// When an explicit kubeconfig cannot be read or has no server URL.
-pub fn configured(args: &Settings) -> Result<Configured> {
+pub(crate) fn configured(args: &Settings) -> Result<Configured> {
     if !args.endpoints.is_empty() {
         return Ok(Configured::Endpoints {
             list: args.endpoints.clone(),
@@ -96,7 +96,7 @@ pub fn configured(args: &Settings) -> Result<Configured> {
 /// # Errors
 /// When --min-refresh exceeds --max-refresh, or the hosts file exists but cannot be read
 /// (a missing one is an empty one, as for glibc and Go).
-pub fn check(args: &Settings) -> Result<()> {
+pub(crate) fn check(args: &Settings) -> Result<()> {
     if let Err(e) = super::hosts::read(&args.hosts_file) {
         bail!("invalid --hosts-file: {e}");
     }
@@ -115,7 +115,7 @@ pub fn check(args: &Settings) -> Result<()> {
 ///
 /// # Errors
 /// When the system's DNS configuration is needed and cannot be read.
-pub fn start(
+pub(crate) fn start(
     args: &Settings,
     found: &Configured,
     wake: &Arc<Notify>,
@@ -181,10 +181,17 @@ pub fn start(
         )
         .spawn();
     }
+    let connect: Arc<dyn super::connect::Connect> = Arc::new(super::connect::Network);
     Ok(Some(Follow {
         source: followed,
         endpoints,
-        prober: Prober::new(Arc::clone(wake)),
+        // The system's clock: the daemon's own (`run` hands it the same).
+        prober: Prober::new(
+            Arc::clone(wake),
+            crate::kernel::clock::system(),
+            connect.clone(),
+        ),
+        connect,
         guard: Guard::default(),
         grace: args.orphan_grace,
         hop,

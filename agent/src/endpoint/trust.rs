@@ -11,7 +11,7 @@ use crate::settings::DEFAULT_CGROUP;
 
 /// A process named `kubelet` that discovery did not trust, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ignored {
+pub(crate) struct Ignored {
     pub pid: u32,
     /// `/proc/PID/stat` field 22: with `pid`, names the process across pid reuse.
     pub start: u64,
@@ -24,7 +24,7 @@ pub struct Ignored {
 
 /// Kubelet's cgroups: their paths from the hierarchy's root and their directories here.
 #[derive(Clone, Debug)]
-pub struct Trust {
+pub(crate) struct Trust {
     cgroups: Vec<(String, PathBuf)>,
 }
 
@@ -32,7 +32,7 @@ impl Trust {
     /// The default kubelet cgroup and every `--cgroup` target (a path relative to the
     /// cgroup2 mount, absolute under it, or as /proc/PID/cgroup prints it).
     #[must_use]
-    pub fn new(targets: &[PathBuf]) -> Self {
+    pub(crate) fn new(targets: &[PathBuf]) -> Self {
         let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let mount = crate::node::mounts::mount_point_of(&info, "cgroup2")
             .unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup"));
@@ -53,7 +53,7 @@ impl Trust {
     /// Whether process `pid` (started at `start`) may choose the endpoint. None when its
     /// /proc entries cannot be read (it exited): no candidate at all.
     #[must_use]
-    pub fn judge(&self, pid: u32, start: u64) -> Option<Result<(), Ignored>> {
+    pub(crate) fn judge(&self, pid: u32, start: u64) -> Option<Result<(), Ignored>> {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
         let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
         let (real, effective) = uids(&status)?;
@@ -87,7 +87,7 @@ impl Trust {
     /// The ids (directory inode numbers, as `sock_diag` reports a socket's cgroup) of
     /// kubelet's cgroups and their subtrees now: a socket created in one is kubelet's.
     #[must_use]
-    pub fn ids(&self) -> std::collections::HashSet<u64> {
+    pub(crate) fn ids(&self) -> std::collections::HashSet<crate::kernel::diag::CgroupId> {
         use std::os::unix::fs::MetadataExt as _;
         let mut out = std::collections::HashSet::new();
         let mut queue: Vec<(PathBuf, u32)> =
@@ -100,7 +100,7 @@ impl Trust {
             let Ok(m) = std::fs::metadata(&dir) else {
                 continue;
             };
-            out.insert(m.ino());
+            out.insert(crate::kernel::diag::CgroupId(m.ino()));
             if depth < 8
                 && let Ok(rd) = std::fs::read_dir(&dir)
             {
@@ -148,7 +148,7 @@ fn in_subtree(dir: &Path, pid: u32, depth: u32) -> bool {
 
 /// Real and effective uid from `/proc/PID/status` (`Uid: real effective saved fs`).
 #[must_use]
-pub fn uids(status: &str) -> Option<(u32, u32)> {
+pub(super) fn uids(status: &str) -> Option<(u32, u32)> {
     let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
     let mut ids = line.split_whitespace().map(str::parse::<u32>);
     Some((ids.next()?.ok()?, ids.next()?.ok()?))
@@ -156,7 +156,7 @@ pub fn uids(status: &str) -> Option<(u32, u32)> {
 
 /// The cgroup v2 line (`0::PATH`) of `/proc/PID/cgroup`; hybrid nodes list v1 ones too.
 #[must_use]
-pub fn v2_path(cgroup: &str) -> Option<&str> {
+pub(super) fn v2_path(cgroup: &str) -> Option<&str> {
     cgroup.lines().find_map(|l| l.strip_prefix("0::"))
 }
 

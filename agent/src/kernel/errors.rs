@@ -47,7 +47,7 @@ fn find_io<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a io::Error
 }
 
 /// Explain a failure to load the eBPF object.
-pub fn explain_load(e: &EbpfError) -> anyhow::Error {
+pub(crate) fn explain_load(e: &EbpfError) -> anyhow::Error {
     let hint = find_io(e).and_then(io_hint);
     match hint {
         Some(h) => anyhow!("cannot load the eBPF probe: {e}: {h}"),
@@ -56,7 +56,7 @@ pub fn explain_load(e: &EbpfError) -> anyhow::Error {
 }
 
 /// Explain a failure to load or attach one program (named as the object names it).
-pub fn explain_program(hook: Hook, e: &ProgramError) -> anyhow::Error {
+pub(crate) fn explain_program(hook: Hook, e: &ProgramError) -> anyhow::Error {
     let name = hook.program();
     // A verifier rejection also comes back as EACCES: that is not a privilege problem.
     let hint = if matches!(e, ProgramError::LoadError { .. }) {
@@ -97,7 +97,7 @@ pub fn explain_program(hook: Hook, e: &ProgramError) -> anyhow::Error {
 }
 
 /// Whether this process has capability `cap` in its effective set.
-pub fn has_capability(cap: u32) -> bool {
+pub(crate) fn has_capability(cap: u32) -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
@@ -106,11 +106,11 @@ pub fn has_capability(cap: u32) -> bool {
         .is_some_and(|eff| eff & (1u64 << cap) != 0)
 }
 
-pub const CAP_SYS_ADMIN: u32 = 21;
+pub(crate) const CAP_SYS_ADMIN: u32 = 21;
 
 /// Capabilities `lifeline run` needs, checked up front so that the message names
 /// them instead of whichever syscall happens to fail first.
-pub fn check_privileges() -> anyhow::Result<()> {
+pub(crate) fn check_privileges() -> anyhow::Result<()> {
     const CAP_NET_ADMIN: u32 = 12;
     const CAP_PERFMON: u32 = 38;
     const CAP_BPF: u32 = 39;

@@ -14,17 +14,17 @@ use std::{
     time::{Duration, Instant},
 };
 
-use lifeline_common::SockState;
+use crate::judge::{Cookie, Record};
 
 /// A whole read this often even without lost news: a safety net, not the mechanism.
-pub const RECONCILE: Duration = Duration::from_mins(1);
+pub(crate) const RECONCILE: Duration = Duration::from_mins(1);
 
 #[derive(Default)]
-pub struct Mirror {
-    records: HashMap<u64, SockState>,
-    by_peer: HashMap<SocketAddr, HashSet<u64>>,
-    /// Records in a trouble episode (`trouble_ns` set).
-    troubled: HashSet<u64>,
+pub(crate) struct Mirror {
+    records: HashMap<Cookie, Record>,
+    by_peer: HashMap<SocketAddr, HashSet<Cookie>>,
+    /// Records in a trouble episode.
+    troubled: HashSet<Cookie>,
     read_at: Option<Instant>,
     /// The probe's lost-news counter at the last whole read.
     lost: u64,
@@ -34,20 +34,20 @@ impl Mirror {
     /// Whether this sweep must read the whole map: never read yet, news lost since the last
     /// whole read, or `RECONCILE` has passed.
     #[must_use]
-    pub fn whole_read_due(&self, at: Instant, news_lost: u64) -> bool {
+    pub(crate) fn whole_read_due(&self, at: Instant, news_lost: u64) -> bool {
         news_lost > self.lost || self.read_at.is_none_or(|t| at >= t + RECONCILE)
     }
 
     /// Replace everything with a whole read of the map; returns the cookies that were
     /// mirrored and are gone, and those that are new or changed (news that was lost).
-    pub fn replace(
+    pub(crate) fn replace(
         &mut self,
-        all: Vec<(u64, SockState)>,
+        all: Vec<(Cookie, Record)>,
         at: Instant,
         news_lost: u64,
-    ) -> (Vec<u64>, Vec<u64>) {
-        let fresh: HashSet<u64> = all.iter().map(|(c, _)| *c).collect();
-        let gone: Vec<u64> = self
+    ) -> (Vec<Cookie>, Vec<Cookie>) {
+        let fresh: HashSet<Cookie> = all.iter().map(|(c, _)| *c).collect();
+        let gone: Vec<Cookie> = self
             .records
             .keys()
             .filter(|c| !fresh.contains(c))
@@ -68,29 +68,29 @@ impl Mirror {
         (gone, changed)
     }
 
-    pub fn upsert(&mut self, cookie: u64, rec: SockState) {
-        let peer = rec.peer();
-        if rec.trouble_ns == 0 {
+    pub(crate) fn upsert(&mut self, cookie: Cookie, rec: Record) {
+        let peer = rec.peer;
+        if rec.trouble.is_none() {
             self.troubled.remove(&cookie);
         } else {
             self.troubled.insert(cookie);
         }
         if let Some(old) = self.records.insert(cookie, rec)
-            && old.peer() != peer
+            && old.peer != peer
         {
-            self.unlink(cookie, old.peer());
+            self.unlink(cookie, old.peer);
         }
         self.by_peer.entry(peer).or_default().insert(cookie);
     }
 
-    pub fn remove(&mut self, cookie: u64) -> Option<SockState> {
+    pub(crate) fn remove(&mut self, cookie: Cookie) -> Option<Record> {
         let rec = self.records.remove(&cookie)?;
         self.troubled.remove(&cookie);
-        self.unlink(cookie, rec.peer());
+        self.unlink(cookie, rec.peer);
         Some(rec)
     }
 
-    fn unlink(&mut self, cookie: u64, peer: SocketAddr) {
+    fn unlink(&mut self, cookie: Cookie, peer: SocketAddr) {
         if let Some(set) = self.by_peer.get_mut(&peer) {
             set.remove(&cookie);
             if set.is_empty() {
@@ -100,30 +100,30 @@ impl Mirror {
     }
 
     #[must_use]
-    pub fn get(&self, cookie: u64) -> Option<&SockState> {
+    pub(crate) fn get(&self, cookie: Cookie) -> Option<&Record> {
         self.records.get(&cookie)
     }
 
     #[must_use]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.records.len()
     }
 
-    pub fn cookies(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn cookies(&self) -> impl Iterator<Item = Cookie> + '_ {
         self.records.keys().copied()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &SockState)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Cookie, &Record)> {
         self.records.iter().map(|(c, r)| (*c, r))
     }
 
     /// Each distinct peer and its sockets.
-    pub fn peers(&self) -> impl Iterator<Item = (&SocketAddr, &HashSet<u64>)> {
+    pub(crate) fn peers(&self) -> impl Iterator<Item = (&SocketAddr, &HashSet<Cookie>)> {
         self.by_peer.iter()
     }
 
     /// Records in a trouble episode.
-    pub fn troubled(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn troubled(&self) -> impl Iterator<Item = Cookie> + '_ {
         self.troubled.iter().copied()
     }
 }
@@ -131,33 +131,36 @@ impl Mirror {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::Mono;
 
-    fn rec(peer_port: u16, trouble_ns: u64) -> SockState {
-        SockState {
-            family: 2,
-            peer_port,
-            trouble_ns,
-            ..SockState::default()
+    fn rec(peer_port: u16, trouble_ns: u64) -> Record {
+        Record {
+            peer: SocketAddr::from(([0, 0, 0, 0], peer_port)),
+            trouble: (trouble_ns != 0).then(|| Mono::from_nanos(trouble_ns)),
+            ..Record::default()
         }
     }
+    const ONE: Cookie = Cookie(1);
+    const TWO: Cookie = Cookie(2);
+    const THREE: Cookie = Cookie(3);
 
     #[test]
     fn indexes_follow_every_change_and_a_whole_read_replaces() {
         let at = Instant::now();
         let mut m = Mirror::default();
         assert!(m.whole_read_due(at, 0), "never read");
-        m.replace(vec![(1, rec(6443, 0)), (2, rec(6443, 5))], at, 0);
+        m.replace(vec![(ONE, rec(6443, 0)), (TWO, rec(6443, 5))], at, 0);
         assert!(!m.whole_read_due(at, 0));
         assert!(m.whole_read_due(at, 1), "news lost");
         assert!(m.whole_read_due(at + RECONCILE, 0));
-        assert_eq!(m.troubled().collect::<Vec<_>>(), [2]);
-        m.upsert(2, rec(443, 0));
+        assert_eq!(m.troubled().collect::<Vec<_>>(), [TWO]);
+        m.upsert(TWO, rec(443, 0));
         assert_eq!(m.troubled().count(), 0);
         assert_eq!(m.peers().count(), 2, "one socket moved to another peer");
-        let (gone, changed) = m.replace(vec![(2, rec(443, 0)), (3, rec(443, 0))], at, 0);
-        assert_eq!((gone, changed), (vec![1], vec![3]), "2 is unchanged");
+        let (gone, changed) = m.replace(vec![(TWO, rec(443, 0)), (THREE, rec(443, 0))], at, 0);
+        assert_eq!((gone, changed), (vec![ONE], vec![THREE]), "2 is unchanged");
         assert_eq!(m.peers().count(), 1);
-        assert!(m.remove(2).is_some() && m.remove(3).is_some());
+        assert!(m.remove(TWO).is_some() && m.remove(THREE).is_some());
         assert_eq!((m.len(), m.peers().count()), (0, 0));
     }
 }

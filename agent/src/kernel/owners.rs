@@ -11,14 +11,14 @@ use std::collections::HashMap;
 /// `cap_ptrace_access_check()` in
 /// <https://github.com/torvalds/linux/blob/v6.18/security/commoncap.c>).
 #[derive(Default)]
-pub struct Owners {
+pub(crate) struct Owners {
     pub by_inode: HashMap<u32, (u32, String)>,
     pub denied: usize,
 }
 
 impl Owners {
     /// One warning when some of `wanted` sockets have no owner because reads were refused.
-    pub fn warn_unnamed(&self, wanted: usize) {
+    pub(crate) fn warn_unnamed(&self, wanted: usize) {
         let unnamed = wanted.saturating_sub(self.by_inode.len());
         if unnamed > 0 && self.denied > 0 {
             tracing::warn!(
@@ -31,7 +31,7 @@ impl Owners {
 }
 
 /// pid and comm for each socket inode in `wanted`.
-pub fn by_inode(wanted: &[u32]) -> Owners {
+pub(crate) fn by_inode(wanted: &[u32]) -> Owners {
     let mut found = Owners::default();
     if wanted.is_empty() {
         return found;

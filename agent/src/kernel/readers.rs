@@ -16,13 +16,13 @@ use crate::kernel::probe::Probe;
 /// 43,000), 1 MiB. Only a sweep that cannot keep up lets it fill; past it news is dropped
 /// and counted, and the daemon then re-reads the whole map, exactly as for news the kernel
 /// lost, so a flood of news costs bounded memory and nothing is missed.
-pub const INBOX_CAP: usize = 65_536;
+pub(crate) const INBOX_CAP: usize = 65_536;
 /// Taken off the ring buffer in batches of this many, each handed to the inbox at once.
 const BATCH: usize = 4096;
 
 /// News the reader has taken off the ring buffer and the next sweep has not handled yet.
 #[derive(Clone, Default)]
-pub struct Inbox(Arc<Mutex<Queue>>);
+pub(crate) struct Inbox(Arc<Mutex<Queue>>);
 
 #[derive(Default)]
 struct Queue {
@@ -34,13 +34,13 @@ struct Queue {
 impl Inbox {
     /// Everything received so far, oldest first; the inbox is empty afterwards.
     #[must_use]
-    pub fn take(&self) -> Vec<News> {
+    pub(crate) fn take(&self) -> Vec<News> {
         std::mem::take(&mut self.lock().news)
     }
 
     /// News dropped since the start because the inbox was full (`INBOX_CAP`).
     #[must_use]
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.lock().dropped
     }
 
@@ -61,7 +61,11 @@ impl Inbox {
 /// enters trouble (one event per episode) or its keepalive probes go unanswered, so a peer
 /// probe or a look starts within milliseconds rather than at the next sweep. Other news
 /// waits for the next sweep.
-pub fn spawn_news_reader(probe: &mut Probe, wake: &Arc<Notify>, inbox: &Inbox) -> Result<()> {
+pub(crate) fn spawn_news_reader(
+    probe: &mut Probe,
+    wake: &Arc<Notify>,
+    inbox: &Inbox,
+) -> Result<()> {
     let ring = probe.take_news()?;
     // SAFETY: the AsyncFd owns the ring buffer, which owns its fd, so the fd stays open for
     // as long as it is registered.
@@ -101,7 +105,7 @@ fn decode(raw: &[u8]) -> Option<News> {
 
 /// Forward the probe's aya-log messages (map full, ...) into tracing, woken by the
 /// ring buffer's fd rather than polled.
-pub fn spawn_probe_logger(probe: &mut Probe) -> Result<()> {
+pub(crate) fn spawn_probe_logger(probe: &mut Probe) -> Result<()> {
     let logger = probe.take_logger()?;
     // SAFETY: the AsyncFd owns the logger, which owns the ring buffer's fd, so the fd
     // stays open for as long as it is registered.

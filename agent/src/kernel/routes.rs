@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One route: the destination prefix, its metric and device.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Route {
+pub(crate) struct Route {
     pub dest: IpAddr,
     pub prefix: u8,
     pub metric: u32,
@@ -18,7 +18,7 @@ pub struct Route {
 /// The routes of `/proc/net/route` (IPv4: little-endian hex words) and
 /// `/proc/net/ipv6_route` (IPv6: big-endian hex); unreadable lines are skipped.
 #[must_use]
-pub fn parse(v4: &str, v6: &str) -> Vec<Route> {
+pub(crate) fn parse(v4: &str, v6: &str) -> Vec<Route> {
     let mut routes: Vec<Route> = v4.lines().skip(1).filter_map(parse_v4).collect();
     routes.extend(v6.lines().filter_map(parse_v6));
     routes
@@ -50,7 +50,7 @@ fn parse_v6(line: &str) -> Option<Route> {
 
 /// The device `peer` leaves through: the most specific route that covers it.
 #[must_use]
-pub fn device_for(routes: &[Route], peer: IpAddr) -> Option<&str> {
+pub(crate) fn device_for(routes: &[Route], peer: IpAddr) -> Option<&str> {
     routes
         .iter()
         .filter(|r| covers(r, peer))
@@ -81,7 +81,7 @@ fn covers(r: &Route, peer: IpAddr) -> bool {
 
 /// The routes of the agent's network namespace now; empty when procfs cannot be read.
 #[must_use]
-pub fn read() -> Vec<Route> {
+pub(crate) fn read() -> Vec<Route> {
     let v4 = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
     let v6 = std::fs::read_to_string("/proc/net/ipv6_route").unwrap_or_default();
     parse(&v4, &v6)

@@ -38,7 +38,7 @@ fn get(s: &TcpStream, level: i32, name: i32) -> io::Result<u32> {
 ///
 /// # Errors
 /// The first call the kernel refuses.
-pub fn go_dialer(s: &TcpStream, (idle, intvl, cnt): (u32, u32, u32)) -> io::Result<()> {
+pub(crate) fn go_dialer(s: &TcpStream, (idle, intvl, cnt): (u32, u32, u32)) -> io::Result<()> {
     let i = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
     set(s, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
     set(s, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, i(idle))?;
@@ -50,7 +50,7 @@ pub fn go_dialer(s: &TcpStream, (idle, intvl, cnt): (u32, u32, u32)) -> io::Resu
 ///
 /// # Errors
 /// When the kernel refuses a read.
-pub fn read(s: &TcpStream) -> io::Result<(u32, u32, u32)> {
+pub(crate) fn read(s: &TcpStream) -> io::Result<(u32, u32, u32)> {
     Ok((
         get(s, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE)?,
         get(s, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL)?,
@@ -59,7 +59,7 @@ pub fn read(s: &TcpStream) -> io::Result<(u32, u32, u32)> {
 }
 
 /// `SO_COOKIE` (4.13): the same cookie `bpf_get_socket_cookie` returns.
-pub fn socket_cookie(fd: &impl AsRawFd) -> anyhow::Result<u64> {
+pub(crate) fn socket_cookie(fd: &impl AsRawFd) -> anyhow::Result<u64> {
     let mut cookie: u64 = 0;
     let mut len = libc::socklen_t::try_from(size_of::<u64>()).unwrap_or_default();
     // SAFETY: getsockopt writes at most `len` bytes into `cookie`, a valid u64.
@@ -80,7 +80,7 @@ pub fn socket_cookie(fd: &impl AsRawFd) -> anyhow::Result<u64> {
 }
 
 /// A non-blocking TCP socket, closed on drop.
-pub fn tcp_socket() -> anyhow::Result<std::os::fd::OwnedFd> {
+pub(crate) fn tcp_socket() -> anyhow::Result<std::os::fd::OwnedFd> {
     // SAFETY: plain socket(2); the fd is owned at once.
     let fd = unsafe {
         libc::socket(

@@ -12,7 +12,7 @@ const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
 /// # Errors
 /// When tracefs or the event is missing, or a field is not where the probe reads it.
-pub fn check_layout(event: &str) -> Result<()> {
+pub(crate) fn check_layout(event: &str) -> Result<()> {
     let dir = TRACEFS
         .iter()
         .map(Path::new)

@@ -25,7 +25,7 @@ const TRIES: usize = 5;
 
 /// Held while the agent runs; dropping it (or dying) lets another agent start.
 #[must_use = "the lock is released when this is dropped"]
-pub struct AgentLock {
+pub(crate) struct AgentLock {
     /// Its close releases the lock (and so would closing any other descriptor of the file
     /// in this process: only this module opens it).
     _file: File,
@@ -45,7 +45,7 @@ impl Drop for AgentLock {
 /// # Errors
 /// When another agent holds it (the message names that agent), or the directory is not
 /// root's alone.
-pub fn acquire() -> Result<AgentLock> {
+pub(crate) fn acquire() -> Result<AgentLock> {
     let dir = std::env::var_os("RUNTIME_DIRECTORY")
         .and_then(|d| std::env::split_paths(&d).next())
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));

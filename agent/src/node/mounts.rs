@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 
 /// Mount point of the first filesystem of type `fstype` in a mountinfo text.
 /// Format: `id parent major:minor root mount-point options... - fstype source super`.
-pub fn mount_point_of(mountinfo: &str, fstype: &str) -> Option<PathBuf> {
+pub(crate) fn mount_point_of(mountinfo: &str, fstype: &str) -> Option<PathBuf> {
     mount_of(mountinfo, fstype).map(|(point, _)| point)
 }
 
 /// Mount point and root (the path inside the filesystem that is mounted there) of the first
 /// filesystem of type `fstype`.
-pub fn mount_of(mountinfo: &str, fstype: &str) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn mount_of(mountinfo: &str, fstype: &str) -> Option<(PathBuf, PathBuf)> {
     mountinfo.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
         if right.split_whitespace().next()? != fstype {
@@ -43,7 +43,7 @@ fn unescape(field: &str) -> Option<PathBuf> {
 }
 
 /// Whether a filesystem of type `fstype` is mounted exactly at `at`.
-pub fn is_mounted(at: &Path, fstype: &str) -> bool {
+pub(crate) fn is_mounted(at: &Path, fstype: &str) -> bool {
     std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|info| {
         info.lines().any(|l| {
             l.split_once(" - ").is_some_and(|(left, right)| {
@@ -55,7 +55,7 @@ pub fn is_mounted(at: &Path, fstype: &str) -> bool {
 }
 
 /// What `ensure` found or did.
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// It was mounted already.
     Present,
     /// Mounted now.
@@ -67,7 +67,7 @@ pub enum Outcome {
 /// Mount `fstype` at `at` unless it already is, and log what happened. A failure is not
 /// fatal: the probe needs neither (without tracefs the cgroup tracepoints fall back to the
 /// sweep; bpffs is only for inspecting, lifeline pins nothing).
-pub fn ensure(fstype: &str, at: &str) -> Outcome {
+pub(crate) fn ensure(fstype: &str, at: &str) -> Outcome {
     let outcome = try_ensure(fstype, Path::new(at));
     match &outcome {
         Outcome::Present => {}
@@ -84,7 +84,7 @@ pub fn ensure(fstype: &str, at: &str) -> Outcome {
 }
 
 /// `ensure` without the log line: `check` reports it in its table.
-pub fn try_ensure(fstype: &str, at: &Path) -> Outcome {
+pub(crate) fn try_ensure(fstype: &str, at: &Path) -> Outcome {
     if is_mounted(at, fstype) {
         return Outcome::Present;
     }
@@ -100,7 +100,12 @@ pub fn try_ensure(fstype: &str, at: &Path) -> Outcome {
 ///
 /// # Errors
 /// The kernel's.
-pub fn mount(source: &str, at: &Path, fstype: &str, data: Option<&str>) -> std::io::Result<()> {
+pub(crate) fn mount(
+    source: &str,
+    at: &Path,
+    fstype: &str,
+    data: Option<&str>,
+) -> std::io::Result<()> {
     let c = |s: &[u8]| std::ffi::CString::new(s).map_err(std::io::Error::other);
     let (src, target, ty) = (
         c(source.as_bytes())?,
@@ -132,7 +137,7 @@ pub fn mount(source: &str, at: &Path, fstype: &str, data: Option<&str>) -> std::
 ///
 /// # Errors
 /// `unshare(2)`'s or `mount(2)`'s (`EPERM` without `CAP_SYS_ADMIN`).
-pub fn private_namespace() -> std::io::Result<()> {
+pub(crate) fn private_namespace() -> std::io::Result<()> {
     // SAFETY: plain syscalls; on failure nothing has changed for anyone else.
     unsafe {
         if libc::unshare(libc::CLONE_NEWNS) != 0 {

@@ -7,11 +7,11 @@
 //! filter (or an LSM) standing in front of the system call.
 
 /// The profile this repository ships for a pod (a `Localhost` seccomp profile).
-pub const PROFILE: &str = "packaging/seccomp/lifeline.json";
+pub(crate) const PROFILE: &str = "packaging/seccomp/lifeline.json";
 
 /// `Seccomp:` of /proc/self/status: 0 none, 1 strict, 2 filter.
 #[must_use]
-pub fn mode() -> u32 {
+pub(crate) fn mode() -> u32 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -24,7 +24,7 @@ pub fn mode() -> u32 {
 
 /// The system calls lifeline needs that something in front of the kernel refuses.
 #[must_use]
-pub fn denied() -> Vec<&'static str> {
+pub(crate) fn denied() -> Vec<&'static str> {
     let errno = |rc: libc::c_long| {
         (rc == -1)
             .then(|| std::io::Error::last_os_error().raw_os_error())
@@ -48,7 +48,7 @@ pub fn denied() -> Vec<&'static str> {
 /// Why a call failed with `EPERM` although the capabilities are present, when that can be
 /// told: a seccomp filter (or, without one, an LSM) refusing the system calls themselves.
 #[must_use]
-pub fn diagnosis() -> Option<String> {
+pub(crate) fn diagnosis() -> Option<String> {
     let denied = denied();
     if denied.is_empty() {
         return None;

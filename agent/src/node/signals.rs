@@ -26,7 +26,7 @@ const ARCH: u32 = 0xC000_00B7;
 /// `__X32_SYSCALL_BIT` (arch/x86/include/uapi/asm/unistd.h).
 const X32_BIT: u32 = 0x4000_0000;
 
-/// `struct seccomp_data` offsets: nr, arch, then args[0] after the instruction pointer.
+/// `struct seccomp_data` offsets: nr, arch, then `args[0]` after the instruction pointer.
 const NR: u32 = 0;
 const AUDIT_ARCH: u32 = 4;
 const ARG0_LOW: u32 = 16;
@@ -97,7 +97,7 @@ fn program(pid: u32) -> [libc::sock_filter; LEN] {
 /// # Errors
 /// The kernel's refusal (no seccomp: `EINVAL`; a filter already there that refuses
 /// `prctl`: `EPERM`).
-pub fn install() -> io::Result<()> {
+pub(crate) fn install() -> io::Result<()> {
     let prog = program(std::process::id());
     load(&prog)
 }
@@ -107,7 +107,7 @@ pub fn install() -> io::Result<()> {
 ///
 /// # Errors
 /// When the filter is not installed, why.
-pub fn describe(installed: &io::Result<()>) -> Result<String, String> {
+pub(crate) fn describe(installed: &io::Result<()>) -> Result<String, String> {
     match installed {
         Ok(()) => Ok(
             "lifeline can signal no process but itself (a seccomp filter of its own)".to_owned(),

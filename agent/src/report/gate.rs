@@ -24,7 +24,7 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// Where a server counts what it turned away (the families in report/metrics/servers.rs).
 #[derive(Clone, Debug, Default)]
-pub struct Turned {
+pub(crate) struct Turned {
     /// Clients closed at once because `cap` others were being served.
     pub refused: Counter,
     /// Clients dropped at their deadline (too slow to send the request or read the answer).
@@ -35,7 +35,7 @@ pub struct Turned {
 
 /// One server's bound; a clone is the same bound.
 #[derive(Clone, Debug)]
-pub struct Gate(Arc<Inner>);
+pub(crate) struct Gate(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
@@ -47,7 +47,7 @@ struct Inner {
 
 /// A client being served; its place is given back when this is dropped.
 #[derive(Debug)]
-pub struct Permit(Arc<Inner>);
+pub(crate) struct Permit(Arc<Inner>);
 
 impl Drop for Permit {
     fn drop(&mut self) {
@@ -57,7 +57,7 @@ impl Drop for Permit {
 
 impl Gate {
     #[must_use]
-    pub fn new(server: &'static str, cap: usize, turned: Turned) -> Self {
+    pub(crate) fn new(server: &'static str, cap: usize, turned: Turned) -> Self {
         Self(Arc::new(Inner {
             server,
             cap,
@@ -69,7 +69,7 @@ impl Gate {
     /// A place for a client just accepted, or None (counted) when `cap` are served: the
     /// caller then drops the connection.
     #[must_use]
-    pub fn admit(&self) -> Option<Permit> {
+    pub(crate) fn admit(&self) -> Option<Permit> {
         let g = &*self.0;
         let taken = g
             .active
@@ -84,7 +84,7 @@ impl Gate {
     }
 
     /// A client that could not be served for want of resources (no thread): as past the cap.
-    pub fn refuse(&self) {
+    pub(crate) fn refuse(&self) {
         let n = self.0.turned.refused.inc() + 1;
         // Logged at 1, 2, 4, 8...: a flood is seen in the log without flooding it.
         if n.is_power_of_two() {
@@ -101,13 +101,13 @@ impl Gate {
     }
 
     /// A client dropped at its deadline.
-    pub fn timed_out(&self) {
+    pub(crate) fn timed_out(&self) {
         self.0.turned.timeouts.inc();
     }
 
     /// Counts a failed accept and says how long to pause before the next one.
     #[must_use]
-    pub fn accept_failed(&self, e: &io::Error) -> Duration {
+    pub(crate) fn accept_failed(&self, e: &io::Error) -> Duration {
         let n = self.0.turned.accept_errors.inc() + 1;
         if n.is_power_of_two() {
             tracing::warn!(

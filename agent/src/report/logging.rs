@@ -26,7 +26,7 @@ fn stderr_is_journal() -> bool {
 ///
 /// # Errors
 /// When journald is asked for and not reachable.
-pub fn init(target: LogTarget) -> Result<()> {
+pub(crate) fn init(target: LogTarget) -> Result<()> {
     let filter = EnvFilter::try_from_env("LIFELINE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let target = match target {
         LogTarget::Auto if stderr_is_journal() => LogTarget::Journald,

@@ -2,9 +2,9 @@
 //! the tracing setup (journald or stderr), the bound both servers keep (`gate.rs`). Fed from
 //! the judge's typed decisions.
 
-pub mod gate;
-pub mod logging;
-pub mod metrics;
-pub mod notify;
-pub mod snapshot;
-pub mod status;
+pub(crate) mod gate;
+pub(crate) mod logging;
+pub(crate) mod metrics;
+pub(crate) mod notify;
+pub(crate) mod snapshot;
+pub(crate) mod status;

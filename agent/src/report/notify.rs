@@ -22,7 +22,7 @@ fn send(states: &[NotifyState<'_>]) {
 }
 
 /// The probe is attached and the first sweep may start.
-pub fn ready(snapshot: &Snapshot) {
+pub(crate) fn ready(snapshot: &Snapshot) {
     send(&[
         NotifyState::Ready,
         NotifyState::Status(&status_line(snapshot)),
@@ -30,7 +30,7 @@ pub fn ready(snapshot: &Snapshot) {
 }
 
 /// SIGTERM or SIGINT arrived: detaching.
-pub fn stopping() {
+pub(crate) fn stopping() {
     send(&[
         NotifyState::Stopping,
         NotifyState::Status("stopping: detaching the probe"),
@@ -39,7 +39,7 @@ pub fn stopping() {
 
 /// The one-line STATUS= that `systemctl status` shows.
 #[must_use]
-pub fn status_line(s: &Snapshot) -> String {
+pub(crate) fn status_line(s: &Snapshot) -> String {
     let count = |v: Verdict| s.verdicts.get(v.label()).copied().unwrap_or(0);
     let stalled = count(Verdict::Stalled);
     let suspect = count(Verdict::Suspect);
@@ -62,7 +62,7 @@ pub fn status_line(s: &Snapshot) -> String {
 
 /// Follow the daemon's snapshots: a new STATUS= when the line changes, and a watchdog
 /// ping per snapshot, so the pings stop when the sweeps stop (a hung loop gets restarted).
-pub fn spawn(
+pub(crate) fn spawn(
     mut rx: watch::Receiver<Snapshot>,
     sweep_interval: Duration,
 ) -> Option<tokio::task::JoinHandle<()>> {

@@ -33,7 +33,7 @@ use crate::{
 
 /// # Errors
 /// Bad input, missing privileges or kernel features, each with one clear message.
-pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
+pub(crate) fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
     // Before anything is mounted or locked: a binary without its object can do nothing.
     crate::kernel::probe::object()?;
     node::validate(args)?;
@@ -100,16 +100,20 @@ pub fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
             args.watch.silent_probes,
         );
         let restores = probe.can_adopt;
-        let mut daemon = Daemon::new(crate::daemon::Parts {
+        let kernel = crate::daemon::Live {
             probe,
             diag,
+            watching,
+            news: inbox,
+        };
+        let mut daemon = Daemon::new(crate::daemon::Parts {
+            kernel: Box::new(kernel),
             polled,
             judge,
+            clock: crate::kernel::clock::system(),
             status: tx,
             restarts,
             follow,
-            watching,
-            news: inbox,
             counts: metrics.counts(),
             defer,
         });
@@ -251,10 +255,7 @@ async fn sweep_until_signal(
     // Far enough never to come: no fast phase is open.
     let never = Duration::from_hours(24);
     loop {
-        let fast = daemon.fast_due().map_or_else(
-            || tokio::time::Instant::now() + never,
-            tokio::time::Instant::from_std,
-        );
+        let fast = tokio::time::Instant::now() + daemon.fast_due().unwrap_or(never);
         tokio::select! {
             () = tokio::time::sleep_until(next) => {}
             // A keepalive probe went unanswered: the TCP iterator pokes the next one.

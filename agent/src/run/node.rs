@@ -18,7 +18,7 @@ use crate::{
 ///
 /// # Errors
 /// One line naming the flags.
-pub fn validate(args: &Run) -> Result<()> {
+pub(super) fn validate(args: &Run) -> Result<()> {
     let n = &args.node;
     let r = &args.report;
     if n.action == ActionMode::Restart && n.restart_unit.is_none() {
@@ -37,7 +37,7 @@ pub fn validate(args: &Run) -> Result<()> {
     Ok(())
 }
 
-pub struct Node {
+pub(super) struct Node {
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -49,7 +49,7 @@ impl Node {
     ///
     /// # Errors
     /// When the metrics address cannot be bound.
-    pub fn start(
+    pub(super) fn start(
         args: &Run,
         snapshots: &watch::Receiver<Snapshot>,
         endpoints: &crate::endpoint::Endpoints,
@@ -88,12 +88,12 @@ impl Node {
         clippy::unused_self,
         reason = "a method so that it can only be called once started"
     )]
-    pub fn ready(&self, snapshot: &Snapshot) {
+    pub(super) fn ready(&self, snapshot: &Snapshot) {
         notify::ready(snapshot);
     }
 
     /// Leaving: tell systemd, end the tasks.
-    pub fn stop(self) {
+    pub(super) fn stop(self) {
         notify::stopping();
         for t in self.tasks {
             t.abort();

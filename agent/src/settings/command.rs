@@ -11,7 +11,7 @@ use crate::cli;
 
 /// A subcommand and what it runs with.
 #[derive(Debug)]
-pub enum Command {
+pub(crate) enum Command {
     Run(Box<Run>),
     /// `lifeline check`: the settings `run` would use.
     Check(Box<Run>),
@@ -26,7 +26,7 @@ pub enum Command {
 ///
 /// # Errors
 /// As `CliError` says; the messages are `parse_cli`'s.
-pub fn read(argv: Vec<OsString>) -> Result<Command, CliError> {
+pub(crate) fn read(argv: Vec<OsString>) -> Result<Command, CliError> {
     Ok(match parse_cli(argv)?.command {
         cli::Command::Run(flags) => Command::Run(Box::new(Run::from_args(&flags))),
         cli::Command::Check(flags) => Command::Check(Box::new(Run::from_args(&flags))),

@@ -18,10 +18,10 @@ use clap::{
 use crate::cli::{Cli, node_args::DEFAULT_CONFIG};
 
 /// sysexits.h `EX_CONFIG`: the configuration is wrong (documented in the README).
-pub const EX_CONFIG: u8 = 78;
+pub(crate) const EX_CONFIG: u8 = 78;
 
 /// Why the command line could not be turned into a `Cli`.
-pub enum CliError {
+pub(crate) enum CliError {
     /// Usage error, `--help` or `--version`: clap prints it and picks the exit code.
     Clap(clap::Error),
     /// The config file is missing, unreadable or wrong: one line, exit `EX_CONFIG`.
@@ -32,7 +32,7 @@ pub enum CliError {
 ///
 /// # Errors
 /// As `CliError` says.
-pub fn parse_cli(argv: Vec<OsString>) -> Result<Cli, CliError> {
+pub(crate) fn parse_cli(argv: Vec<OsString>) -> Result<Cli, CliError> {
     let matches = Cli::command()
         .try_get_matches_from(&argv)
         .map_err(CliError::Clap)?;
@@ -167,7 +167,7 @@ fn syntax_error(text: &str, e: &toml::de::Error) -> String {
 /// Multi-line messages (TOML snippets, clap hints) folded into one line.
 /// A clap usage error as one line, without its `error: ` prefix and usage/help trailer.
 #[must_use]
-pub fn one_line_clap(e: &clap::Error) -> String {
+pub(crate) fn one_line_clap(e: &clap::Error) -> String {
     let text = e.render().to_string();
     one_line(&text).trim_start_matches("error: ").to_owned()
 }
@@ -184,7 +184,7 @@ fn one_line(text: &str) -> String {
 
 /// For `check`: the file the settings came from, if any (`given`: `--config`).
 #[must_use]
-pub fn source(given: Option<&Path>) -> Option<&Path> {
+pub(crate) fn source(given: Option<&Path>) -> Option<&Path> {
     let default = Path::new(DEFAULT_CONFIG);
     given.or_else(|| default.exists().then_some(default))
 }

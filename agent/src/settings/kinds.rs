@@ -6,7 +6,7 @@ use crate::cli;
 
 /// Where logs go (`--log`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogTarget {
+pub(crate) enum LogTarget {
     /// journald when stderr is the journal (started by systemd), else stderr.
     Auto,
     Stderr,
@@ -17,7 +17,7 @@ pub enum LogTarget {
 
 /// Which systemd manager owns the restart unit (`--systemd-bus`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SystemdBus {
+pub(crate) enum SystemdBus {
     System,
     /// A user manager, on the session bus of `DBUS_SESSION_BUS_ADDRESS`.
     User,
@@ -27,7 +27,7 @@ pub enum SystemdBus {
 
 /// What to do with a confirmed stalled socket (`--action`): the judge's own enum, since the
 /// judge is what answers with it.
-pub use lifeline_judge::ActionMode;
+pub(crate) use lifeline_judge::ActionMode;
 
 impl From<cli::LogTarget> for LogTarget {
     fn from(t: cli::LogTarget) -> Self {

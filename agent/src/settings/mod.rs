@@ -1,17 +1,17 @@
 //! The command line and the config file turned into the values the stages run with: the
 //! only module that reads `cli`.
 
-pub mod command;
-pub mod config;
+pub(crate) mod command;
+pub(crate) mod config;
 mod kinds;
-pub mod run;
-pub mod targets;
+pub(crate) mod run;
+pub(crate) mod targets;
 mod watch;
 
-pub use command::Command;
-pub use kinds::{ActionMode, LogTarget, SystemdBus};
-pub use run::Run;
-pub use targets::{CgroupTarget, DEFAULT_CGROUP, Targets};
+pub(crate) use command::Command;
+pub(crate) use kinds::{ActionMode, LogTarget, SystemdBus};
+pub(crate) use run::Run;
+pub(crate) use targets::{CgroupTarget, DEFAULT_CGROUP, Targets};
 
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@ use crate::cli::{OnOrphan, RunArgs};
 
 /// Everything `lifeline run` (and `lifeline check`) runs with.
 #[derive(Clone, Debug)]
-pub struct Run {
+pub(crate) struct Run {
     /// `--config` when given (a missing default file is no source).
     pub config: Option<PathBuf>,
     pub watch: Watch,
@@ -22,7 +22,7 @@ pub struct Run {
 
 /// What the probe and the watch select and arm.
 #[derive(Clone, Debug)]
-pub struct Watch {
+pub(crate) struct Watch {
     /// `--cgroup`, as given (the default target is applied by `Targets::new`).
     pub cgroups: Vec<PathBuf>,
     pub comms: Vec<String>,
@@ -40,7 +40,7 @@ pub struct Watch {
 
 /// An enabled `--keepalive`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Keepalive {
+pub(crate) struct Keepalive {
     pub idle: Duration,
     pub interval: Duration,
     pub count: u32,
@@ -48,7 +48,7 @@ pub struct Keepalive {
 
 /// Which API endpoint to follow and how.
 #[derive(Clone, Debug)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// `--endpoint` NAME:PORT pairs.
     pub endpoints: Vec<(String, u16)>,
     pub kubeconfig: Option<PathBuf>,
@@ -65,7 +65,7 @@ pub struct Endpoint {
 
 /// The judge's rules.
 #[derive(Clone, Debug)]
-pub struct Judge {
+pub(crate) struct Judge {
     pub stall_timeout: Duration,
     /// `--stall-unanswered`; 0: the time rule alone, no linear timeouts.
     pub stall_unanswered: u8,
@@ -78,7 +78,7 @@ pub struct Judge {
 
 /// Escalation to a restart of the node daemon's unit.
 #[derive(Clone, Debug)]
-pub struct Node {
+pub(crate) struct Node {
     pub action: ActionMode,
     /// Without it lifeline never restarts anything.
     pub restart_unit: Option<String>,
@@ -90,7 +90,7 @@ pub struct Node {
 
 /// Where the agent says what it does.
 #[derive(Clone, Debug)]
-pub struct Report {
+pub(crate) struct Report {
     pub status_socket: PathBuf,
     pub log: LogTarget,
     pub metrics_addr: Option<SocketAddr>,
@@ -99,7 +99,7 @@ pub struct Report {
 
 /// The loop's pace and its randomness.
 #[derive(Clone, Copy, Debug)]
-pub struct Sweep {
+pub(crate) struct Sweep {
     pub interval: Duration,
     /// For the judge's jitter: drawn per process, so two agents never spread alike.
     pub seed: u64,
@@ -108,7 +108,7 @@ pub struct Sweep {
 impl Run {
     /// The settings the command line (with the config file merged) names, and a fresh seed.
     #[must_use]
-    pub fn from_args(args: &RunArgs) -> Self {
+    pub(crate) fn from_args(args: &RunArgs) -> Self {
         let n = &args.node;
         Self {
             config: n.config.clone(),

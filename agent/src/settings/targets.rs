@@ -13,18 +13,18 @@ use lifeline_common::{
 use super::run::Watch;
 
 /// Default cgroup target: kubelet's systemd unit.
-pub const DEFAULT_CGROUP: &str = "system.slice/kubelet.service";
+pub(crate) const DEFAULT_CGROUP: &str = "system.slice/kubelet.service";
 
 /// A cgroup target: its directory, and its path from the hierarchy's root as the kernel's
 /// `cgroup_mkdir` tracepoint prints it (the key the probe matches new cgroups with).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CgroupTarget {
+pub(crate) struct CgroupTarget {
     pub dir: PathBuf,
     pub key: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Targets {
+pub(crate) struct Targets {
     pub cgroups: Vec<CgroupTarget>,
     pub comms: Vec<String>,
     /// Every socket whose peer is one of the endpoint's addresses, whoever owns it.
@@ -38,7 +38,7 @@ impl Targets {
     ///
     /// # Errors
     /// A process name or cgroup path the kernel side cannot match, named in one line.
-    pub fn new(args: &Watch, mount: &Path, mount_root: &Path) -> Result<Self> {
+    pub(crate) fn new(args: &Watch, mount: &Path, mount_root: &Path) -> Result<Self> {
         let explicit = !args.cgroups.is_empty() || !args.comms.is_empty() || args.endpoint_clients;
         let (cgroups, endpoint_clients) = if explicit {
             (args.cgroups.clone(), args.endpoint_clients)
@@ -67,7 +67,7 @@ impl Targets {
 
     /// The probe's `WatchConfig::flags`.
     #[must_use]
-    pub fn flags(&self) -> u32 {
+    pub(crate) fn flags(&self) -> u32 {
         let mut f = 0;
         if !self.cgroups.is_empty() {
             f |= WATCH_CGROUPS;
@@ -83,7 +83,7 @@ impl Targets {
 
     /// One word per target, for the ready event and `check`.
     #[must_use]
-    pub fn describe(&self) -> Vec<String> {
+    pub(crate) fn describe(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .cgroups
             .iter()

@@ -16,7 +16,7 @@ impl Watch {
     /// # Errors
     /// When COUNT does not exceed the probes: the kernel would abort the connection itself
     /// before lifeline could ever judge it (and log why).
-    pub fn silence(&self) -> Result<Option<(Duration, u8)>, String> {
+    pub(crate) fn silence(&self) -> Result<Option<(Duration, u8)>, String> {
         let Some(ka) = self.keepalive else {
             return Ok(None);
         };
@@ -38,7 +38,7 @@ impl Watch {
 
     /// `--keepalive` and `--user-timeout` as the probe's `KEEPALIVE` map entry.
     #[must_use]
-    pub fn keepalive_map(&self) -> KeepaliveMap {
+    pub(crate) fn keepalive_map(&self) -> KeepaliveMap {
         let secs = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
         let user_timeout_ms = self
             .user_timeout
@@ -59,7 +59,7 @@ impl Watch {
 
     /// `--keepalive` as the ready event prints it.
     #[must_use]
-    pub fn keepalive_text(&self) -> String {
+    pub(crate) fn keepalive_text(&self) -> String {
         self.keepalive.map_or_else(
             || "off".to_owned(),
             |k| format!("{:?},{:?},{}", k.idle, k.interval, k.count),

@@ -17,6 +17,7 @@ use lifeline_common::{
 };
 
 use crate::{
+    judge::Cookie,
     kernel::{
         clock,
         diag::{DiagSock, STATE_ESTABLISHED, SockDiag},
@@ -27,11 +28,11 @@ use crate::{
 };
 
 /// Which existing sockets are targets, and why (`lifeline_common::watch::BY_*`; 0: not one).
-pub struct Selector<'a> {
+pub(crate) struct Selector<'a> {
     pub ports: &'a [u16],
     pub targets: &'a Targets,
     /// Ids of the present target cgroups and their descendants.
-    pub cgroup_ids: HashSet<u64>,
+    pub cgroup_ids: HashSet<crate::kernel::diag::CgroupId>,
     /// Endpoint peers to select (those just added to the endpoint-client target).
     pub peers: BTreeSet<SocketAddr>,
 }
@@ -64,16 +65,16 @@ fn comm_matches(filter: &[String], comm: &str) -> bool {
 
 /// The sockets one adoption recorded.
 #[derive(Debug, Default)]
-pub struct Adopted {
+pub(crate) struct Adopted {
     /// Those whose callbacks could not be armed: polled every sweep.
-    pub polled: HashSet<u64>,
+    pub polled: HashSet<Cookie>,
     /// Every socket recorded now (armed or polled): the daemon reads each into its mirror
     /// at once (an armed one sends no news until something happens to it).
-    pub all: HashSet<u64>,
+    pub all: HashSet<Cookie>,
 }
 
 impl Adopted {
-    pub fn extend(&mut self, other: Self) {
+    pub(crate) fn extend(&mut self, other: Self) {
         self.polled.extend(other.polled);
         self.all.extend(other.all);
     }
@@ -85,7 +86,7 @@ impl Adopted {
 ///
 /// # Errors
 /// When the dump fails.
-pub fn adopt(
+pub(crate) fn adopt(
     probe: &mut Probe,
     diag: &mut SockDiag,
     select: &Selector<'_>,
@@ -101,7 +102,7 @@ pub fn adopt(
     let found_owners = owners::by_inode(&inodes);
     found_owners.warn_unnamed(inodes.len());
     let owners = &found_owners.by_inode;
-    let now = clock::now_ns();
+    let now = clock::now().as_nanos();
     let mut cookies = Vec::new();
     for d in &found {
         let owner = owners.get(&d.inode);
@@ -185,8 +186,8 @@ pub fn adopt(
         );
     }
     let adopted = Adopted {
-        polled,
-        all: cookies.into_iter().collect(),
+        polled: polled.into_iter().map(Cookie).collect(),
+        all: cookies.into_iter().map(Cookie).collect(),
     };
     adopted.log(already);
     Ok(adopted)

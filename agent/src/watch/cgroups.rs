@@ -12,7 +12,7 @@ use crate::{kernel::probe::Probe, settings::CgroupTarget};
 
 /// What `lifeline status` shows of one target.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct TargetStatus {
+pub(crate) struct TargetStatus {
     /// `cgroup /system.slice/kubelet.service`, `comm kubelet`, `endpoint clients`.
     pub target: String,
     /// `present` (the cgroup exists and is watched), `waiting` (it does not exist yet, or
@@ -23,7 +23,7 @@ pub struct TargetStatus {
     pub since_ms: Option<u64>,
 }
 
-pub struct CgroupWatch {
+pub(crate) struct CgroupWatch {
     targets: Vec<CgroupTarget>,
     /// Per target: the cgroup id seen at the last sync (None: waiting), and since when.
     seen: Vec<(Option<u64>, Instant)>,
@@ -31,7 +31,7 @@ pub struct CgroupWatch {
 
 impl CgroupWatch {
     #[must_use]
-    pub fn new(targets: &[CgroupTarget]) -> Self {
+    pub(crate) fn new(targets: &[CgroupTarget]) -> Self {
         Self {
             targets: targets.to_vec(),
             seen: vec![(None, Instant::now()); targets.len()],
@@ -40,7 +40,7 @@ impl CgroupWatch {
 
     /// Bring the probe's ids in step with the filesystem; log and return each target's state.
     /// `first`: the sync at start (a missing target is logged as waiting, not as gone).
-    pub fn sync(&mut self, probe: &mut Probe, first: bool) -> Vec<TargetStatus> {
+    pub(crate) fn sync(&mut self, probe: &mut Probe, first: bool) -> Vec<TargetStatus> {
         let kernel = probe.target_cgroups().unwrap_or_else(|e| {
             tracing::warn!(error = %format!("{e:#}"), "cannot read TARGET_CGROUPS; checking the filesystem only");
             Vec::new()

@@ -6,14 +6,14 @@
 //! is the agent's half (the targets themselves are settings: `settings::targets`): the cgroup and endpoint-peer
 //! bookkeeping, and the namespace calibration.
 
-pub mod adopt;
-pub mod cgroup;
+pub(crate) mod adopt;
+pub(crate) mod cgroup;
 
 mod cgroups;
-pub mod netns;
+pub(crate) mod netns;
 mod peers;
 mod state;
 
-pub use cgroups::{CgroupWatch, TargetStatus};
-pub use peers::PeerSync;
-pub use state::Watching;
+pub(crate) use cgroups::{CgroupWatch, TargetStatus};
+pub(crate) use peers::PeerSync;
+pub(crate) use state::Watching;

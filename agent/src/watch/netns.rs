@@ -17,7 +17,7 @@ use crate::kernel::{probe::Probe, sockopts::socket_cookie};
 ///
 /// # Errors
 /// When the calibration connect is not seen by the hook.
-pub fn calibrate(probe: &mut Probe, port: u16) -> Result<u64> {
+pub(crate) fn calibrate(probe: &mut Probe, port: u16) -> Result<u64> {
     let sock = crate::kernel::sockopts::tcp_socket()?;
     let cookie = socket_cookie(&sock)?;
     probe.begin_calibration(cookie)?;

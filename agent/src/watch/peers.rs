@@ -18,7 +18,7 @@ use crate::{
 };
 
 #[derive(Default)]
-pub struct PeerSync {
+pub(crate) struct PeerSync {
     installed: BTreeSet<SocketAddr>,
     arming: Arming,
 }
@@ -26,12 +26,12 @@ pub struct PeerSync {
 impl PeerSync {
     /// The endpoint peers armed now.
     #[must_use]
-    pub fn installed(&self) -> &BTreeSet<SocketAddr> {
+    pub(crate) fn installed(&self) -> &BTreeSet<SocketAddr> {
         &self.installed
     }
 
     /// Update the map; returns the peers added now, for the caller to adopt their sockets.
-    pub fn sync(
+    pub(crate) fn sync(
         &mut self,
         probe: &mut Probe,
         endpoints: &Endpoints,

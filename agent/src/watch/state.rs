@@ -14,7 +14,7 @@ use crate::{
     },
 };
 
-pub struct Watching {
+pub(crate) struct Watching {
     pub targets: Targets,
     pub ports: Vec<u16>,
     cgroups: CgroupWatch,
@@ -25,7 +25,7 @@ pub struct Watching {
 
 impl Watching {
     /// The first look at the target cgroups: present ones are watched from here on.
-    pub fn start(probe: &mut Probe, targets: Targets, ports: Vec<u16>) -> Self {
+    pub(crate) fn start(probe: &mut Probe, targets: Targets, ports: Vec<u16>) -> Self {
         let mut cgroups = CgroupWatch::new(&targets.cgroups);
         let status = cgroups.sync(probe, true);
         let mut w = Self {
@@ -43,7 +43,7 @@ impl Watching {
     /// target cgroups' subtrees (their ids as `sock_diag` reports them), the process names,
     /// and no endpoint peers yet (those are adopted as DNS answers arrive, in `sync`).
     #[must_use]
-    pub fn selector(&self) -> Selector<'_> {
+    pub(crate) fn selector(&self) -> Selector<'_> {
         let cgroup_ids = self
             .targets
             .cgroups
@@ -61,7 +61,7 @@ impl Watching {
 
     /// Once per sweep: target cgroups, endpoint peers and ports. Returns the sockets adopted
     /// now (see `adopt`).
-    pub fn sync(
+    pub(crate) fn sync(
         &mut self,
         probe: &mut Probe,
         diag: &mut SockDiag,

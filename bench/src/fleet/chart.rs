@@ -21,7 +21,7 @@ const COLORS: [RGBColor; 4] = [
     clippy::cast_precision_loss,
     reason = "small counts and seconds for drawing"
 )]
-pub fn draw(path: &Path, results: &[(Raw, Vec<Tally>)]) -> Result<()> {
+pub(super) fn draw(path: &Path, results: &[(Raw, Vec<Tally>)]) -> Result<()> {
     let e = |e: &dyn std::fmt::Display| anyhow!("{e}");
     let rows = results.len().max(1);
     let root = SVGBackend::new(path, (1200, 300 * u32::try_from(rows)?)).into_drawing_area();

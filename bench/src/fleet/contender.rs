@@ -2,11 +2,11 @@
 //! close-all remedy, and lifeline. Each gets its own nodes in the same fleet, so all four
 //! live through the very same fault at the very same moment.
 
-use lifeline_tests::api_addrs::DNS_V4;
+use lifeline_tests::infra::api_addrs::DNS_V4;
 use lifeline_tests::{API_NAME, AgentArgs, ApiLab};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Contender {
+pub(super) enum Contender {
     NoAgent,
     DigScript,
     CloseAll,
@@ -14,14 +14,14 @@ pub enum Contender {
 }
 
 impl Contender {
-    pub const ALL: [Self; 4] = [
+    pub(super) const ALL: [Self; 4] = [
         Self::NoAgent,
         Self::DigScript,
         Self::CloseAll,
         Self::Lifeline,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Self::NoAgent => "no agent",
             Self::DigScript => "dig script (3 s)",
@@ -34,7 +34,7 @@ impl Contender {
     /// connection, a random address order per dial (round-robin DNS), re-resolving and
     /// re-dialing on errors. The close-all client gives a heartbeat 10 s (kubelet's node
     /// status timeout) and closes the connection on the second failure in a row.
-    pub fn client_args(self) -> Vec<String> {
+    pub(super) fn client_args(self) -> Vec<String> {
         let mut args: Vec<String> = [
             "--server",
             API_NAME,
@@ -60,7 +60,7 @@ impl Contender {
     /// The agent's arguments for a lifeline node: every tuning at its default; only the
     /// node's wiring is given (the endpoint and its DNS server, and the default target set:
     /// the client's cgroup, standing for kubelet.service, plus the endpoint's clients).
-    pub fn agent_args() -> AgentArgs {
+    pub(super) fn agent_args() -> AgentArgs {
         let mut a = ApiLab::agent_args(None, &["--endpoint-clients"]);
         a.ports = "443,6443".into();
         a

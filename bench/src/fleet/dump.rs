@@ -11,7 +11,8 @@ use super::scenario::Scenario;
 
 fn path(kind: &str, s: Scenario) -> PathBuf {
     let letter = s.label().split('.').next().unwrap_or("x");
-    lifeline_tests::paths::workspace().join(format!("target/bench/fleet-{kind}-{letter}.jsonl"))
+    lifeline_tests::infra::paths::workspace()
+        .join(format!("target/bench/fleet-{kind}-{letter}.jsonl"))
 }
 
 fn write(path: &PathBuf, lines: &[String]) {
@@ -22,7 +23,7 @@ fn write(path: &PathBuf, lines: &[String]) {
 }
 
 /// Every agent's log lines (the probe's own chatter left out).
-pub fn agents(s: Scenario, agents: &[Agent]) {
+pub(super) fn agents(s: Scenario, agents: &[Agent]) {
     let lines: Vec<String> = agents
         .iter()
         .enumerate()
@@ -37,7 +38,7 @@ pub fn agents(s: Scenario, agents: &[Agent]) {
 }
 
 /// Every client's events other than its successes, with the node's index.
-pub fn clients(s: Scenario, runs: &[NodeRun]) {
+pub(super) fn clients(s: Scenario, runs: &[NodeRun]) {
     let mut lines = Vec::new();
     for (k, run) in runs.iter().enumerate() {
         let Some(p) = &run.client else { continue };

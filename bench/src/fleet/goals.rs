@@ -15,7 +15,7 @@ fn find(results: &[(Raw, Vec<Tally>)], s: Scenario, c: Contender) -> Option<&Tal
     t.iter().find(|t| t.contender == c)
 }
 
-pub fn write(s: &mut String, m: &Machine, results: &[(Raw, Vec<Tally>)]) {
+pub(super) fn write(s: &mut String, m: &Machine, results: &[(Raw, Vec<Tally>)]) {
     let n = m.per_contender;
     let _ = writeln!(s, "### Goals\n\n| goal | measured | |\n|---|---|---|");
     for sc in [Scenario::Scaling, Scenario::Sudden, Scenario::FlowOnly] {

@@ -21,14 +21,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
-
-use crate::procstat::{machine_busy_s, proc_cpu_s, vm_kib};
 use contender::Contender;
 use scenario::Scenario;
 use tally::Tally;
 
+use crate::procstat::{machine_busy_s, proc_cpu_s, vm_kib};
+
 /// What the run measured besides the scenarios: the sizing and the machine's load.
-pub struct Machine {
+pub(crate) struct Machine {
     pub requested: usize,
     pub per_contender: usize,
     pub attached_before: usize,
@@ -45,7 +45,7 @@ pub struct Machine {
 ///
 /// # Errors
 /// When the fleet cannot be built or a scenario fails; everything is torn down either way.
-pub fn run(requested: usize, out: &Path, command: String) -> Result<()> {
+pub(crate) fn run(requested: usize, out: &Path, command: String) -> Result<()> {
     let start = Instant::now();
     let attached = sizing::attached_sock_ops()?;
     let free = sizing::KERNEL_MAX_PROGS.saturating_sub(attached + sizing::HEADROOM);

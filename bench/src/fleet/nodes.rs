@@ -5,9 +5,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::api_addrs::DNS_V4;
-use lifeline_tests::dnsquery::lookup;
-use lifeline_tests::paths::fixture;
+use lifeline_tests::infra::api_addrs::DNS_V4;
+use lifeline_tests::infra::dnsquery::lookup;
+use lifeline_tests::infra::paths::fixture;
 use lifeline_tests::{API_NAME, Agent, Proc, mono_ms, wait_until};
 
 use super::contender::Contender;
@@ -18,7 +18,7 @@ const DIG_EVERY_MS: u64 = 3000;
 
 /// The processes of one node.
 #[derive(Default)]
-pub struct NodeRun {
+pub(super) struct NodeRun {
     pub client: Option<Proc>,
     dig_known: Option<Vec<IpAddr>>,
     dig_next_ms: u64,
@@ -26,7 +26,7 @@ pub struct NodeRun {
 }
 
 /// Starts the client of `host` inside its cgroup and namespace.
-pub fn start_client(host: &NodeHost) -> Result<Proc> {
+pub(super) fn start_client(host: &NodeHost) -> Result<Proc> {
     let bin = fixture("kube-client")?;
     let args = host.contender.client_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -40,7 +40,7 @@ pub fn start_client(host: &NodeHost) -> Result<Proc> {
 /// differ, as on a real fleet. The contenders take turns (one node of each, then the next),
 /// so whatever the moment of a start does to a client (the lab's own load grows as the fleet
 /// comes up) falls on every contender alike.
-pub fn start_clients(fleet: &Fleet) -> Result<Vec<NodeRun>> {
+pub(super) fn start_clients(fleet: &Fleet) -> Result<Vec<NodeRun>> {
     let n = fleet.nodes.len();
     let gap = Duration::from_secs(10) / u32::try_from(n.max(1))?;
     let per = n / Contender::ALL.len();
@@ -66,7 +66,7 @@ pub fn start_clients(fleet: &Fleet) -> Result<Vec<NodeRun>> {
 }
 
 /// One turn of every dig script that is due; returns how many clients it restarted.
-pub fn dig_tick(fleet: &Fleet, runs: &mut [NodeRun]) -> usize {
+pub(super) fn dig_tick(fleet: &Fleet, runs: &mut [NodeRun]) -> usize {
     let mut restarted = 0;
     for (host, run) in fleet.nodes.iter().zip(runs.iter_mut()) {
         let now = mono_ms();
@@ -99,7 +99,7 @@ fn dig(host: &NodeHost) -> Option<Vec<IpAddr>> {
 
 /// Starts an agent on every lifeline node at once (loading is the slow part, and the
 /// kernel does it one program at a time anyway), then waits for all to be ready.
-pub fn start_agents(fleet: &Fleet) -> Result<Vec<Agent>> {
+pub(super) fn start_agents(fleet: &Fleet) -> Result<Vec<Agent>> {
     let args = Contender::agent_args();
     let mut agents = Vec::new();
     for host in fleet
@@ -125,7 +125,7 @@ pub fn start_agents(fleet: &Fleet) -> Result<Vec<Agent>> {
 }
 
 /// Kills every client (between scenarios) and waits briefly until the cgroups are empty.
-pub fn stop_clients(fleet: &Fleet, runs: Vec<NodeRun>) {
+pub(super) fn stop_clients(fleet: &Fleet, runs: Vec<NodeRun>) {
     drop(runs);
     let _ = wait_until(
         "the clients to exit",

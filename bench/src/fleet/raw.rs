@@ -5,7 +5,7 @@
 use super::scenario::Scenario;
 
 /// What one scenario produced, in `CLOCK_MONOTONIC` ms and node indexes.
-pub struct Raw {
+pub(super) struct Raw {
     pub scenario: Scenario,
     pub t0: u64,
     pub second: Option<u64>,
@@ -33,6 +33,6 @@ pub struct Raw {
 
 /// Milliseconds as seconds, for rates and printing.
 #[expect(clippy::cast_precision_loss, reason = "durations of minutes")]
-pub fn secs(ms: u64) -> f64 {
+pub(super) fn secs(ms: u64) -> f64 {
     ms as f64 / 1000.0
 }

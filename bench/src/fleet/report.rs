@@ -8,7 +8,7 @@ use super::Machine;
 use super::raw::Raw;
 use super::tally::Tally;
 
-pub fn section(m: &Machine, results: &[(Raw, Vec<Tally>)]) -> String {
+pub(super) fn section(m: &Machine, results: &[(Raw, Vec<Tally>)]) -> String {
     let n = m.per_contender;
     let mut s = String::new();
     let _ = writeln!(

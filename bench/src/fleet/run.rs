@@ -17,7 +17,12 @@ use super::serverlog::{
 use super::topo::Fleet;
 
 /// Runs scenario `s`; `agents[i]` runs on node `first_agent + i`.
-pub fn scenario(fleet: &Fleet, agents: &[Agent], first_agent: usize, s: Scenario) -> Result<Raw> {
+pub(super) fn scenario(
+    fleet: &Fleet,
+    agents: &[Agent],
+    first_agent: usize,
+    s: Scenario,
+) -> Result<Raw> {
     let dns_before = fleet.lab.dns.log().lines().count();
     let start = mono_ms();
     let mut runs = start_clients(fleet)?;

@@ -4,13 +4,13 @@
 use std::net::{IpAddr, SocketAddrV4};
 
 use anyhow::Result;
-use lifeline_tests::nft::Fault;
+use lifeline_tests::infra::nft::Fault;
 use lifeline_tests::{api, mono_ms};
 
 use super::topo::{Fleet, all_apis};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scenario {
+pub(super) enum Scenario {
     /// a: api1 leaves DNS, then black-holes 60 s later.
     Scaling,
     /// b: api1 black-holes and leaves DNS at once.
@@ -22,17 +22,17 @@ pub enum Scenario {
 }
 
 /// When the second step (a's black hole, d's recovery) comes, after the first.
-pub const SECOND_STEP_S: u64 = 60;
+pub(super) const SECOND_STEP_S: u64 = 60;
 
 impl Scenario {
-    pub const ALL: [Self; 4] = [
+    pub(super) const ALL: [Self; 4] = [
         Self::Scaling,
         Self::Sudden,
         Self::FlowOnly,
         Self::ControlPlaneDown,
     ];
 
-    pub fn label(self) -> &'static str {
+    pub(super) fn label(self) -> &'static str {
         match self {
             Self::Scaling => "a. scaling event",
             Self::Sudden => "b. sudden loss",
@@ -41,7 +41,7 @@ impl Scenario {
         }
     }
 
-    pub fn what(self) -> &'static str {
+    pub(super) fn what(self) -> &'static str {
         match self {
             Self::Scaling => "api1 leaves DNS at 0 s and black-holes at 60 s",
             Self::Sudden => "api1 black-holes and leaves DNS at 0 s",
@@ -54,7 +54,7 @@ impl Scenario {
 
     /// How long the scenario is watched after its first step: long enough to see a node that
     /// hangs pass the 40 s `NotReady` grace after the last fault step.
-    pub fn window_s(self) -> u64 {
+    pub(super) fn window_s(self) -> u64 {
         match self {
             Self::Scaling => 140,
             Self::Sudden | Self::FlowOnly => 95,
@@ -63,19 +63,19 @@ impl Scenario {
     }
 
     /// The second step's time, if the scenario has one.
-    pub fn second_step_s(self) -> Option<u64> {
+    pub(super) fn second_step_s(self) -> Option<u64> {
         matches!(self, Self::Scaling | Self::ControlPlaneDown).then_some(SECOND_STEP_S)
     }
 }
 
 /// The rules a scenario added, lifted when it ends.
 #[derive(Default)]
-pub struct Applied {
+pub(super) struct Applied {
     pub faults: Vec<Fault>,
 }
 
 /// The first step. `flows_to_api1`: the client ends of the connections api1 holds now.
-pub fn first_step(
+pub(super) fn first_step(
     fleet: &Fleet,
     s: Scenario,
     flows_to_api1: &[SocketAddrV4],
@@ -90,7 +90,7 @@ pub fn first_step(
             fleet.lab.dns.set(&others)?;
         }
         Scenario::FlowOnly => {
-            let api1 = lifeline_tests::api_addrs::API_V4[0];
+            let api1 = lifeline_tests::infra::api_addrs::API_V4[0];
             applied
                 .faults
                 .push(wire.blackhole_flows(api1, flows_to_api1)?);
@@ -105,7 +105,7 @@ pub fn first_step(
 }
 
 /// The second step (a: the black hole; d: the control plane back).
-pub fn second_step(fleet: &Fleet, s: Scenario, applied: &mut Applied) -> Result<u64> {
+pub(super) fn second_step(fleet: &Fleet, s: Scenario, applied: &mut Applied) -> Result<u64> {
     match s {
         Scenario::Scaling => applied.faults.push(fleet.lab.lab.blackhole(Fleet::api1())?),
         Scenario::ControlPlaneDown => heal(fleet, applied)?,
@@ -115,7 +115,7 @@ pub fn second_step(fleet: &Fleet, s: Scenario, applied: &mut Applied) -> Result<
 }
 
 /// Lifts every rule and restores the three addresses in DNS.
-pub fn heal(fleet: &Fleet, applied: &mut Applied) -> Result<()> {
+pub(super) fn heal(fleet: &Fleet, applied: &mut Applied) -> Result<()> {
     for f in applied.faults.drain(..) {
         fleet.lab.lab.heal(&f)?;
     }

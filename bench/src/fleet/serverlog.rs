@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::topo::{Fleet, node_index};
 
-pub fn requests(fleet: &Fleet, from: u64, to: u64, path: &str) -> Vec<(u64, usize)> {
+pub(super) fn requests(fleet: &Fleet, from: u64, to: u64, path: &str) -> Vec<(u64, usize)> {
     strip(server_events(fleet, from, to, |v| {
         v["event"] == "request" && v["path"] == path
     }))
@@ -21,7 +21,7 @@ fn strip(events: Vec<(u64, usize, u16)>) -> Vec<(u64, usize)> {
 
 /// The first request of every client connection (node, port): a connection that carries
 /// requests is a client's, never an agent's probe.
-pub fn first_requests(events: &[(u64, usize, u16)]) -> Vec<(u64, usize)> {
+pub(super) fn first_requests(events: &[(u64, usize, u16)]) -> Vec<(u64, usize)> {
     let mut seen = HashSet::new();
     events
         .iter()
@@ -31,7 +31,7 @@ pub fn first_requests(events: &[(u64, usize, u16)]) -> Vec<(u64, usize)> {
 }
 
 /// The accepted connections whose (node, port) never made a request.
-pub fn without_requests(
+pub(super) fn without_requests(
     accepted: &[(u64, usize, u16)],
     requests: &[(u64, usize, u16)],
 ) -> Vec<(u64, usize)> {
@@ -45,7 +45,7 @@ pub fn without_requests(
 
 /// Events of every API server between `from` and `to` that `pred` keeps: (ms, node, the
 /// client's port), in time order.
-pub fn server_events(
+pub(super) fn server_events(
     fleet: &Fleet,
     from: u64,
     to: u64,
@@ -80,7 +80,7 @@ fn peer(v: &Value) -> Option<SocketAddr> {
 
 /// The client ends of the connections api1 accepted since `from` (the flows a balancer
 /// that forgets api1's state drops; ones already closed match nothing).
-pub fn flows_to_api1(fleet: &Fleet, from: u64) -> Vec<SocketAddrV4> {
+pub(super) fn flows_to_api1(fleet: &Fleet, from: u64) -> Vec<SocketAddrV4> {
     let api1 = &fleet.lab.servers[0];
     api1.stdout_lines()
         .iter()
@@ -98,7 +98,7 @@ pub fn flows_to_api1(fleet: &Fleet, from: u64) -> Vec<SocketAddrV4> {
 }
 
 /// `dnsmasq[..]: query[A] api.lab.test from 203.0.113.7`: the asking node.
-pub fn dns_query_node(line: &str) -> Option<usize> {
+pub(super) fn dns_query_node(line: &str) -> Option<usize> {
     let rest = &line[line.find("query[")?..];
     let from = rest.split(" from ").nth(1)?.trim();
     node_index(from.parse().ok()?)
@@ -106,7 +106,7 @@ pub fn dns_query_node(line: &str) -> Option<usize> {
 
 /// Per node, the API server (0, 1, 2) its latest request between `from` and `at` went to:
 /// where the node was when the fault struck.
-pub fn server_of_nodes(fleet: &Fleet, from: u64, at: u64) -> Vec<Option<usize>> {
+pub(super) fn server_of_nodes(fleet: &Fleet, from: u64, at: u64) -> Vec<Option<usize>> {
     let mut latest: Vec<Option<(u64, usize)>> = vec![None; fleet.nodes.len()];
     for (i, server) in fleet.lab.servers.iter().enumerate() {
         for line in server.stdout_lines() {

@@ -12,17 +12,17 @@ use anyhow::{Context, Result, ensure};
 use lifeline_tests::cgroup2_mount;
 
 /// The kernel's limit of programs per attach type on one cgroup.
-pub const KERNEL_MAX_PROGS: usize = 64;
+pub(super) const KERNEL_MAX_PROGS: usize = 64;
 /// Slots left for other labs (an agent of a concurrent test attaches one).
-pub const HEADROOM: usize = 4;
+pub(super) const HEADROOM: usize = 4;
 
 /// `sock_ops` programs attached to the cgroup v2 root now (`bpftool cgroup show`).
 ///
 /// # Errors
 /// When bpftool fails.
-pub fn attached_sock_ops() -> Result<usize> {
+pub(super) fn attached_sock_ops() -> Result<usize> {
     let root = cgroup2_mount()?;
-    let out = lifeline_tests::cmd::run_args(&[
+    let out = lifeline_tests::infra::cmd::run_args(&[
         "bpftool",
         "cgroup",
         "show",
@@ -39,8 +39,8 @@ pub fn attached_sock_ops() -> Result<usize> {
 ///
 /// # Errors
 /// When the namespace cannot be joined or a socket fails.
-pub fn connect_us(ns: &str, count: u32) -> Result<f64> {
-    let path = lifeline_tests::cmd::netns_path(ns);
+pub(super) fn connect_us(ns: &str, count: u32) -> Result<f64> {
+    let path = lifeline_tests::infra::cmd::netns_path(ns);
     let timing = std::thread::spawn(move || -> Result<f64> {
         let file = std::fs::File::open(&path)?;
         // SAFETY: a valid namespace fd; CLONE_NEWNET changes only this short-lived thread.

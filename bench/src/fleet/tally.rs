@@ -6,11 +6,11 @@
 use super::contender::Contender;
 use super::raw::{Raw, secs};
 
-pub const NOT_READY_MS: u64 = 40_000;
-pub const HEALTHY_MS: u64 = 15_000;
+pub(super) const NOT_READY_MS: u64 = 40_000;
+pub(super) const HEALTHY_MS: u64 = 15_000;
 
 /// One contender in one scenario.
-pub struct Tally {
+pub(super) struct Tally {
     pub contender: Contender,
     pub nodes: usize,
     /// `NotReady` nodes at each second from the first step.
@@ -37,7 +37,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn of(raw: &Raw, contender: Contender, nodes: &[usize]) -> Self {
+    pub(super) fn of(raw: &Raw, contender: Contender, nodes: &[usize]) -> Self {
         let n_secs = usize::try_from((raw.end - raw.t0) / 1000).unwrap_or(0);
         let mine = |v: &[(u64, usize)]| -> Vec<(u64, usize)> {
             v.iter()
@@ -110,12 +110,12 @@ impl Tally {
         }
     }
 
-    pub fn peak(v: &[usize]) -> usize {
+    pub(super) fn peak(v: &[usize]) -> usize {
         v.iter().copied().max().unwrap_or(0)
     }
 
     /// The 99th percentile of the 1 s windows (nearest rank).
-    pub fn p99(v: &[usize]) -> usize {
+    pub(super) fn p99(v: &[usize]) -> usize {
         let mut s = v.to_vec();
         s.sort_unstable();
         let rank = (s.len() * 99).div_ceil(100);

@@ -6,16 +6,16 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use anyhow::Result;
-use lifeline_tests::api_addrs::API_V4;
+use lifeline_tests::infra::api_addrs::API_V4;
 use lifeline_tests::{ApiLab, Cgroup, NetNs, api};
 
 use super::contender::Contender;
 
 /// Node addresses are 203.0.113.1 .. 203.0.113.250: the most nodes the fleet can hold.
-pub const MAX_NODES: usize = 250;
+pub(super) const MAX_NODES: usize = 250;
 
 /// One simulated node: its namespace and the cgroup its kubelet-like client runs in.
-pub struct NodeHost {
+pub(super) struct NodeHost {
     pub contender: Contender,
     // Drop order: the cgroup (kills the client) before the namespace.
     pub cgroup: Cgroup,
@@ -23,19 +23,19 @@ pub struct NodeHost {
 }
 
 /// The lab and every node. Nodes drop first (their veths go with them), then the lab.
-pub struct Fleet {
+pub(super) struct Fleet {
     pub nodes: Vec<NodeHost>,
     pub lab: ApiLab,
 }
 
 /// The address of node `k` (0-based over the whole fleet).
-pub fn node_ip(k: usize) -> Ipv4Addr {
+pub(super) fn node_ip(k: usize) -> Ipv4Addr {
     let last = u8::try_from(k + 1).unwrap_or(u8::MAX);
     Ipv4Addr::new(203, 0, 113, last)
 }
 
 /// The node index of a client address, if it is one.
-pub fn node_index(ip: IpAddr) -> Option<usize> {
+pub(super) fn node_index(ip: IpAddr) -> Option<usize> {
     let v4 = match ip {
         IpAddr::V4(v4) => v4,
         IpAddr::V6(v6) => v6.to_ipv4_mapped()?,
@@ -45,7 +45,7 @@ pub fn node_index(ip: IpAddr) -> Option<usize> {
 }
 
 /// The three API addresses, as dnsmasq answers them when nothing is wrong.
-pub fn all_apis() -> Vec<IpAddr> {
+pub(super) fn all_apis() -> Vec<IpAddr> {
     (1..=3).map(|n| api(n, false)).collect()
 }
 
@@ -54,7 +54,7 @@ impl Fleet {
     ///
     /// # Errors
     /// When a namespace, link, route or cgroup cannot be set up.
-    pub fn new(per_contender: usize) -> Result<Self> {
+    pub(super) fn new(per_contender: usize) -> Result<Self> {
         let lab = ApiLab::new(&all_apis())?;
         for host in [&lab.lab.server, &lab.api2, &lab.api3, &lab.dns_host] {
             host.ip(&["route", "add", "203.0.113.0/24", "dev", "eth0"])?;
@@ -87,7 +87,7 @@ impl Fleet {
     }
 
     /// api1's address: the one every scenario takes away.
-    pub fn api1() -> IpAddr {
+    pub(super) fn api1() -> IpAddr {
         IpAddr::V4(API_V4[0])
     }
 }

@@ -23,7 +23,7 @@ use lifeline_tests::{mono_ms, parse_duration};
 #[derive(Parser)]
 #[command(about = "HTTP/2 API-server stand-in for the lifeline lab")]
 struct Args {
-    /// Address to listen on; [::] is dual stack (IPv4 too, bindv6only is 0).
+    /// Address to listen on; `[::]` is dual stack (IPv4 too, bindv6only is 0).
     #[arg(long, default_value = "[::]:6443")]
     listen: SocketAddr,
     /// Exit by itself after this long, so a forgotten server cannot run forever.

@@ -64,11 +64,11 @@ fn run() -> Result<(), String> {
         }
     }
     if nobody {
-        lifeline_tests::nobody::become_nobody()?;
+        lifeline_tests::infra::nobody::become_nobody()?;
     } else {
-        // SAFETY: getuid(2) cannot fail.
         println!(
             "uid {} pid {}",
+            // SAFETY: getuid(2) cannot fail.
             unsafe { libc::getuid() },
             std::process::id()
         );

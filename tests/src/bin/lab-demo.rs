@@ -9,9 +9,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lifeline_tests::scenario::Setup;
-use lifeline_tests::timeline::{Timeline, outage};
-use lifeline_tests::{Agent, AgentArgs, Client, Lab, mono_ms, ss};
+use lifeline_tests::assertions::ss;
+use lifeline_tests::scenarios::scenario::Setup;
+use lifeline_tests::scenarios::timeline::{Timeline, outage};
+use lifeline_tests::{Agent, AgentArgs, Client, Lab, mono_ms};
 
 /// How long we watch the hung client without lifeline.
 const WITHOUT_CAP: Duration = Duration::from_secs(45);
@@ -19,7 +20,7 @@ const WITHOUT_CAP: Duration = Duration::from_secs(45);
 const DEFAULT_STALL_MS: u64 = 10_000;
 
 fn main() -> ExitCode {
-    if !lifeline_tests::util::is_root() {
+    if !lifeline_tests::infra::util::is_root() {
         eprintln!(
             "lab-demo: error: needs root (network namespaces, nftables, eBPF); run `cargo xtask demo` as root"
         );

@@ -37,7 +37,7 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = lifeline_tests::nobody::become_nobody() {
+    if let Err(e) = lifeline_tests::infra::nobody::become_nobody() {
         eprintln!("lab-flood: {e}");
         std::process::exit(2);
     }

@@ -1,7 +1,7 @@
 //! lab-pid-taker: a neighbour that gets a process's old pid (issue 34, test c). Started as
 //! root with `PID PROGRAM ARGS...`, it clones a child with exactly that pid (`clone3`'s
 //! `set_tid`, Linux 5.5, which needs `CAP_SYS_ADMIN`: the lab's root has it); the child becomes
-//! uid/gid 65534 and execs PROGRAM (argv[0] its path, so its comm is the file's name). The
+//! uid/gid 65534 and execs PROGRAM (`argv[0]` its path, so its comm is the file's name). The
 //! parent prints `took PID` (or `cannot take PID: ERROR`) and waits for the child.
 
 use std::ffi::CString;

@@ -15,7 +15,7 @@ use std::time::Duration;
 const OLD_LOCK: &[u8] = b"lifeline/agent";
 
 fn main() {
-    if let Err(e) = lifeline_tests::nobody::become_nobody() {
+    if let Err(e) = lifeline_tests::infra::nobody::become_nobody() {
         eprintln!("lab-squatter: {e}");
         std::process::exit(2);
     }

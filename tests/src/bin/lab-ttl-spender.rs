@@ -38,7 +38,7 @@ struct Counts {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = lifeline_tests::nobody::become_nobody() {
+    if let Err(e) = lifeline_tests::infra::nobody::become_nobody() {
         eprintln!("lab-ttl-spender: {e}");
         std::process::exit(2);
     }

@@ -7,20 +7,20 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::resolve::Module;
 
-pub struct Graph {
+pub(super) struct Graph {
     pub edges: BTreeMap<Module, BTreeSet<Module>>,
 }
 
 /// Whether one of `a`, `b` contains the other (a module contains itself).
 #[must_use]
-pub fn nested(a: &[String], b: &[String]) -> bool {
+pub(super) fn nested(a: &[String], b: &[String]) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
 impl Graph {
     /// Keeps the edges between modules that are not nested.
     #[must_use]
-    pub fn new(imports: BTreeMap<Module, BTreeSet<Module>>) -> Self {
+    pub(super) fn new(imports: BTreeMap<Module, BTreeSet<Module>>) -> Self {
         let edges = imports
             .into_iter()
             .map(|(from, to)| {
@@ -37,7 +37,7 @@ impl Graph {
 
     /// Strongly connected components (Tarjan), each sorted, dependencies before dependents.
     #[must_use]
-    pub fn components(&self) -> Vec<Vec<Module>> {
+    pub(super) fn components(&self) -> Vec<Vec<Module>> {
         let mut t = Tarjan::default();
         let nodes: BTreeSet<&Module> = self
             .edges
@@ -55,7 +55,7 @@ impl Graph {
     /// Circles that together pass through every member of every component of more than one
     /// module; each starts and ends at the same module.
     #[must_use]
-    pub fn circles(&self) -> Vec<Vec<Module>> {
+    pub(super) fn circles(&self) -> Vec<Vec<Module>> {
         let mut out = Vec::new();
         for comp in self.components().into_iter().filter(|c| c.len() > 1) {
             let members: BTreeSet<&Module> = comp.iter().collect();
@@ -99,7 +99,7 @@ impl Graph {
 
     /// The longest chain of imports (a component counts once), first importer first.
     #[must_use]
-    pub fn longest_chain(&self) -> Vec<Module> {
+    pub(super) fn longest_chain(&self) -> Vec<Module> {
         let comps = self.components();
         let of: BTreeMap<&Module, usize> = comps
             .iter()

@@ -5,7 +5,7 @@
 
 /// One token; everything that is not a name, `::` or a bracket is a single `Punct`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tok {
+pub(super) enum Tok {
     Ident(String),
     /// `::`
     Sep,
@@ -17,7 +17,7 @@ pub enum Tok {
 /// The tokens of `src`. Malformed input (an unclosed string or comment) ends the scan there:
 /// the compiler, not this gate, reports such files.
 #[must_use]
-pub fn tokens(src: &str) -> Vec<Tok> {
+pub(super) fn tokens(src: &str) -> Vec<Tok> {
     let c: Vec<char> = src.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -152,7 +152,7 @@ fn quote_end(c: &[char], i: usize) -> usize {
 }
 
 /// Past the bracket that closes the one opening at `open`.
-pub fn close_of(t: &[Tok], open: usize) -> usize {
+pub(super) fn close_of(t: &[Tok], open: usize) -> usize {
     let mut depth = 0usize;
     for (k, tok) in t.iter().enumerate().skip(open) {
         match tok {

@@ -19,7 +19,6 @@ use std::{
 };
 
 use anyhow::{Context as _, Result, bail};
-
 use graph::Graph;
 use resolve::Module;
 use rules::{OnlyFrom, show};
@@ -84,12 +83,12 @@ const CRATES: [Crate; 5] = [
 
 /// The agent's stages from the bottom up, as the gate enforces them (docs/ARCHITECTURE.md's
 /// code map lists them in this order: `cargo xtask lint` checks that too).
-pub fn agent_layers() -> &'static [&'static [&'static str]] {
+pub(crate) fn agent_layers() -> &'static [&'static [&'static str]] {
     CRATES[0].layers
 }
 
 /// What the gate found in one crate.
-pub struct Report {
+pub(crate) struct Report {
     pub modules: usize,
     pub chain: Vec<Module>,
     /// One line each: a circle, or an import that breaks a rule.
@@ -98,7 +97,7 @@ pub struct Report {
 
 /// # Errors
 /// When a source tree cannot be read, or names every circle and broken rule.
-pub fn check(ws: &Path) -> Result<()> {
+pub(crate) fn check(ws: &Path) -> Result<()> {
     let mut problems = Vec::new();
     for krate in &CRATES {
         let files = read_tree(&ws.join(krate.src))?;
@@ -128,7 +127,7 @@ pub fn check(ws: &Path) -> Result<()> {
 /// The import graph of one crate from its files (module path, source), and what is wrong in
 /// it: circles, broken rules, and imports up the `layers` (see [`rules::upward`]).
 #[must_use]
-pub fn analyse(
+pub(crate) fn analyse(
     krate: &str,
     files: &[(Module, String)],
     rules: &[OnlyFrom],

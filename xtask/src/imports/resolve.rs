@@ -8,14 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::scan::Written;
 
-pub type Module = Vec<String>;
+pub(super) type Module = Vec<String>;
 
 /// How deep a bare path may follow `use` bindings (`use super::a; use a::b; b::f()`).
 const MAX_HOPS: usize = 8;
 
 /// Every module each file module imports (itself left out).
 #[must_use]
-pub fn imports(
+pub(super) fn imports(
     files: &[(Module, Vec<Written>)],
     modules: &BTreeSet<Module>,
 ) -> BTreeMap<Module, BTreeSet<Module>> {

@@ -7,7 +7,7 @@ use super::graph::Graph;
 use super::resolve::Module;
 
 /// One rule, modules written as paths from the crate root (`cli`, `act::kill`).
-pub struct OnlyFrom {
+pub(crate) struct OnlyFrom {
     pub module: &'static str,
     pub importers: &'static [&'static str],
 }
@@ -18,7 +18,7 @@ fn segments(path: &str) -> Module {
 
 /// A module as the gate names it: `a::b`, or `crate` for the root.
 #[must_use]
-pub fn show(m: &[String]) -> String {
+pub(super) fn show(m: &[String]) -> String {
     if m.is_empty() {
         "crate".to_owned()
     } else {
@@ -28,7 +28,7 @@ pub fn show(m: &[String]) -> String {
 
 /// One line per import that breaks a rule.
 #[must_use]
-pub fn broken(krate: &str, graph: &Graph, rules: &[OnlyFrom]) -> Vec<String> {
+pub(super) fn broken(krate: &str, graph: &Graph, rules: &[OnlyFrom]) -> Vec<String> {
     let mut out = Vec::new();
     for rule in rules {
         let guarded = segments(rule.module);
@@ -54,7 +54,7 @@ pub fn broken(krate: &str, graph: &Graph, rules: &[OnlyFrom]) -> Vec<String> {
 /// importing one of group `j >= i` (other than its own top-level module). Modules outside
 /// every group (the crate root) are not judged.
 #[must_use]
-pub fn upward(krate: &str, graph: &Graph, layers: &[&[&str]]) -> Vec<String> {
+pub(super) fn upward(krate: &str, graph: &Graph, layers: &[&[&str]]) -> Vec<String> {
     let layer = |m: &Module| {
         m.first()
             .and_then(|top| layers.iter().position(|g| g.contains(&top.as_str())))

@@ -8,7 +8,7 @@ use super::use_tree::use_tree;
 
 /// A path as written, in the module `scope` (absolute, from the crate root).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
+pub(super) struct Written {
     pub scope: Vec<String>,
     /// Segments as written: `crate`, `self` or `super`s first, or a bare name.
     pub path: Vec<String>,
@@ -19,7 +19,7 @@ pub struct Written {
 
 /// What one file says.
 #[derive(Debug, Default)]
-pub struct Scan {
+pub(super) struct Scan {
     pub paths: Vec<Written>,
     /// Children declared `#[cfg(test)] mod x;`: their files are test code.
     pub test_children: Vec<String>,
@@ -47,7 +47,7 @@ const ITEM_START: [&str; 15] = [
 
 /// Scans the tokens of the file whose module is `module`.
 #[must_use]
-pub fn scan(t: &[Tok], module: &[String]) -> Scan {
+pub(super) fn scan(t: &[Tok], module: &[String]) -> Scan {
     let mut out = Scan::default();
     // Inline modules open in this file: (name, depth of its `{`).
     let mut inline: Vec<(String, usize)> = Vec::new();

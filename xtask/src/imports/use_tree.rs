@@ -4,7 +4,11 @@
 use super::lexer::{Tok, close_of};
 
 /// The leaves of a use tree (`a::{b, c::{d as e, self}, f::*}`) under `prefix`.
-pub fn use_tree(t: &[Tok], prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, Option<String>)>) {
+pub(super) fn use_tree(
+    t: &[Tok],
+    prefix: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, Option<String>)>,
+) {
     let base = prefix.len();
     let mut i = 0;
     while let Some(tok) = t.get(i) {

@@ -16,7 +16,7 @@ use xtask::process::{Output, capture, run};
 
 use super::Series;
 
-pub struct Apt {
+pub(super) struct Apt {
     /// `-o` options of the private configuration; empty for the host's.
     options: Vec<String>,
 }
@@ -24,7 +24,7 @@ pub struct Apt {
 impl Apt {
     /// # Errors
     /// When the private configuration cannot be written.
-    pub fn new(series: &Series, cache: &Path) -> Result<Self> {
+    pub(super) fn new(series: &Series, cache: &Path) -> Result<Self> {
         let Some([main, security]) = series.suites else {
             return Ok(Self {
                 options: Vec::new(),
@@ -80,7 +80,7 @@ impl Apt {
     ///
     /// # Errors
     /// When apt does not know it even after an update.
-    pub fn kernel_package(&self, meta: &str) -> Result<String> {
+    pub(super) fn kernel_package(&self, meta: &str) -> Result<String> {
         let step = format!("finding the kernel behind {meta}");
         let depends = |apt: &Self| {
             capture(&step, apt.cmd("apt-cache").args(["depends", meta]))
@@ -103,7 +103,7 @@ impl Apt {
     ///
     /// # Errors
     /// When apt-get fails.
-    pub fn update(&self) -> Result<()> {
+    pub(super) fn update(&self) -> Result<()> {
         let mut cmd = self.cmd("apt-get");
         run(
             "apt-get update",
@@ -116,7 +116,7 @@ impl Apt {
     ///
     /// # Errors
     /// When apt-get fails or leaves no such file.
-    pub fn download(&self, package: &str, dir: &Path) -> Result<PathBuf> {
+    pub(super) fn download(&self, package: &str, dir: &Path) -> Result<PathBuf> {
         let find = || -> Option<PathBuf> {
             let prefix = format!("{package}_");
             fs::read_dir(dir)

@@ -14,8 +14,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{apt::Apt, fetch::Kernel, initrd_arm64, vm::Run};
 use anyhow::{Context as _, Result, bail};
+
+use super::{apt::Apt, fetch::Kernel, initrd_arm64, vm::Run};
 
 /// `check` loads the probe once and calibrates; under TCG that takes well under a minute.
 const GUEST_DEADLINE: Duration = Duration::from_mins(5);
@@ -25,7 +26,7 @@ const GUEST_DEADLINE: Duration = Duration::from_mins(5);
 /// # Errors
 /// When busybox cannot be fetched, a tool fails, or the guest overruns its deadline or
 /// prints no check.
-pub fn run(k: &Kernel, lifeline: &Path, out: &Path) -> Result<Run> {
+pub(super) fn run(k: &Kernel, lifeline: &Path, out: &Path) -> Result<Run> {
     if out.exists() {
         fs::remove_dir_all(out)?;
     }

@@ -1,7 +1,8 @@
 //! What the guests run, built on the host: the agent in release mode (under TCG a debug
 //! build needs seconds to start: aya parses the kernel's BTF in it), the lab's fixtures,
-//! and the test executables of `super::TESTS`, found in cargo's JSON messages; and the plan
-//! that tells each guest's runner what to run.
+//! and the lab's one test executable (`tests/tests/lab/`), found in cargo's JSON messages,
+//! which runs the tests of `super::TESTS`; and the plan that tells each guest's runner what
+//! to run.
 
 use std::{
     fmt::Write as _,
@@ -15,15 +16,15 @@ use xtask::process::capture;
 use super::TESTS;
 use crate::cargo_run::{cargo, cargo_cmd, json_string, target_dir};
 
-pub struct Built {
+pub(super) struct Built {
     pub lifeline: PathBuf,
-    /// (name for the results, executable, test name), in `TESTS` order.
-    pub tests: Vec<(String, PathBuf, &'static str)>,
+    /// (executable, test name), in `TESTS` order: the lab's one binary each time.
+    pub tests: Vec<(PathBuf, &'static str)>,
 }
 
 /// # Errors
 /// When a build fails or cargo does not name a test executable.
-pub fn build(ws: &Path) -> Result<Built> {
+pub(super) fn build(ws: &Path) -> Result<Built> {
     cargo(
         ws,
         "building the release agent",
@@ -36,29 +37,30 @@ pub fn build(ws: &Path) -> Result<Built> {
     )?;
     // The Go client (`restore`'s test dials with Go's own net.Dialer).
     crate::gofixture::build(ws)?;
-    let mut args = vec!["test", "-p", "lifeline-tests", "--no-run"];
-    args.push("--message-format=json-render-diagnostics");
-    for (bin, _) in TESTS {
-        if !args.contains(&bin) {
-            args.extend(["--test", bin]);
-        }
-    }
+    let args = [
+        "test",
+        "-p",
+        "lifeline-tests",
+        "--test",
+        crate::lanes::LAB_TARGET,
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ];
     // Progress and errors on our stderr; the JSON messages come back on stdout.
     let mut cmd = cargo_cmd(ws, &args);
     cmd.stderr(std::process::Stdio::inherit());
     let json = capture("building the lab tests", &mut cmd)?;
-    let exes = executables(&json);
-    let mut tests = Vec::new();
-    for (bin, test) in TESTS {
-        let exe = exes
-            .iter()
-            .find(|(name, _)| name == bin)
-            .map(|(_, exe)| exe.clone())
-            .ok_or_else(|| {
-                anyhow!("building the lab tests: cargo named no executable for `{bin}`")
-            })?;
-        tests.push((format!("{bin}::{test}"), exe, test));
-    }
+    let exe = executables(&json)
+        .into_iter()
+        .find(|(name, _)| name == crate::lanes::LAB_TARGET)
+        .map(|(_, exe)| exe)
+        .ok_or_else(|| {
+            anyhow!(
+                "building the lab tests: cargo named no executable for `{}`",
+                crate::lanes::LAB_TARGET
+            )
+        })?;
+    let tests = TESTS.iter().map(|&test| (exe.clone(), test)).collect();
     Ok(Built {
         lifeline: target_dir(ws)?.join("release/lifeline"),
         tests,
@@ -91,15 +93,16 @@ const TEST_TIMEOUT_S: u32 = 300;
 ///
 /// # Errors
 /// When a file cannot be written.
-pub fn write_plan(built: &Built, out: &Path) -> Result<()> {
+pub(super) fn write_plan(built: &Built, out: &Path) -> Result<()> {
     let plan = format!(
         "LIFELINE_BIN={}\nPARALLEL={PARALLEL}\nTEST_TIMEOUT={TEST_TIMEOUT_S}\nLAB_NO_FALSE_POSITIVE_SECS=20\n",
         built.lifeline.display()
     );
     fs::write(out.join("plan.env"), plan)?;
     let mut list = String::new();
-    for (name, exe, test) in &built.tests {
-        let _ = writeln!(list, "{name} {} {test}", exe.display());
+    for (exe, test) in &built.tests {
+        // The test's name is also its results' file name (`tests/NAME.rc`, `.log`).
+        let _ = writeln!(list, "{test} {} {test}", exe.display());
     }
     fs::write(out.join("tests.list"), list)?;
     fs::write(out.join("modules"), MODULES)?;

@@ -16,7 +16,7 @@ use xtask::process::{Output, capture, run};
 
 use super::{Series, apt::Apt, initrd};
 
-pub struct Kernel {
+pub(super) struct Kernel {
     pub series: &'static Series,
     /// `5.10.0-46-cloud-amd64`.
     pub release: String,
@@ -32,7 +32,7 @@ pub struct Kernel {
 ///
 /// # Errors
 /// When apt cannot name, download or unpack a kernel.
-pub fn kernels(series: &[&'static Series], work: &Path) -> Result<Vec<Kernel>> {
+pub(super) fn kernels(series: &[&'static Series], work: &Path) -> Result<Vec<Kernel>> {
     let cache = xtask::cache_dir()?.join("kernels");
     let debs = cache.join("debs");
     fs::create_dir_all(&debs).with_context(|| format!("cannot create {}", debs.display()))?;

@@ -19,7 +19,7 @@ const BUSYBOX: &str = "/bin/busybox";
 ///
 /// # Errors
 /// When a file is missing or the archive cannot be made.
-pub fn build(dir: &Path, release: &str, archive: &Path) -> Result<()> {
+pub(super) fn build(dir: &Path, release: &str, archive: &Path) -> Result<()> {
     let step = format!("building the initramfs of {release}");
     let root = archive.with_extension("d");
     if root.exists() {

@@ -15,7 +15,7 @@ const MODULES: [&str; 2] = ["inet_diag", "tcp_diag"];
 
 /// busybox, the agent, `MODULES` with what they depend on (modules.dep, which fetch.rs made
 /// with depmod), indexed again for the initramfs, and /init.
-pub fn build(k: &Kernel, busybox_deb: &Path, lifeline: &Path, archive: &Path) -> Result<()> {
+pub(super) fn build(k: &Kernel, busybox_deb: &Path, lifeline: &Path, archive: &Path) -> Result<()> {
     let step = format!("building the initramfs of {}", k.release);
     let root = archive.with_extension("d");
     if root.exists() {

@@ -4,7 +4,7 @@
 //! host's userland shared read-only, runs `lifeline check` and the lab tests below against
 //! the release agent; an arm64 one boots under qemu-system-aarch64 with a userland of its
 //! own and runs `lifeline check` (arm64.rs). docs/KERNELS.md is written from what the tests
-//! and checks reported (`tests/src/kernel.rs`).
+//! and checks reported (`tests/src/infra/kernel.rs`).
 
 mod apt;
 mod arm64;
@@ -27,7 +27,7 @@ use crate::{
 };
 
 /// A kernel line of the matrix: Debian's cloud kernel of a release series.
-pub struct Series {
+pub(crate) struct Series {
     pub name: &'static str,
     /// The Debian suites it comes from; `None`: the host's own apt sources (bookworm).
     pub suites: Option<[&'static str; 2]>,
@@ -38,7 +38,7 @@ pub struct Series {
     pub arch: &'static Arch,
 }
 
-pub const SERIES: [Series; 5] = [
+pub(crate) const SERIES: [Series; 5] = [
     Series {
         name: "5.10",
         suites: Some(["bullseye", "bullseye-security"]),
@@ -78,67 +78,34 @@ pub const SERIES: [Series; 5] = [
 ];
 
 /// The lab subset run in every guest: every kernel-dependent path (`lifeline_common::
-/// features`) and the watch model, longest first so two at a time finish together.
-/// (test binary, test name).
-pub const TESTS: [(&str, &str); 18] = [
-    (
-        "dry_run",
-        "dry_run_never_aborts_sooner_than_the_applications_own_settings",
-    ),
-    (
-        "tc_neighbour",
-        "a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_says_so",
-    ),
-    (
-        "tc_leftovers",
-        "a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop",
-    ),
-    ("idle", "idle_long_poll_blackholed_is_killed_as_silent"),
-    (
-        "keepalive_news",
-        "unanswered_keepalive_probes_are_news_and_answered_ones_are_not",
-    ),
-    ("no_false_positive", "healthy_connections_are_left_alone"),
-    (
-        "unit_lifecycle",
-        "restart_recreates_the_cgroup_and_the_new_connection_is_watched",
-    ),
-    (
-        "unit_lifecycle",
-        "started_before_the_unit_exists_waits_then_watches_its_first_connection",
-    ),
-    (
-        "endpoint_clients",
-        "endpoint_clients_anywhere_are_healed_and_other_peers_left_alone",
-    ),
-    ("check", "check_passes_here_and_names_the_failing_row"),
-    ("idle", "application_keepalive_is_never_loosened"),
-    (
-        "endpoint_probe",
-        "dead_peer_is_confirmed_by_the_probe_within_7s",
-    ),
-    ("preexisting", "preexisting_socket_is_killed"),
-    (
-        "restore",
-        "a_clean_stop_gives_the_applications_their_own_options_back",
-    ),
-    ("blackhole", "blackhole_is_killed"),
-    ("blackhole", "blackhole_v6_is_killed"),
-    (
-        "tc_neighbour",
-        "neighbours_attached_before_keep_their_verdicts_and_lifeline_s_octets_go_out",
-    ),
-    (
-        "tc_leftovers",
-        "an_interrupted_check_leaves_nothing_on_the_device",
-    ),
+/// features`) and the watch model, longest first so two at a time finish together. Names
+/// of tests in the lab's one binary (`tests/tests/lab/`), `module::test`.
+pub(crate) const TESTS: [&str; 18] = [
+    "dry_run::dry_run_never_aborts_sooner_than_the_applications_own_settings",
+    "tc_neighbour::a_neighbour_attached_after_lifeline_passes_packets_on_or_hides_it_and_status_says_so",
+    "tc_leftovers::a_killed_agent_leaves_one_filter_at_most_and_its_octets_stop",
+    "idle::idle_long_poll_blackholed_is_killed_as_silent",
+    "keepalive_news::unanswered_keepalive_probes_are_news_and_answered_ones_are_not",
+    "no_false_positive::healthy_connections_are_left_alone",
+    "unit_lifecycle::restart_recreates_the_cgroup_and_the_new_connection_is_watched",
+    "unit_lifecycle::started_before_the_unit_exists_waits_then_watches_its_first_connection",
+    "endpoint_clients::endpoint_clients_anywhere_are_healed_and_other_peers_left_alone",
+    "check::check_passes_here_and_names_the_failing_row",
+    "idle::application_keepalive_is_never_loosened",
+    "endpoint_probe::dead_peer_is_confirmed_by_the_probe_within_7s",
+    "preexisting::preexisting_socket_is_killed",
+    "restore::a_clean_stop_gives_the_applications_their_own_options_back",
+    "blackhole::blackhole_is_killed",
+    "blackhole::blackhole_v6_is_killed",
+    "tc_neighbour::neighbours_attached_before_keep_their_verdicts_and_lifeline_s_octets_go_out",
+    "tc_leftovers::an_interrupted_check_leaves_nothing_on_the_device",
 ];
 
 /// `--kernel` values: one series, a comma-separated list, or `all`.
 ///
 /// # Errors
 /// When a name is not a series of the matrix.
-pub fn parse(arg: &str) -> Result<Vec<&'static Series>> {
+pub(crate) fn parse(arg: &str) -> Result<Vec<&'static Series>> {
     if arg == "all" {
         return Ok(SERIES.iter().collect());
     }
@@ -157,7 +124,7 @@ pub fn parse(arg: &str) -> Result<Vec<&'static Series>> {
 ///
 /// # Errors
 /// When a step fails; the report is written first when the guests ran.
-pub fn test(ws: &Path, phases: &mut Phases, series: &[&'static Series]) -> Result<()> {
+pub(crate) fn test(ws: &Path, phases: &mut Phases, series: &[&'static Series]) -> Result<()> {
     crate::lab::require_root("test --kernel")?;
     phases.run("packages", crate::packages::ensure)?;
     phases.run("matrix packages", crate::packages::ensure_matrix)?;

@@ -19,7 +19,7 @@ use super::{
 ///
 /// # Errors
 /// When the document cannot be written; `Ok(Err(..))` when the matrix failed.
-pub fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
+pub(super) fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
     let (arm, amd): (Vec<&Run>, Vec<&Run>) = runs.iter().partition(|r| {
         super::SERIES
             .iter()

@@ -11,14 +11,14 @@ use anyhow::Result;
 use super::vm::Run;
 
 /// The section's heading: where a run of the arm64 kernels alone replaces the document's tail.
-pub const HEADING: &str = "\n## arm64\n";
+pub(super) const HEADING: &str = "\n## arm64\n";
 
 /// `cargo xtask test --kernel arm64-6.1,arm64-6.12`: replaces the arm64 section of `doc`
 /// (its tail), leaving the amd64 part as the last `--kernel all` wrote it.
 ///
 /// # Errors
 /// When the document cannot be read or written; `Ok(Err(..))` when a check failed.
-pub fn replace(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
+pub(super) fn replace(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
     let old = fs::read_to_string(doc).unwrap_or_default();
     let mut md = old[..old.find(HEADING).unwrap_or(old.len())].to_owned();
     let mut failures = Vec::new();
@@ -36,7 +36,7 @@ pub fn replace(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
 }
 
 /// Appends the section to `md`; a kernel whose check failed goes into `failures`.
-pub fn write(commit: &str, runs: &[&Run], md: &mut String, failures: &mut Vec<String>) {
+pub(super) fn write(commit: &str, runs: &[&Run], md: &mut String, failures: &mut Vec<String>) {
     if runs.is_empty() {
         return;
     }

@@ -1,6 +1,6 @@
 //! One guest's results, read back from the directory its runner wrote (xtask/guest/run.sh):
 //! per test the exit code, the time and the first error; the `kernel-matrix:` lines the tests
-//! printed (`tests/src/kernel.rs`), each only after the test asserted what that kernel must
+//! printed (`tests/src/infra/kernel.rs`), each only after the test asserted what that kernel must
 //! do; and what `lifeline check` printed.
 
 use std::fs;
@@ -11,7 +11,7 @@ use super::{TESTS, vm::Run};
 use crate::cargo_run::json_string;
 
 /// One guest's results, read back from its directory.
-pub struct Guest<'a> {
+pub(super) struct Guest<'a> {
     pub run: &'a Run,
     /// (test, exit code, seconds, first error line).
     pub tests: Vec<(String, i32, u64, String)>,
@@ -20,7 +20,7 @@ pub struct Guest<'a> {
     pub check: String,
 }
 
-pub fn read(run: &Run) -> Guest<'_> {
+pub(super) fn read(run: &Run) -> Guest<'_> {
     let mut g = Guest {
         run,
         tests: Vec::new(),
@@ -28,8 +28,7 @@ pub fn read(run: &Run) -> Guest<'_> {
         check: String::new(),
     };
     g.check = fs::read_to_string(run.out.join("check.txt")).unwrap_or_default();
-    for (bin, test) in TESTS {
-        let name = format!("{bin}::{test}");
+    for name in TESTS {
         let file = |ext: &str| fs::read_to_string(run.out.join(format!("tests/{name}.{ext}")));
         let rc = file("rc").unwrap_or_default();
         let mut words = rc.split_whitespace().map(|w| w.parse::<i64>().ok());
@@ -62,7 +61,7 @@ pub fn read(run: &Run) -> Guest<'_> {
             })
             .unwrap_or_default();
         g.tests.push((
-            name,
+            name.to_owned(),
             i32::try_from(code).unwrap_or(-1),
             u64::try_from(secs).unwrap_or(0),
             error,
@@ -72,7 +71,7 @@ pub fn read(run: &Run) -> Guest<'_> {
 }
 
 /// "pass", "degraded", or "NOT SHOWN", and every distinct thing the user saw.
-pub fn feature_cell(g: &Guest<'_>, f: &Feature) -> (String, Vec<String>) {
+pub(super) fn feature_cell(g: &Guest<'_>, f: &Feature) -> (String, Vec<String>) {
     let mine: Vec<_> = g.reports.iter().filter(|r| r.0 == f.id).collect();
     let mut shows: Vec<String> = mine.iter().map(|r| r.2.clone()).collect();
     shows.dedup();

@@ -20,7 +20,7 @@ const GUEST_DEADLINE: Duration = Duration::from_mins(25);
 const MEMORY_MB: u32 = 3072;
 
 /// A finished guest: where its results are, and how long it ran.
-pub struct Run {
+pub(super) struct Run {
     pub series: &'static str,
     pub release: String,
     pub version: String,
@@ -50,7 +50,7 @@ impl Drop for Guard {
 ///
 /// # Errors
 /// When a process cannot start, the guest overruns its deadline or writes no results.
-pub fn run(k: &Kernel, built: &Built, out: &Path) -> Result<Run> {
+pub(super) fn run(k: &Kernel, built: &Built, out: &Path) -> Result<Run> {
     match boot(k, built, out) {
         Err(e) if !out.join("init.log").exists() => {
             let first = out

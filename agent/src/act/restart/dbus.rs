@@ -45,7 +45,7 @@ trait Unit {
 
 /// # Errors
 /// When the bus cannot be reached.
-pub async fn connect(bus: &SystemdBus) -> Result<Connection> {
+pub(crate) async fn connect(bus: &SystemdBus) -> Result<Connection> {
     match bus {
         SystemdBus::System => Connection::system()
             .await
@@ -66,7 +66,7 @@ pub async fn connect(bus: &SystemdBus) -> Result<Connection> {
 /// (`method_subscribe()` in
 /// <https://github.com/systemd/systemd/blob/v252/src/core/dbus-manager.c>), so subscribing
 /// before every restart over a kept connection failed every second restart.
-pub struct Bus {
+pub(crate) struct Bus {
     manager: ManagerProxy<'static>,
     /// Subscribed on this connection: at its first restart, not before (a subscriber gets
     /// every job and unit signal of the manager, which nothing reads until a restart).
@@ -76,7 +76,7 @@ pub struct Bus {
 /// Why a restart did not finish; `NotSent`: it never reached systemd (the bus is gone),
 /// so a fresh connection may try again without restarting twice.
 #[derive(Debug)]
-pub enum RestartError {
+pub(crate) enum RestartError {
     NotSent(anyhow::Error),
     Failed(anyhow::Error),
 }
@@ -100,7 +100,7 @@ impl Bus {
     ///
     /// # Errors
     /// When the bus cannot be reached.
-    pub async fn connect(bus: &SystemdBus) -> Result<Self> {
+    pub(crate) async fn connect(bus: &SystemdBus) -> Result<Self> {
         let conn = connect(bus).await?;
         let manager = ManagerProxy::new(&conn).await?;
         Ok(Self {
@@ -114,7 +114,7 @@ impl Bus {
     ///
     /// # Errors
     /// When the call fails or the job does not finish within two minutes.
-    pub async fn restart(&mut self, unit: &str) -> Result<String, RestartError> {
+    pub(crate) async fn restart(&mut self, unit: &str) -> Result<String, RestartError> {
         // `JobRemoved` is only sent to subscribers: once per connection.
         if !self.subscribed {
             let subscribed = self.manager.subscribe().await;
@@ -155,7 +155,7 @@ impl Bus {
     ///
     /// # Errors
     /// When the manager does not answer.
-    pub async fn control_group(&self, unit: &str) -> Result<String> {
+    pub(crate) async fn control_group(&self, unit: &str) -> Result<String> {
         let path = self
             .manager
             .load_unit(unit)
@@ -189,7 +189,7 @@ impl Bus {
 ///
 /// # Errors
 /// When the manager does not answer.
-pub async fn unit_state(conn: &Connection, unit: &str) -> Result<(String, String)> {
+pub(crate) async fn unit_state(conn: &Connection, unit: &str) -> Result<(String, String)> {
     let manager = ManagerProxy::new(conn).await?;
     let path = manager
         .load_unit(unit)

@@ -2,7 +2,7 @@
 //! policy (hourly budget, pause), the scope check (is the socket the unit's own?) and the
 //! restarter task that carries a judged request out.
 
-pub mod dbus;
-pub mod policy;
-pub mod restarter;
-pub mod scope;
+pub(crate) mod dbus;
+pub(crate) mod policy;
+pub(crate) mod restarter;
+pub(crate) mod scope;

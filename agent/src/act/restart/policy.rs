@@ -12,7 +12,7 @@ const HOUR: Duration = Duration::from_hours(1);
 const MAX_PAUSE: Duration = Duration::from_mins(30);
 
 #[derive(Debug, PartialEq, Eq)]
-pub enum Gate {
+pub(crate) enum Gate {
     Go,
     /// The hourly budget is spent; the oldest restart ages out after this long.
     RateLimited(Duration),
@@ -20,7 +20,7 @@ pub enum Gate {
     Backoff(Duration),
 }
 
-pub struct RestartPolicy {
+pub(crate) struct RestartPolicy {
     max: usize,
     /// The first pause after a restart (`--restart-backoff`); doubled after each further one.
     first_pause: Duration,
@@ -30,7 +30,7 @@ pub struct RestartPolicy {
 
 impl RestartPolicy {
     #[must_use]
-    pub fn new(max_per_hour: u32, first_pause: Duration) -> Self {
+    pub(crate) fn new(max_per_hour: u32, first_pause: Duration) -> Self {
         Self {
             max: usize::try_from(max_per_hour).unwrap_or(usize::MAX),
             first_pause,
@@ -40,7 +40,7 @@ impl RestartPolicy {
     }
 
     /// May a restart start now? Does not count it: `record` does, once it ran.
-    pub fn gate(&mut self, now: Instant) -> Gate {
+    pub(crate) fn gate(&mut self, now: Instant) -> Gate {
         while self
             .recent
             .front()
@@ -59,7 +59,7 @@ impl RestartPolicy {
     }
 
     /// A restart ran at `now`; `jitter` in [0, 1) spreads the next pause by ±20 %.
-    pub fn record(&mut self, now: Instant, jitter: f64) {
+    pub(crate) fn record(&mut self, now: Instant, jitter: f64) {
         self.recent.push_back(now);
         // The pause grows with the restarts of the last hour: 1, 2, 4, ... minutes by default.
         let exp = u32::try_from(self.recent.len().saturating_sub(1))
@@ -72,7 +72,7 @@ impl RestartPolicy {
 
 /// A fresh random number in [0, 1), from std's per-instance random hash keys.
 #[must_use]
-pub fn jitter() -> f64 {
+pub(crate) fn jitter() -> f64 {
     use std::hash::{BuildHasher as _, Hasher as _};
     let bits = std::collections::hash_map::RandomState::new()
         .build_hasher()

@@ -17,7 +17,7 @@ use super::{
     scope::UnitScope,
 };
 use crate::{
-    act::{Class, Counts, Decided, Did},
+    act::{Counts, Decided, DecisionAction, OutcomeClass},
     judge::{RestartRequest as Request, Stage},
     settings::SystemdBus,
 };
@@ -32,27 +32,27 @@ enum Ended {
     Restarted,
     Failed(String),
     /// Not attempted: `Held` (no healthy endpoint), `RateLimited`, `Backoff`.
-    Declined(Class),
+    Declined(OutcomeClass),
 }
 
 impl Ended {
-    const fn class(&self) -> Class {
+    const fn class(&self) -> OutcomeClass {
         match self {
-            Self::Restarted => Class::Restarted,
-            Self::Failed(_) => Class::Failed,
+            Self::Restarted => OutcomeClass::Restarted,
+            Self::Failed(_) => OutcomeClass::Failed,
             Self::Declined(class) => *class,
         }
     }
 
     fn label(&self) -> Cow<'static, str> {
         match self {
-            Self::Failed(e) => format!("{}: {e}", Class::Failed.label()).into(),
+            Self::Failed(e) => format!("{}: {e}", OutcomeClass::Failed.label()).into(),
             _ => self.class().text().into(),
         }
     }
 }
 
-pub struct Restarter {
+pub(crate) struct Restarter {
     pub bus: SystemdBus,
     pub unit: String,
     pub max_per_hour: u32,
@@ -68,13 +68,13 @@ pub struct Restarter {
 }
 
 /// Where the daemon sends restart requests, and which sockets may send one.
-pub struct Restarts {
+pub(crate) struct Restarts {
     pub tx: mpsc::UnboundedSender<Request>,
     pub scope: UnitScope,
 }
 
 impl Restarter {
-    pub fn spawn(self) -> (Restarts, JoinHandle<()>) {
+    pub(crate) fn spawn(self) -> (Restarts, JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let scope = self.scope.clone();
         (Restarts { tx, scope }, tokio::spawn(self.run(rx)))
@@ -83,7 +83,7 @@ impl Restarter {
     async fn run(self, mut rx: mpsc::UnboundedReceiver<Request>) {
         let mut policy = RestartPolicy::new(self.max_per_hour, self.first_pause);
         let mut bus: Option<Bus> = None;
-        let mut last_restart: Option<Instant> = None;
+        let mut last_restart: Option<crate::judge::Mono> = None;
         self.learn_cgroup(&mut bus).await;
         let mut recheck = tokio::time::interval(CGROUP_RECHECK);
         recheck.reset(); // the first tick is now: already asked
@@ -109,19 +109,19 @@ impl Restarter {
                 continue;
             }
             if !self.endpoints.is_empty() && self.endpoints.any_accepts().await.is_none() {
-                self.decline(&req, Class::Held, None);
+                self.decline(&req, OutcomeClass::Held, None);
                 continue;
             }
             match policy.gate(Instant::now()) {
-                Gate::RateLimited(d) => self.decline(&req, Class::RateLimited, Some(d)),
-                Gate::Backoff(d) => self.decline(&req, Class::Backoff, Some(d)),
+                Gate::RateLimited(d) => self.decline(&req, OutcomeClass::RateLimited, Some(d)),
+                Gate::Backoff(d) => self.decline(&req, OutcomeClass::Backoff, Some(d)),
                 // The last step before RestartUnit: a kill that recovered meanwhile (while
                 // the connect test above ran) is not restarted.
                 Gate::Go if req.ticket.take() => {
                     let outcome = self.restart(&mut bus).await;
                     // Failed attempts count too: a restart that fails must not loop.
                     policy.record(Instant::now(), jitter());
-                    last_restart = Some(Instant::now());
+                    last_restart = Some(crate::kernel::clock::now());
                     self.log(&req, &outcome, None);
                     req.ticket.close();
                     self.learn_cgroup(&mut bus).await;
@@ -131,7 +131,7 @@ impl Restarter {
         }
     }
 
-    fn decline(&self, req: &Request, why: Class, retry_in: Option<Duration>) {
+    fn decline(&self, req: &Request, why: OutcomeClass, retry_in: Option<Duration>) {
         self.log(req, &Ended::Declined(why), retry_in);
         req.ticket.close();
     }
@@ -199,14 +199,14 @@ impl Restarter {
         );
         self.counts.count(&Decided {
             verdict: r.verdict,
-            did: Did::Restart,
+            did: DecisionAction::Restart,
             class: ended.class(),
             trouble_age_ms: r.trouble_age_ms,
         });
         macro_rules! decision {
             ($lvl:ident) => {
                 tracing::$lvl!(target: "lifeline::decision", peer = %r.peer, local = %r.local, owner_pid = r.owner_pid,
-                    owner_comm = %r.owner_comm, verdict = r.verdict, action = Did::Restart.label(), outcome, reason,
+                    owner_comm = %r.owner_comm, verdict = r.verdict, action = DecisionAction::Restart.label(), outcome, reason,
                     unit, trouble_age_ms = r.trouble_age_ms, retry_in_ms, "{message}")
             };
         }

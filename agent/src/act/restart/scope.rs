@@ -13,7 +13,7 @@ use std::{
 use crate::settings::Targets;
 
 #[derive(Clone, Debug)]
-pub struct UnitScope {
+pub(crate) struct UnitScope {
     pub unit: String,
     /// The cgroup2 mount the paths are under.
     mount: PathBuf,
@@ -25,7 +25,7 @@ pub struct UnitScope {
 
 impl UnitScope {
     #[must_use]
-    pub fn new(unit: &str, mount: &Path, targets: &Targets) -> Self {
+    pub(crate) fn new(unit: &str, mount: &Path, targets: &Targets) -> Self {
         let target = targets
             .cgroups
             .iter()
@@ -40,7 +40,7 @@ impl UnitScope {
     }
 
     /// systemd's `ControlGroup` of the unit; an empty one (no processes now) changes nothing.
-    pub fn report(&self, control_group: &str) {
+    pub(crate) fn report(&self, control_group: &str) {
         if control_group.is_empty() || control_group.contains("/../") {
             return;
         }
@@ -57,13 +57,13 @@ impl UnitScope {
 
     /// Whether systemd has told us the unit's cgroup yet.
     #[must_use]
-    pub fn known(&self) -> bool {
+    pub(crate) fn known(&self) -> bool {
         self.reported.lock().is_ok_and(|k| k.is_some())
     }
 
     /// The unit's cgroup directory now, and where the path came from.
     #[must_use]
-    pub fn dir(&self) -> Option<(PathBuf, &'static str)> {
+    pub(crate) fn dir(&self) -> Option<(PathBuf, &'static str)> {
         let reported = self.reported.lock().ok().and_then(|k| k.clone());
         match (reported, &self.target) {
             (Some(cg), _) => Some((self.mount.join(cg.trim_start_matches('/')), "systemd")),

@@ -10,13 +10,13 @@ use std::{
 };
 
 /// How long one look at the proxy (its connections, identity and files) may take.
-pub const DEADLINE: Duration = Duration::from_secs(3);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(3);
 
 static BUSY: AtomicBool = AtomicBool::new(false);
 
 /// Why a look did not answer.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Late {
+pub(crate) enum Late {
     /// The previous look has still not returned.
     Busy,
     /// This one did not return within the deadline.
@@ -58,7 +58,9 @@ impl Drop for Release {
 ///
 /// # Errors
 /// As `Late` says.
-pub async fn run<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Late> {
+pub(crate) async fn run<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Late> {
     let guard = take()?;
     let task = tokio::task::spawn_blocking(move || {
         let _guard = guard;
@@ -75,7 +77,9 @@ pub async fn run<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -
 ///
 /// # Errors
 /// As `Late` says.
-pub fn run_sync<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Late> {
+pub(crate) fn run_sync<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Late> {
     let guard = take()?;
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let spawned = std::thread::Builder::new()

@@ -24,7 +24,7 @@ use std::fmt;
 
 /// A process's place on the node, when it is a node component.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Component {
+pub(crate) enum Component {
     /// A systemd unit (its name).
     Unit(String),
     /// A static pod (its UID) and the container's cgroup.
@@ -45,7 +45,7 @@ impl fmt::Display for Component {
 ///
 /// # Errors
 /// As above.
-pub fn classify(path: &str) -> Result<Component, String> {
+pub(super) fn classify(path: &str) -> Result<Component, String> {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     if let Some(top) = parts.first()
         && matches!(*top, "user.slice" | "machine.slice")

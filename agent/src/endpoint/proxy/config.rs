@@ -9,11 +9,11 @@ use super::{
 };
 
 /// The upstreams for one port, and the files they were read from.
-pub type Upstreams = nginx::Found;
+pub(super) type Upstreams = nginx::Found;
 
 /// The kinds of proxy lifeline reads the configuration of, from the process's `comm`.
 #[must_use]
-pub fn kind(comm: &str) -> Option<&'static str> {
+pub(super) fn kind(comm: &str) -> Option<&'static str> {
     match comm {
         "nginx" => Some("nginx"),
         "haproxy" => Some("haproxy"),
@@ -24,7 +24,7 @@ pub fn kind(comm: &str) -> Option<&'static str> {
 /// The upstreams process `pid` of kind `kind` (`kind()`) lists for `port`, its files read
 /// inside its root (`files::Root`). `None` for a proxy of no known kind.
 #[must_use]
-pub fn read(pid: u32, kind: &str, port: u16) -> Option<Result<Upstreams, ReadError>> {
+pub(super) fn read(pid: u32, kind: &str, port: u16) -> Option<Result<Upstreams, ReadError>> {
     let args = listener::cmdline(pid);
     let root = match Root::of(pid) {
         Ok(r) => r,

@@ -15,16 +15,16 @@ use std::{
 use super::open;
 
 /// At most this many files per configuration read.
-pub const MAX_FILES: usize = 64;
+pub(super) const MAX_FILES: usize = 64;
 /// At most this many bytes in one file (kubespray's nginx.conf is 2 KiB, Debian's whole
 /// /etc/nginx about 10 KiB).
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+pub(super) const MAX_FILE_BYTES: u64 = 1 << 20;
 /// And in all the files of one read together.
-pub const MAX_TOTAL_BYTES: u64 = 2 << 20;
+pub(super) const MAX_TOTAL_BYTES: u64 = 2 << 20;
 
 /// Why a configuration could not be read; one line each.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ReadError {
+pub(super) enum ReadError {
     /// No such file inside the proxy's root (a symlink leading out of it ends here too).
     Missing {
         path: PathBuf,
@@ -88,7 +88,7 @@ impl fmt::Display for ReadError {
 /// root: a static pod's `/etc/nginx`) when the kernel lets us open it, which needs ptrace
 /// access to the proxy; else our own root, which is the proxy's for a host service, and
 /// where kubespray's static pod mounts its configuration from (hostPath `/etc/nginx`).
-pub struct Root {
+pub(super) struct Root {
     fd: OwnedFd,
 }
 
@@ -97,7 +97,7 @@ impl Root {
     ///
     /// # Errors
     /// When neither can be opened.
-    pub fn of(pid: u32) -> std::io::Result<Self> {
+    pub(super) fn of(pid: u32) -> std::io::Result<Self> {
         let theirs = PathBuf::from(format!("/proc/{pid}/root"));
         match open::dir(&theirs) {
             Ok(fd) => Ok(Self { fd }),
@@ -109,14 +109,14 @@ impl Root {
     ///
     /// # Errors
     /// When it cannot be opened.
-    pub fn at(dir: &Path) -> std::io::Result<Self> {
+    pub(super) fn at(dir: &Path) -> std::io::Result<Self> {
         Ok(Self {
             fd: open::dir(dir)?,
         })
     }
 }
 
-pub struct Files<'r> {
+pub(super) struct Files<'r> {
     root: &'r Root,
     /// Where a relative path starts (nginx: the main file's directory).
     base: PathBuf,
@@ -126,7 +126,7 @@ pub struct Files<'r> {
 
 impl<'r> Files<'r> {
     #[must_use]
-    pub fn new(root: &'r Root, base: &Path) -> Self {
+    pub(super) fn new(root: &'r Root, base: &Path) -> Self {
         Self {
             root,
             base: base.to_owned(),
@@ -148,7 +148,7 @@ impl<'r> Files<'r> {
     ///
     /// # Errors
     /// As `ReadError` says.
-    pub fn read(&mut self, path: &Path) -> Result<String, ReadError> {
+    pub(super) fn read(&mut self, path: &Path) -> Result<String, ReadError> {
         if self.read.len() >= MAX_FILES {
             return Err(ReadError::TooManyFiles);
         }
@@ -168,7 +168,7 @@ impl<'r> Files<'r> {
     ///
     /// # Errors
     /// When a file it names cannot be read within the bounds.
-    pub fn glob(&mut self, pattern: &str) -> Result<Vec<(PathBuf, String)>, ReadError> {
+    pub(super) fn glob(&mut self, pattern: &str) -> Result<Vec<(PathBuf, String)>, ReadError> {
         let p = Path::new(pattern);
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let Some((pre, post)) = name.split_once('*') else {
@@ -194,13 +194,13 @@ impl<'r> Files<'r> {
 
     /// Whether `path` names a directory inside the root (haproxy's `-f DIR`).
     #[must_use]
-    pub fn is_dir(&self, path: &Path) -> bool {
+    pub(super) fn is_dir(&self, path: &Path) -> bool {
         open::is_dir(&self.root.fd, &self.absolute(path))
     }
 
     /// The files read so far, as the proxy names them.
     #[must_use]
-    pub fn read_list(&self) -> Vec<PathBuf> {
+    pub(super) fn read_list(&self) -> Vec<PathBuf> {
         self.read.clone()
     }
 }
@@ -208,7 +208,7 @@ impl<'r> Files<'r> {
 /// `HOST:PORT` (`[V6]:PORT` too) as a proxy's server line writes it; `unix:` and a missing
 /// port are not an API server on TCP.
 #[must_use]
-pub fn split_host_port(s: &str) -> Option<(String, u16)> {
+pub(super) fn split_host_port(s: &str) -> Option<(String, u16)> {
     if s.starts_with("unix:") {
         return None;
     }
@@ -223,7 +223,7 @@ pub fn split_host_port(s: &str) -> Option<(String, u16)> {
 impl open::Failure {
     /// The failure, with the path it was about.
     #[must_use]
-    pub fn at(self, path: &Path) -> ReadError {
+    pub(super) fn at(self, path: &Path) -> ReadError {
         let path = path.to_owned();
         match self {
             Self::Open(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -9,11 +9,12 @@ use std::{
 };
 
 use super::{Learned, Proxy, component, config, listener, served};
+use crate::kernel::diag::CgroupId;
 
 /// What one look at the loopback endpoint found: the proxy or why none, and the servers of
 /// kubelet's connections that were refused (one line each, for the caller to log once).
 #[derive(Debug)]
-pub struct Look {
+pub(crate) struct Look {
     pub found: Result<Proxy, String>,
     pub refused: Vec<String>,
 }
@@ -22,7 +23,7 @@ pub struct Look {
 /// kubelet's cgroups), and its upstreams (`api_ports`: where to look for its connections
 /// when its configuration says nothing).
 #[must_use]
-pub fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<u64>) -> Look {
+pub(crate) fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<CgroupId>) -> Look {
     let conns = match served::served_soon(listen, kubelet) {
         Ok(c) => c,
         Err(e) => {
@@ -36,14 +37,14 @@ pub fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<u64>) -> Lo
     };
     // The servers of kubelet's connections by cgroup (a neighbour with SO_REUSEPORT beside
     // the proxy takes some of them), the busiest first.
-    let mut by_cgroup: BTreeMap<u64, Vec<served::Served>> = BTreeMap::new();
+    let mut by_cgroup: BTreeMap<CgroupId, Vec<served::Served>> = BTreeMap::new();
     for c in conns {
         by_cgroup
-            .entry(c.server.cgroup_id.unwrap_or_default())
+            .entry(c.server.cgroup_id.unwrap_or(CgroupId(0)))
             .or_default()
             .push(c);
     }
-    let mut groups: Vec<(u64, Vec<served::Served>)> = by_cgroup.into_iter().collect();
+    let mut groups: Vec<(CgroupId, Vec<served::Served>)> = by_cgroup.into_iter().collect();
     groups.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
     let mut refused = Vec::new();
     let mut found = None;
@@ -65,7 +66,7 @@ pub fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<u64>) -> Lo
 }
 
 /// The proxy serving `conns` from cgroup `id`, or why it is refused.
-fn identify(listen: SocketAddr, id: u64, conns: &[served::Served]) -> Result<Proxy, String> {
+fn identify(listen: SocketAddr, id: CgroupId, conns: &[served::Served]) -> Result<Proxy, String> {
     let server = &conns[0].server;
     let (dir, cgroup) = listener::cgroup_dir(id).ok_or_else(|| {
         format!("the server of kubelet's connection to {listen} is in cgroup id {id}, which is not found under the cgroup2 mount: refused")

@@ -19,26 +19,26 @@ use super::{Proxy, Reread, blocking};
 use crate::endpoint::{EndpointSet, Endpoints, Resolver, trust::Trust};
 
 /// How often the proxy's configuration is read again.
-pub const EVERY: Duration = Duration::from_secs(5);
+pub(crate) const EVERY: Duration = Duration::from_secs(5);
 
 /// The hop followed now (None: no proxy identified yet), shared with status.
-pub type Shared = Arc<Mutex<Option<Proxy>>>;
+pub(crate) type Shared = Arc<Mutex<Option<Proxy>>>;
 
 /// Where kubelet's endpoint is (a loopback address: a proxy is looked for there; None:
 /// kubelet names no local proxy now), set by re-discovery; the follower wakes on a change.
 #[derive(Clone, Default)]
-pub struct Steer {
+pub(crate) struct Steer {
     listen: Arc<Mutex<Option<SocketAddr>>>,
     changed: Arc<Notify>,
 }
 
 impl Steer {
     #[must_use]
-    pub fn listen(&self) -> Option<SocketAddr> {
+    pub(crate) fn listen(&self) -> Option<SocketAddr> {
         *self.listen.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn set(&self, listen: Option<SocketAddr>) {
+    pub(crate) fn set(&self, listen: Option<SocketAddr>) {
         *self.listen.lock().unwrap_or_else(PoisonError::into_inner) = listen;
         self.changed.notify_one();
     }
@@ -47,7 +47,7 @@ impl Steer {
 /// One set per port of the upstreams (nginx's and haproxy's lists may mix ports; k3s
 /// dials 6443 and RKE2's supervisor 9345), filled by `spawn`.
 #[must_use]
-pub fn endpoints(p: &Proxy) -> Endpoints {
+pub(crate) fn endpoints(p: &Proxy) -> Endpoints {
     let ports: BTreeSet<u16> = p.upstreams.iter().map(|(_, port)| *port).collect();
     Endpoints::of(
         ports
@@ -169,7 +169,7 @@ fn look(
     api_ports: &[u16],
     trust: &Trust,
 ) -> (Step, Vec<String>) {
-    let kubelet: HashSet<u64> = trust.ids();
+    let kubelet: HashSet<crate::kernel::diag::CgroupId> = trust.ids();
     let mut lines = Vec::new();
     if let Some(w) = was {
         match super::reread(&w, api_ports, &kubelet) {
@@ -208,7 +208,7 @@ fn once(logged: &mut HashSet<String>, line: &str) {
 }
 
 /// The follower's inputs.
-pub struct Inputs {
+pub(crate) struct Inputs {
     pub steer: Steer,
     pub proxy: Option<Proxy>,
     pub trust: Trust,
@@ -219,7 +219,7 @@ pub struct Inputs {
 /// Fills the sets now and every `EVERY` from the list of the proxy kubelet's connection to
 /// the steered address reaches (`proxy`: found at start, or None: looked for each time).
 /// Returns the hop as followed, for status.
-pub fn spawn(inputs: Inputs, endpoints: Endpoints, wake: Arc<Notify>) -> Shared {
+pub(crate) fn spawn(inputs: Inputs, endpoints: Endpoints, wake: Arc<Notify>) -> Shared {
     let Inputs {
         steer,
         proxy,

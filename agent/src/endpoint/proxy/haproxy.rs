@@ -12,7 +12,7 @@ use super::files::{Files, ReadError, Root, split_host_port};
 
 /// At most this many keywords kept in one read (sections, binds, backends, servers): a
 /// kubeadm guide's file has a dozen, kubespray's forty.
-pub const MAX_KEYWORDS: usize = 10_000;
+pub(super) const MAX_KEYWORDS: usize = 10_000;
 
 #[derive(Default, Debug)]
 struct Section {
@@ -106,7 +106,7 @@ fn binds_port(bind: &str, port: u16) -> bool {
 ///
 /// # Errors
 /// When a file cannot be read or a bound is passed.
-pub fn upstreams(
+pub(super) fn upstreams(
     root: &Root,
     configs: &[PathBuf],
     port: u16,
@@ -132,7 +132,7 @@ pub fn upstreams(
 /// # Errors
 /// When a bound is passed.
 #[cfg(test)]
-pub fn of_text(text: &str, port: u16) -> Result<Vec<(String, u16)>, ReadError> {
+pub(super) fn of_text(text: &str, port: u16) -> Result<Vec<(String, u16)>, ReadError> {
     let (mut all, mut kept) = (Vec::new(), 0);
     sections(
         text,

@@ -8,10 +8,11 @@
 use std::collections::HashSet;
 
 use super::{Learned, Proxy, config, listener, served};
+use crate::kernel::diag::CgroupId;
 
 /// What a re-read found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Reread {
+pub(crate) enum Reread {
     /// The same proxy; its upstreams now.
     Upstreams(Vec<(String, u16)>),
     /// The same proxy, whose list could not be read: the last good one stays (why).
@@ -21,7 +22,7 @@ pub enum Reread {
 }
 
 /// Why `p` is no longer kubelet's proxy, if it is not.
-fn changed(p: &Proxy, kubelet: &HashSet<u64>) -> Option<String> {
+fn changed(p: &Proxy, kubelet: &HashSet<CgroupId>) -> Option<String> {
     let who = format!("{} (pid {})", p.name, p.pid);
     match listener::start_time(p.pid) {
         None => return Some(format!("{who} exited")),
@@ -34,7 +35,7 @@ fn changed(p: &Proxy, kubelet: &HashSet<u64>) -> Option<String> {
         Some(_) => {}
     }
     let same_dir = std::fs::metadata(&p.dir)
-        .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == p.cgroup_id);
+        .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == p.cgroup_id.0);
     if !same_dir || !listener::procs(&p.dir).contains(&p.pid) {
         return Some(format!("{who} is no longer in cgroup {}", p.cgroup));
     }
@@ -53,14 +54,14 @@ fn changed(p: &Proxy, kubelet: &HashSet<u64>) -> Option<String> {
             "kubelet's connection from {} to {} is served from another cgroup (id {}) now",
             c.kubelet.local,
             p.listen,
-            c.server.cgroup_id.unwrap_or_default()
+            c.server.cgroup_id.unwrap_or(CgroupId(0))
         )
     })
 }
 
 /// The proxy's upstreams now (a reload changes them), once its identity holds.
 #[must_use]
-pub fn reread(p: &Proxy, api_ports: &[u16], kubelet: &HashSet<u64>) -> Reread {
+pub(crate) fn reread(p: &Proxy, api_ports: &[u16], kubelet: &HashSet<CgroupId>) -> Reread {
     if let Some(why) = changed(p, kubelet) {
         return Reread::Changed(why);
     }

@@ -29,7 +29,7 @@ struct LoadBalancer {
 
 /// The server addresses of a load-balancer file's text; `None` when it is not one.
 #[must_use]
-pub fn parse(text: &str) -> Option<Vec<(String, u16)>> {
+pub(super) fn parse(text: &str) -> Option<Vec<(String, u16)>> {
     let lb: LoadBalancer = serde_json::from_str(text).ok()?;
     Some(
         lb.server_addresses
@@ -42,13 +42,13 @@ pub fn parse(text: &str) -> Option<Vec<(String, u16)>> {
 
 /// `k3s` or `rke2` from the process's name (`k3s`, `k3s-agent`, `k3s-server`, `rke2`).
 #[must_use]
-pub fn program(comm: &str) -> Option<&'static str> {
+pub(super) fn program(comm: &str) -> Option<&'static str> {
     ["k3s", "rke2"].into_iter().find(|p| comm.starts_with(p))
 }
 
 /// The data directory: `--data-dir`/`-d` on the command line, else the program's default.
 #[must_use]
-pub fn data_dir(program: &str, args: &[String]) -> PathBuf {
+pub(super) fn data_dir(program: &str, args: &[String]) -> PathBuf {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if let Some(v) = a.strip_prefix("--data-dir=") {
@@ -70,7 +70,7 @@ pub fn data_dir(program: &str, args: &[String]) -> PathBuf {
 ///
 /// # Errors
 /// When neither file can be read, or one exists and is no load-balancer file.
-pub fn upstreams(
+pub(super) fn upstreams(
     root: &Root,
     program: &str,
     data_dir: &Path,

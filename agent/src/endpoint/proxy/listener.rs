@@ -10,7 +10,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::kernel::diag::{DiagSock, STATE_ESTABLISHED, STATE_LISTEN, SockDiag};
+use crate::kernel::diag::{CgroupId, DiagSock, STATE_ESTABLISHED, STATE_LISTEN, SockDiag};
 
 /// At most this many cgroup directories are looked at to find one by its id.
 const MAX_CGROUPS: usize = 50_000;
@@ -21,7 +21,9 @@ const MAX_CGROUPS: usize = 50_000;
 ///
 /// # Errors
 /// When `sock_diag` cannot be used.
-pub fn listening_on(addr: SocketAddr) -> Result<Vec<DiagSock>, crate::kernel::diag::DiagError> {
+pub(super) fn listening_on(
+    addr: SocketAddr,
+) -> Result<Vec<DiagSock>, crate::kernel::diag::DiagError> {
     let mut diag = SockDiag::open()?;
     let mut all = Vec::new();
     for family in [libc::AF_INET, libc::AF_INET6] {
@@ -51,8 +53,8 @@ pub fn listening_on(addr: SocketAddr) -> Result<Vec<DiagSock>, crate::kernel::di
 ///
 /// # Errors
 /// When `sock_diag` cannot be used.
-pub fn upstream_peers(
-    id: u64,
+pub(super) fn upstream_peers(
+    id: CgroupId,
     ports: &[u16],
 ) -> Result<Vec<SocketAddr>, crate::kernel::diag::DiagError> {
     let mut diag = SockDiag::open()?;
@@ -76,7 +78,7 @@ pub fn upstream_peers(
 /// The cgroup2 directory whose inode number is `id`, and its path from the hierarchy's
 /// root; a breadth-first walk of the mount, bounded.
 #[must_use]
-pub fn cgroup_dir(id: u64) -> Option<(PathBuf, String)> {
+pub(super) fn cgroup_dir(id: CgroupId) -> Option<(PathBuf, String)> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let mount = crate::node::mounts::mount_point_of(&info, "cgroup2")?;
     let mut queue = std::collections::VecDeque::from([mount.clone()]);
@@ -86,7 +88,7 @@ pub fn cgroup_dir(id: u64) -> Option<(PathBuf, String)> {
         if seen > MAX_CGROUPS {
             return None;
         }
-        if std::fs::metadata(&dir).is_ok_and(|m| m.ino() == id) {
+        if std::fs::metadata(&dir).is_ok_and(|m| m.ino() == id.0) {
             let rel = dir.strip_prefix(&mount).unwrap_or(&dir);
             return Some((dir.clone(), format!("/{}", rel.display())));
         }
@@ -103,7 +105,7 @@ pub fn cgroup_dir(id: u64) -> Option<(PathBuf, String)> {
 
 /// The pids in the cgroup at `dir` (its `cgroup.procs`), at most `MAX_PROCS`.
 #[must_use]
-pub fn procs(dir: &Path) -> Vec<u32> {
+pub(super) fn procs(dir: &Path) -> Vec<u32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))
         .map(|t| {
             t.lines()
@@ -120,7 +122,7 @@ const MAX_PROCS: usize = 4096;
 /// `/proc/PID/stat`'s start time (clock ticks after boot): with the pid, a process's
 /// identity across pid reuse.
 #[must_use]
-pub fn start_time(pid: u32) -> Option<u64> {
+pub(super) fn start_time(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     crate::endpoint::proc_start_time(&text)
 }
@@ -128,7 +130,7 @@ pub fn start_time(pid: u32) -> Option<u64> {
 /// Of `pids`, the oldest one whose name `known` gives a kind, else the oldest (a proxy's
 /// main process, nginx's and haproxy's master, the k3s agent, starts before its workers).
 #[must_use]
-pub fn oldest(pids: &[u32], known: impl Fn(&str) -> Option<&'static str>) -> Option<u32> {
+pub(super) fn oldest(pids: &[u32], known: impl Fn(&str) -> Option<&'static str>) -> Option<u32> {
     pids.iter()
         .filter_map(|pid| Some((known(&comm(*pid)?).is_none(), start_time(*pid)?, *pid)))
         .min()
@@ -138,13 +140,16 @@ pub fn oldest(pids: &[u32], known: impl Fn(&str) -> Option<&'static str>) -> Opt
 /// The process of the cgroup at `dir` that speaks for the listener: `oldest` of its
 /// processes (`known` names a proxy's kind).
 #[must_use]
-pub fn main_process(dir: &Path, known: impl Fn(&str) -> Option<&'static str>) -> Option<u32> {
+pub(super) fn main_process(
+    dir: &Path,
+    known: impl Fn(&str) -> Option<&'static str>,
+) -> Option<u32> {
     oldest(&procs(dir), known)
 }
 
 /// `/proc/PID/comm`, trimmed.
 #[must_use]
-pub fn comm(pid: u32) -> Option<String> {
+pub(super) fn comm(pid: u32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .ok()
         .map(|c| c.trim().to_owned())
@@ -153,7 +158,7 @@ pub fn comm(pid: u32) -> Option<String> {
 /// `/proc/PID/cmdline`'s words. nginx rewrites its argv into one line (`nginx: master
 /// process /usr/sbin/nginx -c FILE`), so words are split on NUL and on spaces.
 #[must_use]
-pub fn cmdline(pid: u32) -> Vec<String> {
+pub(super) fn cmdline(pid: u32) -> Vec<String> {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| {
             String::from_utf8_lossy(&b)

@@ -4,12 +4,12 @@
 //! endpoint lifeline follows is the proxy's upstream list, and kubelet's loopback socket is
 //! no member of it.
 
-pub mod blocking;
+pub(crate) mod blocking;
 mod component;
 mod config;
 mod files;
 mod find;
-pub mod follow;
+pub(crate) mod follow;
 mod haproxy;
 mod identity;
 mod k3s;
@@ -31,13 +31,13 @@ use std::{
     path::PathBuf,
 };
 
-pub use component::Component;
-pub use find::find;
-pub use identity::{Reread, reread};
+pub(crate) use component::Component;
+pub(crate) use find::find;
+pub(crate) use identity::{Reread, reread};
 
 /// Where the upstream list came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Learned {
+pub(crate) enum Learned {
     /// The proxy's configuration (the files read, as the proxy names them).
     Config(Vec<PathBuf>),
     /// Its established connections on the API ports (an unknown proxy, or a configuration
@@ -47,7 +47,7 @@ pub enum Learned {
 
 /// The hop kubelet's endpoint leads to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Proxy {
+pub(crate) struct Proxy {
     /// kubelet's endpoint (loopback).
     pub listen: SocketAddr,
     /// `nginx`, `haproxy`, `k3s`, `rke2`, or the listener's `comm`.
@@ -58,7 +58,7 @@ pub struct Proxy {
     pub start: u64,
     /// The cgroup of the server's end of kubelet's connection (its listener's): id, path
     /// from the hierarchy's root, directory here.
-    pub cgroup_id: u64,
+    pub cgroup_id: crate::kernel::diag::CgroupId,
     pub cgroup: String,
     pub dir: PathBuf,
     /// What makes it a node component (`component.rs`).
@@ -96,7 +96,7 @@ impl fmt::Display for Proxy {
 /// The loopback address kubelet's kubeconfig names, if it names one (`localhost` is
 /// 127.0.0.1, as the hosts file every distribution ships says).
 #[must_use]
-pub fn loopback(host: &str, port: u16) -> Option<SocketAddr> {
+pub(crate) fn loopback(host: &str, port: u16) -> Option<SocketAddr> {
     let h = host.trim_start_matches('[').trim_end_matches(']');
     let ip: IpAddr = if h.eq_ignore_ascii_case("localhost") {
         IpAddr::V4(Ipv4Addr::LOCALHOST)
@@ -133,7 +133,7 @@ mod tests {
             name: "nginx".into(),
             pid: 812,
             start: 1,
-            cgroup_id: 9,
+            cgroup_id: crate::kernel::diag::CgroupId(9),
             cgroup: "/system.slice/nginx.service".into(),
             dir: "/sys/fs/cgroup/system.slice/nginx.service".into(),
             component: Component::Unit("nginx.service".into()),

@@ -17,10 +17,10 @@ use std::{
 
 use super::files::{Files, ReadError, Root, split_host_port};
 
-pub const MAX_DEPTH: usize = 32;
-pub const MAX_DIRECTIVES: usize = 10_000;
-pub const MAX_WORDS: usize = 100_000;
-pub const MAX_INCLUDES: usize = 8;
+pub(super) const MAX_DEPTH: usize = 32;
+pub(super) const MAX_DIRECTIVES: usize = 10_000;
+pub(super) const MAX_WORDS: usize = 100_000;
+pub(super) const MAX_INCLUDES: usize = 8;
 
 /// One directive: its name, arguments and block (`None` for a `;` one).
 #[derive(Debug)]
@@ -212,14 +212,14 @@ fn listens_on(arg: &str, port: u16) -> bool {
 }
 
 /// The upstreams (`host`, `port`) and the files read.
-pub type Found = (Vec<(String, u16)>, Vec<PathBuf>);
+pub(super) type Found = (Vec<(String, u16)>, Vec<PathBuf>);
 
 /// The upstreams nginx's `stream` servers listening on `port` pass to, from the main file
 /// `main` (a path inside the process's root `root`).
 ///
 /// # Errors
 /// When a file cannot be read or a bound is passed.
-pub fn upstreams(root: &Root, main: &Path, port: u16) -> Result<Found, ReadError> {
+pub(super) fn upstreams(root: &Root, main: &Path, port: u16) -> Result<Found, ReadError> {
     let mut files = Files::new(root, main.parent().unwrap_or(Path::new("/")));
     let text = files.read(main)?;
     let conf = {
@@ -238,7 +238,7 @@ pub fn upstreams(root: &Root, main: &Path, port: u16) -> Result<Found, ReadError
 /// # Errors
 /// When an include cannot be read or a bound is passed.
 #[cfg(test)]
-pub fn of_text(root: &Root, text: &str, port: u16) -> Result<Vec<(String, u16)>, ReadError> {
+pub(super) fn of_text(root: &Root, text: &str, port: u16) -> Result<Vec<(String, u16)>, ReadError> {
     let mut files = Files::new(root, Path::new("/etc/nginx"));
     let mut spend = Spend {
         files: &mut files,

@@ -34,7 +34,7 @@ const MAX_STEPS: usize = 4096;
 
 /// Why a file could not be read; the caller adds the path (`at`).
 #[derive(Debug)]
-pub enum Failure {
+pub(super) enum Failure {
     Open(io::Error),
     NotRegular(&'static str),
     TooBig(u64),
@@ -45,7 +45,7 @@ pub enum Failure {
 ///
 /// # Errors
 /// When it cannot be opened.
-pub fn dir(path: &Path) -> io::Result<OwnedFd> {
+pub(super) fn dir(path: &Path) -> io::Result<OwnedFd> {
     let c = CString::new(path.as_os_str().as_bytes())?;
     // SAFETY: `c` is a NUL-terminated path; the result is checked before it is owned.
     let fd = unsafe {
@@ -207,7 +207,12 @@ fn kind(mode: libc::mode_t) -> Option<&'static str> {
 ///
 /// # Errors
 /// As `Failure` says.
-pub fn read_regular(root: &OwnedFd, path: &Path, max: u64, left: u64) -> Result<String, Failure> {
+pub(super) fn read_regular(
+    root: &OwnedFd,
+    path: &Path,
+    max: u64,
+    left: u64,
+) -> Result<String, Failure> {
     let fd = open_in(
         root,
         path,
@@ -245,7 +250,7 @@ pub fn read_regular(root: &OwnedFd, path: &Path, max: u64, left: u64) -> Result<
 ///
 /// # Errors
 /// When it cannot be opened or listed.
-pub fn list_dir(root: &OwnedFd, path: &Path, max: usize) -> io::Result<Vec<String>> {
+pub(super) fn list_dir(root: &OwnedFd, path: &Path, max: usize) -> io::Result<Vec<String>> {
     let fd = open_in(
         root,
         path,
@@ -262,7 +267,7 @@ pub fn list_dir(root: &OwnedFd, path: &Path, max: usize) -> io::Result<Vec<Strin
 
 /// Whether `path` inside `root` is a directory.
 #[must_use]
-pub fn is_dir(root: &OwnedFd, path: &Path) -> bool {
+pub(super) fn is_dir(root: &OwnedFd, path: &Path) -> bool {
     open_in(root, path, libc::O_PATH).is_ok_and(|fd| mode(&fd).is_ok_and(|m| m == libc::S_IFDIR))
 }
 

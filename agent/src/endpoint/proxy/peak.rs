@@ -55,7 +55,7 @@ static COUNTING: Counting = Counting;
 
 /// `f`'s result and the most bytes this thread had allocated at once while it ran, above
 /// what it held before.
-pub fn measure<T>(f: impl FnOnce() -> T) -> (T, usize) {
+pub(super) fn measure<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let base = NOW.with(Cell::get);
     MOST.with(|m| m.set(base));
     let out = f();

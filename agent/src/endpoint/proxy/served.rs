@@ -12,11 +12,11 @@
 
 use std::{collections::HashSet, net::SocketAddr, path::Path};
 
-use crate::kernel::diag::{DiagError, DiagSock, STATE_ESTABLISHED, SockDiag};
+use crate::kernel::diag::{CgroupId, DiagError, DiagSock, STATE_ESTABLISHED, SockDiag};
 
 /// One of kubelet's connections to the address and the server's end of it.
 #[derive(Clone, Debug)]
-pub struct Served {
+pub(super) struct Served {
     pub kubelet: DiagSock,
     pub server: DiagSock,
 }
@@ -26,7 +26,10 @@ pub struct Served {
 ///
 /// # Errors
 /// When `sock_diag` cannot be used.
-pub fn served(listen: SocketAddr, kubelet: &HashSet<u64>) -> Result<Vec<Served>, DiagError> {
+pub(super) fn served(
+    listen: SocketAddr,
+    kubelet: &HashSet<CgroupId>,
+) -> Result<Vec<Served>, DiagError> {
     let mut diag = SockDiag::open()?;
     let family = u8::try_from(if listen.is_ipv4() {
         libc::AF_INET
@@ -55,7 +58,10 @@ pub fn served(listen: SocketAddr, kubelet: &HashSet<u64>) -> Result<Vec<Served>,
 ///
 /// # Errors
 /// As `served`.
-pub fn served_soon(listen: SocketAddr, kubelet: &HashSet<u64>) -> Result<Vec<Served>, DiagError> {
+pub(super) fn served_soon(
+    listen: SocketAddr,
+    kubelet: &HashSet<CgroupId>,
+) -> Result<Vec<Served>, DiagError> {
     for _ in 0..10 {
         let found = served(listen, kubelet)?;
         if !found.is_empty() {
@@ -73,7 +79,7 @@ const MAX_FDS: usize = 65_536;
 /// `None` when no process's descriptors could be read (no ptrace access: the unit has no
 /// `CAP_SYS_PTRACE`), so the caller knows to use the cgroup alone.
 #[must_use]
-pub fn holders(pids: &[u32], inode: u32) -> Option<Vec<u32>> {
+pub(super) fn holders(pids: &[u32], inode: u32) -> Option<Vec<u32>> {
     let want = format!("socket:[{inode}]");
     let mut readable = false;
     let mut out = Vec::new();

@@ -3,7 +3,7 @@
 //! (`CONFIG_INET_DIAG_DESTROY`, Linux 4.5; `tcp_abort()` in net/ipv4/tcp.c gives the
 //! owner ECONNABORTED). Everything here acts on the caller's network namespace.
 
-pub mod states;
+pub(crate) mod states;
 mod tcp_info;
 mod wire;
 
@@ -13,21 +13,23 @@ use std::{
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
 };
 
-pub use tcp_info::TcpInfo;
-pub use wire::DiagSock;
+pub(crate) use tcp_info::TcpInfo;
+pub(crate) use wire::{CgroupId, DiagSock};
 use wire::{
     NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NLMSG_HDRLEN, SOCK_DESTROY,
     SOCK_DIAG_BY_FAMILY, family_of, parse_msg, request,
 };
 
+use crate::judge::Cookie;
+
 /// TCP states as a `sock_diag` bitmask.
-pub const STATE_ESTABLISHED: u32 = 1 << 1;
+pub(crate) const STATE_ESTABLISHED: u32 = 1 << 1;
 /// `TCP_LISTEN` (10) as a state mask bit.
-pub const STATE_LISTEN: u32 = 1 << 10;
-pub const ALL_STATES: u32 = u32::MAX;
+pub(crate) const STATE_LISTEN: u32 = 1 << 10;
+pub(crate) const ALL_STATES: u32 = u32::MAX;
 
 #[derive(Debug, thiserror::Error)]
-pub enum DiagError {
+pub(crate) enum DiagError {
     #[error("sock_diag netlink I/O failed: {0}")]
     Io(#[from] io::Error),
     #[error("the kernel refused the sock_diag request: {0}")]
@@ -38,15 +40,81 @@ pub enum DiagError {
 
 /// What a `SOCK_DESTROY` request achieved.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Destroyed {
+pub(crate) enum Destroyed {
     Killed,
     /// The socket was already gone: nothing left to do.
     Gone,
 }
 
-pub struct SockDiag {
+/// What the daemon asks of `sock_diag`: one socket's view, a dump, a kill. `SockDiag` is the
+/// kernel's; the daemon's sweep tests answer with a fake (`daemon/fake.rs`).
+pub(crate) trait Diag {
+    /// The socket `local -> peer` with this cookie, or `None` when it no longer exists.
+    ///
+    /// # Errors
+    /// On netlink failure or when the kernel refuses the request.
+    fn get(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: Cookie,
+    ) -> Result<Option<DiagSock>, DiagError>;
+
+    /// Every TCP socket of `family` in `states`, handed to `each` as it is decoded.
+    ///
+    /// # Errors
+    /// On netlink failure.
+    fn dump_each(
+        &mut self,
+        family: u8,
+        states: u32,
+        each: &mut dyn FnMut(DiagSock),
+    ) -> Result<(), DiagError>;
+
+    /// Abort the socket (`SOCK_DESTROY`).
+    ///
+    /// # Errors
+    /// On netlink failure, or the kernel's refusal.
+    fn destroy(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: Cookie,
+    ) -> Result<Destroyed, DiagError>;
+}
+
+pub(crate) struct SockDiag {
     fd: OwnedFd,
     seq: u32,
+}
+
+impl Diag for SockDiag {
+    fn get(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: Cookie,
+    ) -> Result<Option<DiagSock>, DiagError> {
+        Self::get(self, local, peer, cookie.0)
+    }
+
+    fn dump_each(
+        &mut self,
+        family: u8,
+        states: u32,
+        each: &mut dyn FnMut(DiagSock),
+    ) -> Result<(), DiagError> {
+        Self::dump_each(self, family, states, each)
+    }
+
+    fn destroy(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        cookie: Cookie,
+    ) -> Result<Destroyed, DiagError> {
+        Self::destroy(self, local, peer, cookie.0)
+    }
 }
 
 impl SockDiag {
@@ -54,7 +122,7 @@ impl SockDiag {
     ///
     /// # Errors
     /// When the socket cannot be created.
-    pub fn open() -> Result<Self, DiagError> {
+    pub(crate) fn open() -> Result<Self, DiagError> {
         // SAFETY: plain syscall; the result is checked before use.
         let fd = unsafe {
             libc::socket(
@@ -66,8 +134,8 @@ impl SockDiag {
         if fd < 0 {
             return Err(io::Error::last_os_error().into());
         }
-        // SAFETY: `fd` is a fresh descriptor we own.
         Ok(Self {
+            // SAFETY: `fd` is a fresh descriptor we own.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             seq: 0,
         })
@@ -77,7 +145,7 @@ impl SockDiag {
     ///
     /// # Errors
     /// On netlink failure.
-    pub fn dump(&mut self, family: u8, states: u32) -> Result<Vec<DiagSock>, DiagError> {
+    pub(crate) fn dump(&mut self, family: u8, states: u32) -> Result<Vec<DiagSock>, DiagError> {
         let mut out = Vec::new();
         self.dump_each(family, states, |m| out.push(m))?;
         Ok(out)
@@ -88,7 +156,7 @@ impl SockDiag {
     ///
     /// # Errors
     /// On netlink failure.
-    pub fn dump_each(
+    pub(crate) fn dump_each(
         &mut self,
         family: u8,
         states: u32,
@@ -106,7 +174,7 @@ impl SockDiag {
     ///
     /// # Errors
     /// On netlink failure or when the kernel refuses the request.
-    pub fn get(
+    pub(crate) fn get(
         &mut self,
         local: SocketAddr,
         peer: SocketAddr,
@@ -127,7 +195,7 @@ impl SockDiag {
     /// # Errors
     /// On netlink failure, or the kernel's refusal (EOPNOTSUPP without
     /// `CONFIG_INET_DIAG_DESTROY`, EPERM without `CAP_NET_ADMIN`).
-    pub fn destroy(
+    pub(crate) fn destroy(
         &mut self,
         local: SocketAddr,
         peer: SocketAddr,

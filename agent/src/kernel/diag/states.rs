@@ -4,7 +4,7 @@
 //! TIME-WAIT socket is no full socket any more and has no record).
 //! <https://github.com/torvalds/linux/blob/v6.18/include/net/tcp_states.h>
 
-pub const ESTABLISHED: u8 = 1;
+pub(crate) const ESTABLISHED: u8 = 1;
 const FIN_WAIT1: u8 = 4;
 const FIN_WAIT2: u8 = 5;
 const CLOSE_WAIT: u8 = 8;
@@ -12,7 +12,7 @@ const LAST_ACK: u8 = 9;
 const CLOSING: u8 = 11;
 
 /// The `sock_diag` state mask of every state a watched socket's record can be in.
-pub const RECORDED: u32 = 1 << ESTABLISHED
+pub(crate) const RECORDED: u32 = 1 << ESTABLISHED
     | 1 << FIN_WAIT1
     | 1 << FIN_WAIT2
     | 1 << CLOSE_WAIT
@@ -21,7 +21,7 @@ pub const RECORDED: u32 = 1 << ESTABLISHED
 
 /// The state's name as `ss` prints it.
 #[must_use]
-pub const fn name(state: u8) -> &'static str {
+pub(crate) const fn name(state: u8) -> &'static str {
     match state {
         ESTABLISHED => "ESTABLISHED",
         2 => "SYN-SENT",

@@ -4,7 +4,7 @@
 //! Decoded by offset from the `INET_DIAG_INFO` attribute rather than by casting, so a
 //! shorter struct from an older kernel reads as zeros instead of out of bounds.
 
-pub use lifeline_judge::TcpInfo;
+pub(crate) use lifeline_judge::TcpInfo;
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
     b.get(off..off + 4)
@@ -22,7 +22,7 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 /// Offsets follow `struct tcp_info` field order: eight u8 fields, then u32s from `tcpi_rto`
 /// at 8, then the u64s from `tcpi_pacing_rate` at 104, `tcpi_notsent_bytes` at 144.
 #[must_use]
-pub fn parse(b: &[u8]) -> TcpInfo {
+pub(super) fn parse(b: &[u8]) -> TcpInfo {
     let byte = |i: usize| b.get(i).copied().unwrap_or(0);
     TcpInfo {
         state: byte(0),

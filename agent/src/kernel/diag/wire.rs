@@ -4,27 +4,39 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use super::{TcpInfo, tcp_info};
 
-pub const NLMSG_HDRLEN: usize = 16;
-pub const NLMSG_ERROR: u16 = 2;
-pub const NLMSG_DONE: u16 = 3;
-pub const SOCK_DIAG_BY_FAMILY: u16 = 20;
-pub const SOCK_DESTROY: u16 = 21;
-pub const NLM_F_REQUEST: u16 = 1;
-pub const NLM_F_ACK: u16 = 4;
-pub const NLM_F_DUMP: u16 = 0x300;
+pub(super) const NLMSG_HDRLEN: usize = 16;
+pub(super) const NLMSG_ERROR: u16 = 2;
+pub(super) const NLMSG_DONE: u16 = 3;
+pub(super) const SOCK_DIAG_BY_FAMILY: u16 = 20;
+pub(super) const SOCK_DESTROY: u16 = 21;
+pub(super) const NLM_F_REQUEST: u16 = 1;
+pub(super) const NLM_F_ACK: u16 = 4;
+pub(super) const NLM_F_DUMP: u16 = 0x300;
 const INET_DIAG_INFO: u16 = 2;
 const INET_DIAG_CGROUP_ID: u16 = 21;
 const IPPROTO_TCP: u8 = 6;
 const AF_INET: u8 = 2;
 const AF_INET6: u8 = 10;
 /// `inet_diag_sockid`: ports, two 16-byte addresses, interface, cookie.
-pub const SOCKID_LEN: usize = 48;
+pub(super) const SOCKID_LEN: usize = 48;
 const REQ_LEN: usize = 8 + SOCKID_LEN;
 const MSG_LEN: usize = 4 + SOCKID_LEN + 20;
 
+/// A cgroup v2 id: the inode number of its directory, as `INET_DIAG_CGROUP_ID` reports a
+/// socket's (`sock_cgroup_id()`, <https://github.com/torvalds/linux/blob/v6.18/include/linux/cgroup.h>)
+/// and `stat(2)` a directory's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct CgroupId(pub u64);
+
+impl std::fmt::Display for CgroupId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// One socket as `sock_diag` reports it.
 #[derive(Clone, Debug)]
-pub struct DiagSock {
+pub(crate) struct DiagSock {
     pub local: SocketAddr,
     pub peer: SocketAddr,
     pub state: u8,
@@ -36,7 +48,7 @@ pub struct DiagSock {
     /// Bytes written and not yet acknowledged (`idiag_wqueue`: `write_seq - snd_una`, what
     /// `ss` shows as Send-Q).
     pub send_q: u32,
-    pub cgroup_id: Option<u64>,
+    pub cgroup_id: Option<CgroupId>,
     pub info: Option<TcpInfo>,
 }
 
@@ -44,7 +56,7 @@ impl DiagSock {
     /// Bytes sent and not yet acknowledged (`snd_nxt - snd_una`, as the probe's record
     /// counts them): Send-Q less what is not sent yet.
     #[must_use]
-    pub fn unacked_bytes(&self) -> u32 {
+    pub(crate) fn unacked_bytes(&self) -> u32 {
         self.send_q
             .saturating_sub(self.info.map_or(0, |i| i.notsent_bytes))
     }
@@ -62,7 +74,7 @@ fn addr_bytes(ip: IpAddr) -> [u8; 16] {
 }
 
 /// An `inet_diag_req_v2` naming one socket exactly (or, with `None`, a dump filter).
-pub fn request(
+pub(super) fn request(
     family: u8,
     states: u32,
     sock: Option<(SocketAddr, SocketAddr, u64)>,
@@ -88,7 +100,7 @@ pub fn request(
     r
 }
 
-pub fn family_of(addr: &SocketAddr) -> u8 {
+pub(super) fn family_of(addr: &SocketAddr) -> u8 {
     if addr.is_ipv4() { AF_INET } else { AF_INET6 }
 }
 
@@ -103,7 +115,7 @@ fn ip_at(family: u8, b: &[u8]) -> IpAddr {
 }
 
 /// Decode an `inet_diag_msg` and its attributes. `None` when the message is truncated.
-pub fn parse_msg(p: &[u8]) -> Option<DiagSock> {
+pub(super) fn parse_msg(p: &[u8]) -> Option<DiagSock> {
     if p.len() < MSG_LEN {
         return None;
     }
@@ -137,7 +149,7 @@ pub fn parse_msg(p: &[u8]) -> Option<DiagSock> {
             INET_DIAG_CGROUP_ID if payload.len() >= 8 => {
                 let mut a = [0u8; 8];
                 a.copy_from_slice(&payload[..8]);
-                sock.cgroup_id = Some(u64::from_ne_bytes(a));
+                sock.cgroup_id = Some(CgroupId(u64::from_ne_bytes(a)));
             }
             _ => {}
         }

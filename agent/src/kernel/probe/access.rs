@@ -8,13 +8,17 @@ use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
 use lifeline_common::{SockState, config::stats, maps, sock::ADOPT_PENDING};
 
 use super::{Probe, batch, counters};
+use crate::{
+    judge::{Cookie, Record},
+    kernel::record::decode,
+};
 
 impl Probe {
     /// Hand the probe's log ring buffer to a task that forwards it into `tracing`.
     ///
     /// # Errors
     /// When the object has no log map.
-    pub fn take_logger(&mut self) -> Result<aya_log::EbpfLogger<&'static dyn log::Log>> {
+    pub(crate) fn take_logger(&mut self) -> Result<aya_log::EbpfLogger<&'static dyn log::Log>> {
         aya_log::EbpfLogger::init(&mut self.ebpf).context("cannot start the probe's log reader")
     }
 
@@ -23,7 +27,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the object has no such map.
-    pub fn take_news(&mut self) -> Result<RingBuf<MapData>> {
+    pub(crate) fn take_news(&mut self) -> Result<RingBuf<MapData>> {
         let map = self
             .ebpf
             .take_map(maps::NEWS)
@@ -31,28 +35,34 @@ impl Probe {
         Ok(RingBuf::try_from(map)?)
     }
 
-    /// Every record in `SOCKETS`.
+    /// Every record in `SOCKETS`, decoded.
     ///
     /// # Errors
     /// When the map cannot be read.
-    pub fn sockets(&self) -> Result<Vec<(u64, SockState)>> {
+    pub(crate) fn sockets(&self) -> Result<Vec<(Cookie, Record)>> {
         let found = self.map(maps::SOCKETS)?;
-        if let aya::maps::Map::HashMap(data) = found {
-            let max = data.info().map_or(0, |i| i.max_entries());
-            if let Ok(all) = batch::lookup_all(data, max) {
-                return Ok(all);
+        let raw = match found {
+            aya::maps::Map::HashMap(data) => {
+                let max = data.info().map_or(0, |i| i.max_entries());
+                batch::lookup_all(data, max).ok()
             }
-        }
-        let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(found)?;
-        // A record removed between key and value lookups is skipped, not an error.
-        Ok(map.iter().filter_map(Result::ok).collect())
+            _ => None,
+        };
+        let raw = if let Some(all) = raw {
+            all
+        } else {
+            let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(found)?;
+            // A record removed between key and value lookups is skipped, not an error.
+            map.iter().filter_map(Result::ok).collect()
+        };
+        Ok(raw.iter().map(|(c, s)| (Cookie(*c), decode(s))).collect())
     }
 
     /// Counters summed over CPUs, indexed by `lifeline_common::config::stats`.
     ///
     /// # Errors
     /// When the map cannot be read.
-    pub fn stats(&self) -> Result<[u64; stats::LEN as usize]> {
+    pub(crate) fn stats(&self) -> Result<[u64; stats::LEN as usize]> {
         let map: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map(maps::STATS)?)?;
         counters::sum(&map)
     }
@@ -62,7 +72,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the iterator cannot run.
-    pub fn adopt(&mut self, cookies: &[u64]) -> Result<StdHashMap<u64, i32>> {
+    pub(crate) fn adopt(&mut self, cookies: &[u64]) -> Result<StdHashMap<u64, i32>> {
         {
             let mut adopt: HashMap<&mut MapData, u64, i32> =
                 HashMap::try_from(self.map_mut(maps::ADOPT)?)?;

@@ -30,7 +30,7 @@ struct BatchAttr {
 /// Every record of the hash map behind `fd`, or the errno of the call that failed (the
 /// caller falls back to the per-key walk: a kernel before 5.6 says `EINVAL`). A bucket
 /// larger than `CHUNK` would be `ENOSPC`, likewise.
-pub fn lookup_all(
+pub(super) fn lookup_all(
     map: &aya::maps::MapData,
     max_entries: u32,
 ) -> Result<Vec<(u64, SockState)>, i32> {

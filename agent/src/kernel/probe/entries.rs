@@ -13,6 +13,7 @@ use lifeline_common::{
 };
 
 use super::Probe;
+use crate::judge::Cookie;
 
 /// `BPF_NOEXIST` (include/uapi/linux/bpf.h): insert only if the key is absent.
 const BPF_NOEXIST: u64 = 1;
@@ -28,7 +29,7 @@ impl Probe {
     ///
     /// # Errors
     /// When a map is full (that share, or `SOCKETS`) or cannot be written.
-    pub fn seed(&mut self, cookie: u64, state: &SockState) -> Result<bool> {
+    pub(crate) fn seed(&mut self, cookie: u64, state: &SockState) -> Result<bool> {
         let took_quota = state.reasons == BY_ENDPOINT && self.take_quota(cookie)?;
         let mut map: HashMap<&mut MapData, u64, SockState> =
             HashMap::try_from(self.map_mut(maps::SOCKETS)?)?;
@@ -68,7 +69,8 @@ impl Probe {
     }
 
     /// Drop a record whose socket no longer exists, with its other entries.
-    pub fn forget(&mut self, cookie: u64) {
+    pub(crate) fn forget(&mut self, cookie: Cookie) {
+        let cookie = cookie.0;
         if let Ok(m) = self.map_mut(maps::SOCKETS)
             && let Ok(mut map) = HashMap::<&mut MapData, u64, SockState>::try_from(m)
             && let Ok(rec) = map.get(&cookie, 0)

@@ -22,19 +22,19 @@ mod keepalive_fn;
 mod maps_setup;
 mod object;
 mod path_alive;
-pub mod pin;
+pub(crate) mod pin;
 mod records;
 mod restore;
 mod sockopt;
 mod unanswered;
 mod watch_maps;
-pub use fast::{FastProbes, FastState, FastStatus, FastUnavailable, Reach};
+pub(crate) use fast::{FastProbes, FastState, FastStatus, FastUnavailable, Reach};
 use maps_setup::{armed_keepalive, configure, load_iter, raise_memlock};
-pub use object::object;
-pub use restore::RestoreSummary;
-pub use sockopt::AppKeepalive;
+pub(crate) use object::object;
+pub(crate) use restore::RestoreSummary;
+pub(crate) use sockopt::AppKeepalive;
 
-pub struct ProbeConfig<'a> {
+pub(crate) struct ProbeConfig<'a> {
     /// The cgroup v2 root: attached there, the probe outlives every unit's cgroup.
     pub root: &'a File,
     pub ports: &'a [u16],
@@ -59,7 +59,7 @@ pub struct ProbeConfig<'a> {
     pub recover: bool,
 }
 
-pub struct Probe {
+pub(crate) struct Probe {
     ebpf: Ebpf,
     /// `false` when the TCP iterator could not load (kernel < 5.15 or no BTF); where it
     /// loads, it may still be unable to arm the callbacks (kernel < 6.12): see `adopt`.
@@ -97,7 +97,7 @@ fn owners_entries() -> u32 {
 /// The share of `SOCKETS` that sockets watched only for their peer may hold: a quarter, so
 /// that anyone's connections to the API address can never take the records targets need.
 #[must_use]
-pub fn endpoint_quota(max_sockets: u32) -> u32 {
+pub(crate) fn endpoint_quota(max_sockets: u32) -> u32 {
     (max_sockets / 4).max(1)
 }
 
@@ -106,7 +106,7 @@ impl Probe {
     ///
     /// # Errors
     /// With a message naming the program or map that failed and why.
-    pub fn load(cfg: &ProbeConfig<'_>) -> Result<Self> {
+    pub(crate) fn load(cfg: &ProbeConfig<'_>) -> Result<Self> {
         let object = object()?;
         raise_memlock();
         let mut loader = EbpfLoader::new();

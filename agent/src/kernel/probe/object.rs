@@ -14,7 +14,7 @@ const NO_OBJECT: &str =
 ///
 /// # Errors
 /// When the build skipped the object.
-pub fn object() -> Result<&'static [u8]> {
+pub(crate) fn object() -> Result<&'static [u8]> {
     embedded(OBJECT)
 }
 

@@ -11,6 +11,7 @@ use aya::maps::{HashMap, MapData};
 use lifeline_common::{maps, watch::PeerKey};
 
 use super::Probe;
+use crate::judge::Mono;
 
 impl Probe {
     fn path_alive_map(&mut self) -> Result<HashMap<&mut MapData, PeerKey, u64>> {
@@ -22,7 +23,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the map is full or cannot be written.
-    pub fn add_path_peer(&mut self, peer: SocketAddr) -> Result<()> {
+    pub(crate) fn add_path_peer(&mut self, peer: SocketAddr) -> Result<()> {
         let mut map = self.path_alive_map()?;
         let key = PeerKey::from(peer);
         if map.get(&key, 0).is_ok() {
@@ -31,9 +32,10 @@ impl Probe {
         map.insert(key, 0, 0).context("PATH_ALIVE")
     }
 
-    /// The path to `peer` worked at `ns` (`CLOCK_MONOTONIC`); only a followed peer, and only
-    /// a later moment, is written.
-    pub fn path_alive(&mut self, peer: SocketAddr, ns: u64) {
+    /// The path to `peer` worked at `at`; only a followed peer, and only a later moment, is
+    /// written.
+    pub(crate) fn path_alive(&mut self, peer: SocketAddr, at: Mono) {
+        let ns = at.as_nanos();
         let Ok(mut map) = self.path_alive_map() else {
             return;
         };
@@ -43,7 +45,7 @@ impl Probe {
         }
     }
 
-    pub fn remove_path_peer(&mut self, peer: SocketAddr) {
+    pub(crate) fn remove_path_peer(&mut self, peer: SocketAddr) {
         if let Ok(mut map) = self.path_alive_map() {
             let _ = map.remove(&PeerKey::from(peer));
         }

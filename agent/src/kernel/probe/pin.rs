@@ -29,7 +29,7 @@ const DIR: &str = "/sys/fs/bpf/lifeline";
 ///
 /// # Errors
 /// When the namespace cannot be read.
-pub fn path() -> Result<PathBuf> {
+pub(crate) fn path() -> Result<PathBuf> {
     let netns = std::fs::metadata("/proc/self/ns/net")
         .context("cannot read the network namespace (/proc/self/ns/net)")?
         .ino();
@@ -38,7 +38,7 @@ pub fn path() -> Result<PathBuf> {
 
 /// What a start found of a previous agent.
 #[derive(Debug)]
-pub enum Recovered {
+pub(crate) enum Recovered {
     /// No pin: the previous agent stopped cleanly, or there was none.
     Nothing,
     /// Its sockets' options were put back.
@@ -132,7 +132,7 @@ pub(super) fn pin(ebpf: &Ebpf) -> Result<PathBuf> {
 }
 
 /// Remove the pin after a clean stop's pass (and the directory when it is empty).
-pub fn unpin() {
+pub(crate) fn unpin() {
     if let Ok(pin) = path() {
         let _ = std::fs::remove_file(pin);
         let _ = std::fs::remove_dir(DIR);

@@ -8,16 +8,20 @@ use aya::maps::{HashMap, MapData};
 use lifeline_common::{SockState, maps, watch::WATCH_ENDPOINT};
 
 use super::Probe;
+use crate::{
+    judge::{Cookie, Record},
+    kernel::record::decode,
+};
 
 impl Probe {
-    /// One record; `None` when the socket closed (its record is gone).
+    /// One record, decoded; `None` when the socket closed (its record is gone).
     ///
     /// # Errors
     /// When the map cannot be read.
-    pub fn get(&self, cookie: u64) -> Result<Option<SockState>> {
+    pub(crate) fn get(&self, cookie: Cookie) -> Result<Option<Record>> {
         let map: HashMap<&MapData, u64, SockState> = HashMap::try_from(self.map(maps::SOCKETS)?)?;
-        match map.get(&cookie, 0) {
-            Ok(rec) => Ok(Some(rec)),
+        match map.get(&cookie.0, 0) {
+            Ok(rec) => Ok(Some(decode(&rec))),
             Err(aya::maps::MapError::KeyNotFound) => Ok(None),
             Err(e) => Err(e).context("reading a SOCKETS record"),
         }
@@ -25,7 +29,7 @@ impl Probe {
 
     /// Record why an adopted socket is polled, when the iterator could not even say so
     /// itself (it failed to run). Left alone when the record is gone.
-    pub fn set_adopt(&mut self, cookie: u64, adopt: i32, ka_result: i32) {
+    pub(crate) fn set_adopt(&mut self, cookie: u64, adopt: i32, ka_result: i32) {
         if let Ok(m) = self.map_mut(maps::SOCKETS)
             && let Ok(mut map) = HashMap::<&mut MapData, u64, SockState>::try_from(m)
             && let Ok(mut rec) = map.get(&cookie, 0)
@@ -42,7 +46,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the map cannot be written (full: it holds `--ports` and these).
-    pub fn watch_port(&mut self, port: u16) -> Result<()> {
+    pub(crate) fn watch_port(&mut self, port: u16) -> Result<()> {
         let mut ports: HashMap<&mut MapData, u16, u8> =
             HashMap::try_from(self.map_mut(maps::PORTS)?)?;
         ports.insert(port, 1, 0).context("PORTS")
@@ -54,7 +58,7 @@ impl Probe {
     ///
     /// # Errors
     /// When a map cannot be written.
-    pub fn watch_peer_for_check(&mut self, peer: SocketAddr) -> Result<()> {
+    pub(crate) fn watch_peer_for_check(&mut self, peer: SocketAddr) -> Result<()> {
         let mut ports: HashMap<&mut MapData, u16, u8> =
             HashMap::try_from(self.map_mut(maps::PORTS)?)?;
         ports.insert(peer.port(), 1, 0).context("PORTS")?;

@@ -11,7 +11,6 @@ use aya::{
     programs::Program,
 };
 use lifeline_common::{
-    SockState,
     hooks::Hook,
     maps,
     restore::{Defer, Original, RESTORE_DONE, opt},
@@ -19,10 +18,11 @@ use lifeline_common::{
 };
 
 use super::{Probe, keepalive_fn};
+use crate::judge::{Cookie, Record};
 
 /// What a restore pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RestoreSummary {
+pub(crate) struct RestoreSummary {
     /// Sockets whose every changed option is the application's again.
     pub restored: usize,
     /// Sockets with at least one changed option left as lifeline set it.
@@ -43,7 +43,7 @@ pub struct RestoreSummary {
 impl RestoreSummary {
     /// Sum up the entries a restore pass wrote.
     #[must_use]
-    pub fn of(entries: impl Iterator<Item = Original>) -> Self {
+    pub(crate) fn of(entries: impl Iterator<Item = Original>) -> Self {
         let mut r = Self::default();
         for o in entries {
             if o.changed == 0 {
@@ -80,10 +80,10 @@ impl RestoreSummary {
 impl Probe {
     /// What the application had on `cookie` (and what lifeline changed), when recorded.
     #[must_use]
-    pub fn original(&self, cookie: u64) -> Option<Original> {
+    pub(crate) fn original(&self, cookie: Cookie) -> Option<Original> {
         let map = self.map(maps::ORIGINALS).ok()?;
         let map: HashMap<&MapData, u64, Original> = HashMap::try_from(map).ok()?;
-        map.get(&cookie, 0).ok()
+        map.get(&cookie.0, 0).ok()
     }
 
     /// Every entry of `ORIGINALS`.
@@ -96,16 +96,19 @@ impl Probe {
     }
 
     /// Apply deferrals through one TCP iterator pass; returns each socket's record after it
-    /// (`SockState::defer` says how it went), `None` when it is gone.
+    /// (its `deferred` says how it went), `None` when it is gone.
     ///
     /// # Errors
     /// When the map cannot be written or the iterator cannot run.
-    pub fn defer(&mut self, entries: &[(u64, Defer)]) -> Result<Vec<(u64, Option<SockState>)>> {
+    pub(crate) fn defer(
+        &mut self,
+        entries: &[(Cookie, Defer)],
+    ) -> Result<Vec<(Cookie, Option<Record>)>> {
         {
             let mut map: HashMap<&mut MapData, u64, Defer> =
                 HashMap::try_from(self.map_mut(maps::DEFER)?)?;
             for (cookie, d) in entries {
-                map.insert(cookie, d, 0)
+                map.insert(cookie.0, d, 0)
                     .with_context(|| format!("writing the deferral of socket {cookie}"))?;
             }
         }
@@ -137,7 +140,7 @@ impl Probe {
     ///
     /// # Errors
     /// When the iterator is unavailable or fails.
-    pub fn restore_all(&mut self) -> Result<RestoreSummary> {
+    pub(crate) fn restore_all(&mut self) -> Result<RestoreSummary> {
         self.detach_all_but_the_iterator();
         if !self.can_adopt {
             anyhow::bail!(
@@ -155,7 +158,7 @@ impl Probe {
 
     /// Sockets lifeline changed an option on (what a stop without the iterator leaves).
     #[must_use]
-    pub fn changed_sockets(&self) -> usize {
+    pub(crate) fn changed_sockets(&self) -> usize {
         self.originals()
             .iter()
             .filter(|(_, o)| o.changed & !opt::CWND_CLAMP != 0)

@@ -13,7 +13,7 @@ use crate::kernel::errors::explain_program;
 
 /// Which variant of the hook runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AppKeepalive {
+pub(crate) enum AppKeepalive {
     /// Watched sockets of the agent's namespace only.
     Merged,
     /// Matched by addresses and ports alone (no namespace cookie in this hook before 5.15).

@@ -17,13 +17,13 @@ impl Probe {
     ///
     /// # Errors
     /// When the map cannot be read.
-    pub fn target_cgroups(&self) -> Result<Vec<(u64, u32)>> {
+    pub(crate) fn target_cgroups(&self) -> Result<Vec<(u64, u32)>> {
         let map: HashMap<&MapData, u64, u32> = HashMap::try_from(self.map(maps::TARGET_CGROUPS)?)?;
         Ok(map.iter().filter_map(Result::ok).collect())
     }
 
     #[must_use]
-    pub fn has_target_cgroup(&self, id: u64) -> bool {
+    pub(crate) fn has_target_cgroup(&self, id: u64) -> bool {
         self.map(maps::TARGET_CGROUPS)
             .ok()
             .and_then(|m| HashMap::<&MapData, u64, u32>::try_from(m).ok())
@@ -32,13 +32,13 @@ impl Probe {
 
     /// # Errors
     /// When the map is full or cannot be written.
-    pub fn set_target_cgroup(&mut self, id: u64, index: u32) -> Result<()> {
+    pub(crate) fn set_target_cgroup(&mut self, id: u64, index: u32) -> Result<()> {
         let mut map: HashMap<&mut MapData, u64, u32> =
             HashMap::try_from(self.map_mut(maps::TARGET_CGROUPS)?)?;
         map.insert(id, index, 0).context("TARGET_CGROUPS")
     }
 
-    pub fn remove_target_cgroup(&mut self, id: u64) {
+    pub(crate) fn remove_target_cgroup(&mut self, id: u64) {
         if let Ok(m) = self.map_mut(maps::TARGET_CGROUPS)
             && let Ok(mut map) = HashMap::<&mut MapData, u64, u32>::try_from(m)
         {
@@ -48,14 +48,14 @@ impl Probe {
 
     /// # Errors
     /// When the map is full or cannot be written.
-    pub fn add_endpoint_peer(&mut self, peer: SocketAddr) -> Result<()> {
+    pub(crate) fn add_endpoint_peer(&mut self, peer: SocketAddr) -> Result<()> {
         let mut map: HashMap<&mut MapData, PeerKey, u8> =
             HashMap::try_from(self.map_mut(maps::ENDPOINT_PEERS)?)?;
         map.insert(PeerKey::from(peer), 1, 0)
             .context("ENDPOINT_PEERS")
     }
 
-    pub fn remove_endpoint_peer(&mut self, peer: SocketAddr) {
+    pub(crate) fn remove_endpoint_peer(&mut self, peer: SocketAddr) {
         if let Ok(m) = self.map_mut(maps::ENDPOINT_PEERS)
             && let Ok(mut map) = HashMap::<&mut MapData, PeerKey, u8>::try_from(m)
         {
@@ -67,7 +67,7 @@ impl Probe {
     ///
     /// # Errors
     /// When `CONFIG` cannot be written.
-    pub fn begin_calibration(&mut self, cookie: u64) -> Result<()> {
+    pub(crate) fn begin_calibration(&mut self, cookie: u64) -> Result<()> {
         self.update_config(|c| {
             c.calibrate_cookie = cookie;
             c.netns_cookie = 0;
@@ -79,7 +79,7 @@ impl Probe {
     ///
     /// # Errors
     /// When `CONFIG` cannot be read or written.
-    pub fn end_calibration(&mut self) -> Result<u64> {
+    pub(crate) fn end_calibration(&mut self) -> Result<u64> {
         self.update_config(|c| c.calibrate_cookie = 0)
             .map(|c| c.netns_cookie)
     }

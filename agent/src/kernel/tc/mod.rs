@@ -13,10 +13,10 @@ use wire::{
     CLSACT_HANDLE, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST, RTM_DELQDISC, RTM_GETTFILTER,
     RTM_NEWTFILTER, TC_H_CLSACT, request,
 };
-pub use wire::{EGRESS, Filter, INGRESS};
+pub(crate) use wire::{EGRESS, Filter, INGRESS};
 
 /// `ETH_P_ALL`: the protocol aya attaches `cls_bpf` filters with.
-pub const ETH_P_ALL: u16 = 3;
+pub(crate) const ETH_P_ALL: u16 = 3;
 
 fn index(ifindex: u32) -> io::Result<i32> {
     i32::try_from(ifindex).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
@@ -27,7 +27,7 @@ fn index(ifindex: u32) -> io::Result<i32> {
 ///
 /// # Errors
 /// When rtnetlink cannot be asked (`EPERM` in a pod whose seccomp profile refuses it).
-pub fn filters(ifindex: u32, parent: u32) -> io::Result<Vec<Filter>> {
+pub(crate) fn filters(ifindex: u32, parent: u32) -> io::Result<Vec<Filter>> {
     let msg = request(
         RTM_GETTFILTER,
         NLM_F_REQUEST | NLM_F_DUMP,
@@ -42,7 +42,7 @@ pub fn filters(ifindex: u32, parent: u32) -> io::Result<Vec<Filter>> {
 ///
 /// # Errors
 /// As `filters`.
-pub fn clsact_unused(ifindex: u32) -> io::Result<bool> {
+pub(crate) fn clsact_unused(ifindex: u32) -> io::Result<bool> {
     Ok(filters(ifindex, INGRESS)?.is_empty() && filters(ifindex, EGRESS)?.is_empty())
 }
 
@@ -51,7 +51,7 @@ pub fn clsact_unused(ifindex: u32) -> io::Result<bool> {
 /// # Errors
 /// As `filters`, and the kernel's refusal (`ENOENT` when there is none, `EINVAL` before
 /// 4.5's clsact).
-pub fn remove_clsact(ifindex: u32) -> io::Result<()> {
+pub(crate) fn remove_clsact(ifindex: u32) -> io::Result<()> {
     let msg = request(
         RTM_DELQDISC,
         NLM_F_REQUEST | NLM_F_ACK,

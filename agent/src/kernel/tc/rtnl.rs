@@ -34,7 +34,7 @@ fn socket() -> io::Result<OwnedFd> {
 ///
 /// # Errors
 /// When the socket cannot be used, or the kernel answers with an error.
-pub fn ask(msg: &[u8], seq: u32, want: u16) -> io::Result<Vec<Vec<u8>>> {
+pub(super) fn ask(msg: &[u8], seq: u32, want: u16) -> io::Result<Vec<Vec<u8>>> {
     let fd = socket()?;
     // SAFETY: `sockaddr_nl` zeroed is "the kernel" (pid 0); the buffers outlive the call.
     let sent = unsafe {

@@ -4,24 +4,24 @@
 //! <https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/rtnetlink.h> and
 //! <https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/pkt_cls.h>.
 
-pub const NLMSG_HDRLEN: usize = 16;
-pub const NLMSG_ERROR: u16 = 2;
-pub const NLMSG_DONE: u16 = 3;
-pub const RTM_DELQDISC: u16 = 37;
-pub const RTM_NEWTFILTER: u16 = 44;
-pub const RTM_GETTFILTER: u16 = 46;
-pub const NLM_F_REQUEST: u16 = 1;
-pub const NLM_F_MULTI: u16 = 2;
-pub const NLM_F_ACK: u16 = 4;
-pub const NLM_F_DUMP: u16 = 0x300;
+pub(super) const NLMSG_HDRLEN: usize = 16;
+pub(super) const NLMSG_ERROR: u16 = 2;
+pub(super) const NLMSG_DONE: u16 = 3;
+pub(super) const RTM_DELQDISC: u16 = 37;
+pub(super) const RTM_NEWTFILTER: u16 = 44;
+pub(super) const RTM_GETTFILTER: u16 = 46;
+pub(super) const NLM_F_REQUEST: u16 = 1;
+pub(super) const NLM_F_MULTI: u16 = 2;
+pub(super) const NLM_F_ACK: u16 = 4;
+pub(super) const NLM_F_DUMP: u16 = 0x300;
 /// `sizeof(struct tcmsg)`.
-pub const TCMSG_LEN: usize = 20;
+pub(super) const TCMSG_LEN: usize = 20;
 /// `TC_H_CLSACT`, the clsact qdisc's parent; its handle is `ffff:`.
-pub const TC_H_CLSACT: u32 = 0xFFFF_FFF1;
-pub const CLSACT_HANDLE: u32 = 0xFFFF_0000;
+pub(super) const TC_H_CLSACT: u32 = 0xFFFF_FFF1;
+pub(super) const CLSACT_HANDLE: u32 = 0xFFFF_0000;
 /// `TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS)`, `..._EGRESS`: where its filters hang.
-pub const INGRESS: u32 = 0xFFFF_FFF2;
-pub const EGRESS: u32 = 0xFFFF_FFF3;
+pub(crate) const INGRESS: u32 = 0xFFFF_FFF2;
+pub(crate) const EGRESS: u32 = 0xFFFF_FFF3;
 const TCA_KIND: u16 = 1;
 const TCA_OPTIONS: u16 = 2;
 const TCA_BPF_NAME: u16 = 7;
@@ -29,7 +29,7 @@ const NLA_TYPE_MASK: u16 = 0x3FFF;
 
 /// One filter as the kernel lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Filter {
+pub(crate) struct Filter {
     pub priority: u16,
     /// The link-layer protocol it matches, host order (`ETH_P_ALL` is 3).
     pub protocol: u16,
@@ -43,7 +43,7 @@ pub struct Filter {
 /// A request: the netlink header, a `tcmsg` for `ifindex` with `parent`, `handle` and
 /// `info` (priority and protocol of a filter), no attributes.
 #[must_use]
-pub fn request(kind: u16, flags: u16, seq: u32, tc: (i32, u32, u32, u32)) -> Vec<u8> {
+pub(super) fn request(kind: u16, flags: u16, seq: u32, tc: (i32, u32, u32, u32)) -> Vec<u8> {
     let (ifindex, handle, parent, info) = tc;
     let len = NLMSG_HDRLEN + TCMSG_LEN;
     let mut m = Vec::with_capacity(len);
@@ -67,7 +67,7 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 
 /// The `tcmsg` of a message body: (ifindex, handle, parent, info).
 #[must_use]
-pub fn tcmsg(body: &[u8]) -> Option<(i32, u32, u32, u32)> {
+pub(super) fn tcmsg(body: &[u8]) -> Option<(i32, u32, u32, u32)> {
     let ifindex = i32::from_ne_bytes(body.get(4..8)?.try_into().ok()?);
     Some((
         ifindex,
@@ -96,7 +96,7 @@ fn string(b: &[u8]) -> String {
 /// A filter from an `RTM_NEWTFILTER` body; `None` for the entry that stands for a whole
 /// priority (handle 0, listed before its filters) or a malformed body.
 #[must_use]
-pub fn filter(body: &[u8]) -> Option<Filter> {
+pub(super) fn filter(body: &[u8]) -> Option<Filter> {
     let (_, handle, _, info) = tcmsg(body)?;
     if handle == 0 {
         return None;

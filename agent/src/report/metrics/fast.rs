@@ -18,14 +18,14 @@ struct DeviceLabel {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct FastGauge {
+pub(super) struct FastGauge {
     hidden: Family<DeviceLabel, Gauge>,
     /// The devices of the last snapshot.
     devices: Arc<Mutex<Vec<String>>>,
 }
 
 impl FastGauge {
-    pub fn register(&self, r: &mut Registry) {
+    pub(super) fn register(&self, r: &mut Registry) {
         r.register(
             "fast_probes_hidden",
             "1 while the fast probes are hidden by another program on the device: it sends packets lifeline's tc program never sees (a program ahead of it in the chain ends it), so idle sockets through it are probed at the kernel's 1 s cadence",
@@ -33,7 +33,7 @@ impl FastGauge {
         );
     }
 
-    pub fn observe(&self, s: &FastStatus) {
+    pub(super) fn observe(&self, s: &FastStatus) {
         let Ok(mut known) = self.devices.lock() else {
             return;
         };

@@ -19,7 +19,7 @@ use super::{Metrics, servers};
 use crate::report::status::Snapshot;
 
 /// Clients served at once; Prometheus needs one (two during a failover of its pair).
-pub const MAX_CLIENTS: usize = 16;
+pub(crate) const MAX_CLIENTS: usize = 16;
 const MAX_REQUEST: usize = 8 * 1024;
 /// A scraper sends its request at once; an idle connection is dropped after this.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
@@ -32,7 +32,7 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 ///
 /// # Errors
 /// When the address cannot be bound.
-pub fn serve(
+pub(crate) fn serve(
     addr: SocketAddr,
     mut snapshots: watch::Receiver<Snapshot>,
     metrics: Metrics,

@@ -5,9 +5,9 @@
 //! follow the daemon's status snapshots; the servers' refusals through their gates.
 
 mod fast;
-pub mod http;
-pub mod probe;
-pub mod servers;
+pub(crate) mod http;
+pub(crate) mod probe;
+pub(crate) mod servers;
 
 use std::{collections::HashSet, sync::Arc};
 
@@ -38,7 +38,7 @@ struct TargetLabel {
 
 /// The registry and what feeds it; a clone is the same metrics.
 #[derive(Clone)]
-pub struct Metrics(Arc<Inner>);
+pub(crate) struct Metrics(Arc<Inner>);
 
 struct Inner {
     registry: Registry,
@@ -55,7 +55,7 @@ struct Inner {
 
 impl Metrics {
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let counts = Counts::default();
         let (watched, sockets, target_present) =
             (Gauge::default(), Family::default(), Family::default());
@@ -134,25 +134,25 @@ impl Metrics {
     /// The bound of `server` (`servers::METRICS`, `servers::STATUS`): `cap` clients at once,
     /// what it turns away counted here.
     #[must_use]
-    pub fn gate(&self, server: &'static str, cap: usize) -> Gate {
+    pub(crate) fn gate(&self, server: &'static str, cap: usize) -> Gate {
         Gate::new(server, cap, self.0.servers.turned(server))
     }
 
     /// Where the decisions are counted (the kill log, the restarter).
     #[must_use]
-    pub fn counts(&self) -> Counts {
+    pub(crate) fn counts(&self) -> Counts {
         self.0.counts.clone()
     }
 
     /// Where the endpoint refreshers count their failed resolutions.
     #[must_use]
-    pub fn dns_failures(&self) -> Counter {
+    pub(crate) fn dns_failures(&self) -> Counter {
         self.0.dns_failures.clone()
     }
 
     /// The `OpenMetrics` text exposition.
     #[must_use]
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.0.registry);
@@ -161,7 +161,7 @@ impl Metrics {
 
     /// Socket gauges and the probe's counters from a status snapshot; verdicts seen before
     /// and gone now drop to 0.
-    pub fn observe(&self, s: &Snapshot, seen: &mut HashSet<String>) {
+    pub(crate) fn observe(&self, s: &Snapshot, seen: &mut HashSet<String>) {
         let m = &*self.0;
         m.probe.observe(&s.probe_stats, s.capacity.inbox_dropped);
         m.fast.observe(&s.fast_probes);

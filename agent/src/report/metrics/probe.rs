@@ -61,11 +61,11 @@ const INBOX_DROPPED: (&str, &str) = (
 
 /// 0 until the first sweep; a clone shows the same values.
 #[derive(Clone, Debug, Default)]
-pub struct ProbeCounters(Arc<([AtomicU64; stats::LEN as usize], AtomicU64)>);
+pub(crate) struct ProbeCounters(Arc<([AtomicU64; stats::LEN as usize], AtomicU64)>);
 
 impl ProbeCounters {
     /// The counters as of a sweep (`Snapshot::probe_stats`, `Capacity::inbox_dropped`).
-    pub fn observe(&self, values: &[u64; stats::LEN as usize], inbox_dropped: u64) {
+    pub(crate) fn observe(&self, values: &[u64; stats::LEN as usize], inbox_dropped: u64) {
         for (slot, value) in self.0.0.iter().zip(values) {
             slot.store(*value, Ordering::Relaxed);
         }

@@ -11,9 +11,9 @@ use prometheus_client::{
 use crate::report::gate::Turned;
 
 /// The metrics endpoint (`--metrics-addr`).
-pub const METRICS: &str = "metrics";
+pub(crate) const METRICS: &str = "metrics";
 /// The status socket (`--status-socket`).
-pub const STATUS: &str = "status";
+pub(crate) const STATUS: &str = "status";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ServerLabel {
@@ -21,7 +21,7 @@ struct ServerLabel {
 }
 
 #[derive(Clone, Default)]
-pub struct ServerCounters {
+pub(crate) struct ServerCounters {
     refused: Family<ServerLabel, Counter>,
     timeouts: Family<ServerLabel, Counter>,
     accept_errors: Family<ServerLabel, Counter>,
@@ -29,7 +29,7 @@ pub struct ServerCounters {
 
 impl ServerCounters {
     /// Registers the three families, with both servers' series.
-    pub fn register(&self, r: &mut Registry) {
+    pub(crate) fn register(&self, r: &mut Registry) {
         r.register(
             "server_refused",
             "Clients closed unserved because the server was serving its maximum at once",
@@ -52,7 +52,7 @@ impl ServerCounters {
 
     /// Where `server` counts (the handles share the registered series).
     #[must_use]
-    pub fn turned(&self, server: &str) -> Turned {
+    pub(crate) fn turned(&self, server: &str) -> Turned {
         let label = ServerLabel {
             server: server.to_owned(),
         };

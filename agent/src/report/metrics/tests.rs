@@ -7,7 +7,7 @@ use lifeline_common::config::stats;
 
 use super::Metrics;
 use crate::{
-    act::{Class, Decided, Did},
+    act::{Decided, DecisionAction, OutcomeClass},
     report::status::Snapshot,
 };
 
@@ -29,19 +29,44 @@ fn every_decision_lands_in_its_series() {
     let m = Metrics::new();
     let counts = m.counts();
     for (verdict, did, class, trouble_age_ms) in [
-        ("stalled", Did::Kill, Class::Killed, 4200),
-        ("silent", Did::Kill, Class::Gone, 1),
-        ("stalled", Did::Kill, Class::Failed, 2),
-        ("stalled", Did::Nothing, Class::DryRun, 3),
-        ("stalled", Did::Kill, Class::RateLimited, 4),
-        ("dead-peer", Did::Hold, Class::Held, 5),
-        ("stalled", Did::Restart, Class::Restarted, 6),
-        ("stalled", Did::Restart, Class::Failed, 7),
-        ("unrecovered", Did::Restart, Class::Backoff, 8),
-        ("stalled", Did::Restart, Class::RateLimited, 9),
-        ("stalled", Did::Restart, Class::Held, 10),
-        ("orphaned", Did::Nothing, Class::Policy, 0),
-        ("unknown", Did::Nothing, Class::Unreadable, 0),
+        ("stalled", DecisionAction::Kill, OutcomeClass::Killed, 4200),
+        ("silent", DecisionAction::Kill, OutcomeClass::Gone, 1),
+        ("stalled", DecisionAction::Kill, OutcomeClass::Failed, 2),
+        ("stalled", DecisionAction::Nothing, OutcomeClass::DryRun, 3),
+        (
+            "stalled",
+            DecisionAction::Kill,
+            OutcomeClass::RateLimited,
+            4,
+        ),
+        ("dead-peer", DecisionAction::Hold, OutcomeClass::Held, 5),
+        (
+            "stalled",
+            DecisionAction::Restart,
+            OutcomeClass::Restarted,
+            6,
+        ),
+        ("stalled", DecisionAction::Restart, OutcomeClass::Failed, 7),
+        (
+            "unrecovered",
+            DecisionAction::Restart,
+            OutcomeClass::Backoff,
+            8,
+        ),
+        (
+            "stalled",
+            DecisionAction::Restart,
+            OutcomeClass::RateLimited,
+            9,
+        ),
+        ("stalled", DecisionAction::Restart, OutcomeClass::Held, 10),
+        ("orphaned", DecisionAction::Nothing, OutcomeClass::Policy, 0),
+        (
+            "unknown",
+            DecisionAction::Nothing,
+            OutcomeClass::Unreadable,
+            0,
+        ),
     ] {
         counts.count(&Decided {
             verdict,

@@ -11,7 +11,7 @@ use super::Row;
 
 impl Row<'_> {
     /// Append this row's JSON object to `out`.
-    pub fn write_json(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
         // Writing into a Vec cannot fail.
         let _ = write!(
             out,
@@ -107,14 +107,18 @@ mod tests {
     use super::super::{Extra, Owner, Row, row};
     use crate::{
         endpoint::Standing,
-        judge::Verdict,
-        kernel::diag::{DiagSock, TcpInfo},
+        judge::{Cookie, Mono, Verdict},
+        kernel::{
+            diag::{DiagSock, TcpInfo},
+            record::decode,
+        },
     };
 
     /// The hand-written JSON and the derive's; the hand-written one must also read back as
     /// the row it was written from.
     fn both(rec: &SockState, x: &Extra<'_>) -> (String, String) {
-        let r = row(42, rec, x, 9_000_000_000);
+        let rec = decode(rec);
+        let r = row(Cookie(42), &rec, x, Mono::from_nanos(9_000_000_000));
         let mut hand = Vec::new();
         r.write_json(&mut hand);
         let back: Row<'static> = serde_json::from_slice(&hand).unwrap();

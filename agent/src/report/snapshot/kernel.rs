@@ -7,9 +7,9 @@
 use std::collections::HashMap;
 
 use crate::{
-    judge::{Silence, Stall, Verdict, verdict},
+    judge::{Cookie, Silence, Stall, Verdict, verdict},
     kernel::{
-        diag::{DiagError, DiagSock, SockDiag, states},
+        diag::{Diag, DiagError, DiagSock, states},
         mirror::Mirror,
     },
 };
@@ -25,21 +25,23 @@ const CONFIRM_MAX: usize = 1_000;
 ///
 /// # Errors
 /// When the kernel cannot be asked.
-pub fn view(diag: &mut SockDiag, mirror: &Mirror) -> Result<HashMap<u64, DiagSock>, DiagError> {
+pub(crate) fn view(
+    diag: &mut dyn Diag,
+    mirror: &Mirror,
+) -> Result<HashMap<Cookie, DiagSock>, DiagError> {
     let mut found = HashMap::with_capacity(mirror.len());
     // Each dump walks the whole TCP hash (with 19,000 IPv4 sockets, 4.5 ms for an IPv6 dump
     // that finds none, against 26 ms for the IPv4 one): only the families records have are
     // asked for (the probe records the socket's own family: a v4-mapped socket is IPv6).
     let mut wanted = [false; FAMILIES.len()];
     for (_, r) in mirror.iter() {
-        for (w, f) in wanted.iter_mut().zip(FAMILIES) {
-            *w |= r.family == u16::from(f);
-        }
+        wanted[usize::from(!r.local.is_ipv4())] = true;
     }
     for (family, _) in FAMILIES.iter().zip(wanted).filter(|(_, w)| *w) {
-        diag.dump_each(*family, states::RECORDED, |d| {
-            if mirror.get(d.cookie).is_some() {
-                found.insert(d.cookie, d);
+        diag.dump_each(*family, states::RECORDED, &mut |d| {
+            let cookie = Cookie(d.cookie);
+            if mirror.get(cookie).is_some() {
+                found.insert(cookie, d);
             }
         })?;
     }
@@ -51,7 +53,7 @@ pub fn view(diag: &mut SockDiag, mirror: &Mirror) -> Result<HashMap<u64, DiagSoc
         .iter()
         .filter(|(c, _)| !found.contains_key(c))
         .take(CONFIRM_MAX)
-        .map(|(c, r)| (c, r.local(), r.peer()))
+        .map(|(c, r)| (c, r.local, r.peer))
         .collect();
     for (cookie, local, peer) in missing {
         if let Some(d) = diag.get(local, peer, cookie)? {
@@ -64,7 +66,7 @@ pub fn view(diag: &mut SockDiag, mirror: &Mirror) -> Result<HashMap<u64, DiagSoc
 /// The verdict a row shows (`None`: closing, no longer ESTABLISHED): the judge's rule on the
 /// kernel's view at the request; without one (the dump failed, or the kernel gave no
 /// `tcp_info`), `daemon`'s verdict of its last sweep.
-pub fn shown(
+pub(crate) fn shown(
     seen: Option<&DiagSock>,
     stall: Stall,
     silence: Option<Silence>,

@@ -16,17 +16,17 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::endpoint::Standing;
 
 mod json;
-pub mod kernel;
-pub mod owner;
+pub(crate) mod kernel;
+pub(crate) mod owner;
 mod row;
 mod watched_by;
 
-pub use owner::{Owner, Owners};
-pub use row::{CLOSING, Extra, row};
-pub use watched_by::WatchedBy;
+pub(crate) use owner::{Owner, Owners};
+pub(crate) use row::{CLOSING, Extra, row};
+pub(crate) use watched_by::WatchedBy;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Row<'a> {
+pub(crate) struct Row<'a> {
     pub cookie: u64,
     #[serde(serialize_with = "display")]
     pub local: SocketAddr,
@@ -98,7 +98,7 @@ pub struct Row<'a> {
 
 /// How the probe came to watch a socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Source {
+pub(crate) enum Source {
     /// Seen at its connect.
     #[serde(rename = "sock_ops")]
     SockOps,
@@ -110,7 +110,7 @@ pub enum Source {
 impl Source {
     /// As the row's JSON and the table's SOURCE column name it.
     #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::SockOps => "sock_ops",
             Self::Adopted => "adopted",

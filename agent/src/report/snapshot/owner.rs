@@ -8,10 +8,9 @@
 
 use std::{collections::HashMap, io::ErrorKind, os::unix::fs::MetadataExt as _};
 
-use lifeline_common::SockState;
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::diag::DiagSock;
+use crate::{judge::Record, kernel::diag::DiagSock};
 
 /// The inode of the initial pid namespace (`PROC_PID_INIT_INO` in `include/linux/proc_ns.h`):
 /// the probe records pids as the initial namespace numbers them, so `/proc` can be asked
@@ -21,7 +20,7 @@ const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
 /// What became of a socket's owner: a row's `owner_state`, by its label (left out while the
 /// owner holds it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Owner {
+pub(crate) enum Owner {
     /// Held by a process (the recorded one, as far as can be told).
     #[default]
     #[serde(rename = "holds")]
@@ -38,7 +37,7 @@ pub enum Owner {
 impl Owner {
     /// The row's `owner_state`; `None` while the owner holds it.
     #[must_use]
-    pub const fn label(self) -> Option<&'static str> {
+    pub(crate) const fn label(self) -> Option<&'static str> {
         match self {
             Self::Holds => None,
             Self::Exited => Some("exited"),
@@ -52,13 +51,13 @@ impl Owner {
         reason = "serde's skip_serializing_if passes the field by reference"
     )]
     #[must_use]
-    pub const fn holds(&self) -> bool {
+    pub(crate) const fn holds(&self) -> bool {
         matches!(self, Self::Holds)
     }
 }
 
 /// One status request's owner checks: each pid's start time is read once.
-pub struct Owners {
+pub(crate) struct Owners {
     /// `/proc` numbers pids as the probe does.
     procfs: bool,
     /// `CLOCK_BOOTTIME` less `CLOCK_MONOTONIC` (time spent suspended), in ns.
@@ -69,7 +68,7 @@ pub struct Owners {
 
 impl Owners {
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let procfs =
             std::fs::metadata("/proc/self/ns/pid").is_ok_and(|m| m.ino() == PROC_PID_INIT_INO);
         // SAFETY: sysconf has no memory effects.
@@ -85,7 +84,7 @@ impl Owners {
     }
 
     /// The owner of the socket recorded as `rec`, seen by the kernel as `kernel`.
-    pub fn of(&mut self, rec: &SockState, kernel: Option<&DiagSock>) -> Owner {
+    pub(crate) fn of(&mut self, rec: &Record, kernel: Option<&DiagSock>) -> Owner {
         if kernel.is_some_and(|k| k.inode == 0) {
             return Owner::Nobody;
         }
@@ -97,7 +96,7 @@ impl Owners {
             .entry(rec.owner_pid)
             .or_insert_with(|| started_ns(rec.owner_pid, self.tick_ns));
         // The start time is rounded down to a tick; one tick more covers reading the clocks.
-        let established = rec.established_ns + self.suspended_ns + self.tick_ns;
+        let established = rec.established.as_nanos() + self.suspended_ns + self.tick_ns;
         match start {
             Start::Gone => Owner::Exited,
             Start::At(t) if t > established => Owner::Exited,
@@ -146,14 +145,14 @@ mod tests {
             owners.procfs,
             "the unit tests run in the initial pid namespace"
         );
-        let me = SockState {
+        let me = Record {
             owner_pid: std::process::id(),
-            established_ns: crate::kernel::clock::now_ns(),
-            ..SockState::default()
+            established: crate::kernel::clock::now(),
+            ..Record::default()
         };
         assert_eq!(owners.of(&me, None), Owner::Holds, "this process");
-        let before_me = SockState {
-            established_ns: 1,
+        let before_me = Record {
+            established: crate::judge::Mono::from_nanos(1),
             ..me
         };
         assert_eq!(
@@ -161,7 +160,7 @@ mod tests {
             Owner::Exited,
             "started after its socket: a reused pid"
         );
-        let gone = SockState {
+        let gone = Record {
             owner_pid: u32::MAX - 1,
             ..me
         };

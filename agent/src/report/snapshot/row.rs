@@ -3,30 +3,20 @@
 
 use std::borrow::Cow;
 
-use lifeline_common::{
-    SockState,
-    features::ITER_CALLBACKS,
-    sock::{
-        ADOPT_NO_ITERATOR, ADOPT_PENDING, LTO_ARMED, LTO_OFF, LTO_PAUSED, SOURCE_ADOPTED,
-        adopt_armed,
-    },
-};
+use lifeline_common::features::ITER_CALLBACKS;
 
 use super::{Owner, Row, Source, WatchedBy};
 use crate::{
     endpoint::Standing,
-    judge::Verdict,
-    kernel::{
-        clock,
-        diag::{DiagSock, states},
-    },
+    judge::{Adoption, Cookie, LinearTimeouts, Mono, Origin, Record, Verdict},
+    kernel::diag::{DiagSock, states},
 };
 
 /// What a row says beyond the record: the verdict shown (`None`: closing, no longer
 /// ESTABLISHED), the kernel's view of the socket at the request (`None` when the dump
 /// failed), its owner, the keepalive column, the endpoint on its port, where its peer stands
 /// in that endpoint's answers, and whether it is the endpoint's socket.
-pub struct Extra<'a> {
+pub(crate) struct Extra<'a> {
     pub verdict: Option<Verdict>,
     pub kernel: Option<&'a DiagSock>,
     pub owner: Owner,
@@ -38,10 +28,10 @@ pub struct Extra<'a> {
 }
 
 /// The verdict label of a socket that is no longer ESTABLISHED.
-pub const CLOSING: &str = "closing";
+pub(crate) const CLOSING: &str = "closing";
 
 #[must_use]
-pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a> {
+pub(crate) fn row<'a>(cookie: Cookie, r: &'a Record, x: &Extra<'a>, now: Mono) -> Row<'a> {
     let info = x.kernel.and_then(|k| k.info.as_ref());
     // The kernel's word on the record's trouble episode: still on while data is outstanding
     // and an RTO fired since the last ACK progress (`tcp_ack()` zeroes `icsk_retransmits`
@@ -51,32 +41,32 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
     // the time since its last ACK.
     // <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>
     let trouble = info.map(|i| i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0));
-    let callbacks = r.source != SOURCE_ADOPTED || adopt_armed(r.adopt);
+    let callbacks = !r.origin.polled();
     let trouble_age_ms = match (trouble, info) {
-        (Some(true), Some(i)) if !callbacks || r.trouble_ns == 0 => {
+        (Some(true), Some(i)) if !callbacks || r.trouble.is_none() => {
             Some(u64::from(i.last_ack_recv_ms))
         }
         (Some(false), _) => None,
-        _ => (r.trouble_ns != 0).then(|| clock::age_ms(now, r.trouble_ns)),
+        _ => r.trouble.map(|t| now.ms_since(t)),
     };
     Row {
-        cookie,
-        local: r.local(),
-        peer: r.peer(),
+        cookie: cookie.0,
+        local: r.local,
+        peer: r.peer,
         state: x.kernel.map(|k| Cow::Borrowed(states::name(k.state))),
         owner_pid: (r.owner_pid != 0).then_some(r.owner_pid),
         owner_comm: r.comm().map(Cow::Borrowed),
         owner_state: x.owner,
-        established_age_ms: clock::age_ms(now, r.established_ns),
+        established_age_ms: now.ms_since(r.established),
         last_ack_age_ms: info.map_or_else(
-            || clock::age_ms(now, r.last_ack_ns),
+            || now.ms_since(r.last_ack),
             |i| u64::from(i.last_ack_recv_ms),
         ),
         last_data_sent_age_ms: info.map(|i| u64::from(i.last_data_sent_ms)),
         last_data_recv_age_ms: info.map(|i| u64::from(i.last_data_recv_ms)),
         trouble_age_ms,
         unacked_segs: info.map_or(r.packets_out, |i| i.unacked),
-        unacked_bytes: x.kernel.map_or(r.unacked_bytes(), DiagSock::unacked_bytes),
+        unacked_bytes: x.kernel.map_or(r.unacked_bytes, DiagSock::unacked_bytes),
         retransmits: if trouble == Some(false) {
             0
         } else {
@@ -90,38 +80,40 @@ pub fn row<'a>(cookie: u64, r: &'a SockState, x: &Extra<'a>, now: u64) -> Row<'a
         verdict: Cow::Borrowed(x.verdict.map_or(CLOSING, Verdict::label)),
         keepalive: Cow::Borrowed(x.keepalive),
         keepalive_probes: info.map(|i| i.probes),
-        linear_timeouts: match r.lto {
-            LTO_OFF => None,
-            LTO_ARMED => Some(Cow::Borrowed("armed")),
+        linear_timeouts: match r.linear {
+            LinearTimeouts::Off => None,
+            LinearTimeouts::Armed => Some(Cow::Borrowed("armed")),
             // Off for this trouble episode: the path to the peer is not known to work.
-            LTO_PAUSED => Some(Cow::Borrowed("paused")),
-            e => Some(Cow::Owned(format!("refused (errno {})", -e))),
+            LinearTimeouts::Paused => Some(Cow::Borrowed("paused")),
+            LinearTimeouts::Refused(e) => Some(Cow::Owned(format!("refused (errno {e})"))),
         },
         probe_bytes: (r.probe_bytes != 0).then_some(r.probe_bytes),
         endpoint: x.endpoint.map(|e| Cow::Borrowed(e.0)),
         endpoint_member: x.endpoint.map(|e| e.1),
         endpoint_socket: x.endpoint.and(x.endpoint_socket),
-        source: if r.source == SOURCE_ADOPTED {
-            Source::Adopted
-        } else {
-            Source::SockOps
+        source: match r.origin {
+            Origin::Adopted(_) => Source::Adopted,
+            Origin::SockOps => Source::SockOps,
         },
-        polled: (r.source == SOURCE_ADOPTED && !adopt_armed(r.adopt))
-            .then(|| Cow::Owned(polled_why(r.adopt))),
+        polled: match r.origin {
+            Origin::Adopted(a) if !a.armed() => Some(Cow::Owned(polled_why(a))),
+            _ => None,
+        },
         watched_by: WatchedBy(r.reasons),
     }
 }
 
 /// Why an adopted socket is polled through `sock_diag` rather than followed by callbacks.
-fn polled_why(adopt: i32) -> String {
+fn polled_why(adopt: Adoption) -> String {
     let (major, minor) = ITER_CALLBACKS.since;
     let needs = format!("arming its callbacks needs Linux {major}.{minor}");
     match adopt {
-        ADOPT_PENDING => "its callbacks are not armed yet".to_owned(),
-        ADOPT_NO_ITERATOR => format!("the TCP iterator cannot load on this kernel; {needs}"),
-        errno => format!(
-            "the TCP iterator cannot set callback flags on this kernel (errno {}); {needs}",
-            -errno
+        Adoption::Pending => "its callbacks are not armed yet".to_owned(),
+        Adoption::NoIterator => format!("the TCP iterator cannot load on this kernel; {needs}"),
+        Adoption::Refused(errno) => format!(
+            "the TCP iterator cannot set callback flags on this kernel (errno {errno}); {needs}"
         ),
+        // Not polled: never asked.
+        Adoption::Armed | Adoption::AlreadyArmed => String::new(),
     }
 }

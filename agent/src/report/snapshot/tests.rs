@@ -1,12 +1,16 @@
 //! The row as the status client reads it back.
 
-use super::*;
 use lifeline_common::{
     SockState,
     watch::{BY_CGROUP, BY_ENDPOINT},
 };
 
-use crate::{endpoint::Standing, judge::Verdict};
+use super::*;
+use crate::{
+    endpoint::Standing,
+    judge::{Cookie, Mono, Verdict},
+    kernel::record::decode,
+};
 
 /// 198.51.100.2:40000 -> 203.0.113.7:6443, owned by pid 812 named `comm`.
 pub(super) fn v4_record(comm: &[u8], reasons: u32) -> SockState {
@@ -40,7 +44,13 @@ fn a_row_reads_back_as_the_status_client_expects() {
         endpoint_socket: Some(true),
     };
     let mut json = Vec::new();
-    row(7, &rec, &x, 5_000_000_000).write_json(&mut json);
+    row(
+        Cookie(7),
+        &decode(&rec),
+        &x,
+        Mono::from_nanos(5_000_000_000),
+    )
+    .write_json(&mut json);
     let back: Row<'static> = serde_json::from_slice(&json).unwrap();
     assert_eq!(
         (back.local.to_string(), back.peer.to_string()),

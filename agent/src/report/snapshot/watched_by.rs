@@ -15,11 +15,11 @@ const NAMES: [(u32, &str); 3] = [
 ];
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WatchedBy(pub u32);
+pub(crate) struct WatchedBy(pub u32);
 
 impl WatchedBy {
     /// The names of the bits set, in `NAMES`' order.
-    pub fn names(self) -> impl Iterator<Item = &'static str> {
+    pub(crate) fn names(self) -> impl Iterator<Item = &'static str> {
         NAMES
             .into_iter()
             .filter(move |(bit, _)| self.0 & bit != 0)

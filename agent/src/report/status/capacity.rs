@@ -7,7 +7,7 @@ use lifeline_common::config::stats;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Capacity {
+pub(crate) struct Capacity {
     /// Connects to a watched port that recorded no owner: no target reason, and not to one
     /// of the endpoint's addresses (`stats::OWNERS_SKIPPED`). Not a loss.
     pub owners_skipped: u64,
@@ -23,7 +23,7 @@ pub struct Capacity {
 impl Capacity {
     /// From the probe's counters and the inbox's.
     #[must_use]
-    pub fn new(probe: &[u64; stats::LEN as usize], inbox_dropped: u64) -> Self {
+    pub(crate) fn new(probe: &[u64; stats::LEN as usize], inbox_dropped: u64) -> Self {
         Self {
             owners_skipped: probe[stats::OWNERS_SKIPPED as usize],
             endpoint_quota_full: probe[stats::ENDPOINT_QUOTA_FULL as usize],
@@ -35,7 +35,7 @@ impl Capacity {
     /// One text per count that is a loss and not zero (`sockets_full`: the snapshot's own
     /// count of sockets `SOCKETS` had no room for); empty when nothing was lost.
     #[must_use]
-    pub fn warnings(&self, sockets_full: u64) -> Vec<String> {
+    pub(crate) fn warnings(&self, sockets_full: u64) -> Vec<String> {
         let mut out = Vec::new();
         if sockets_full > 0 {
             out.push(format!(

@@ -22,7 +22,7 @@ fn patience() -> Duration {
 ///
 /// # Errors
 /// When no daemon answers at `path`, or its answer is not a snapshot.
-pub fn fetch(path: &Path) -> Result<Snapshot> {
+pub(crate) fn fetch(path: &Path) -> Result<Snapshot> {
     fetch_within(path, patience())
 }
 
@@ -31,7 +31,7 @@ pub fn fetch(path: &Path) -> Result<Snapshot> {
 ///
 /// # Errors
 /// As `fetch`, and when a read times out.
-pub fn fetch_within(path: &Path, timeout: Duration) -> Result<Snapshot> {
+pub(crate) fn fetch_within(path: &Path, timeout: Duration) -> Result<Snapshot> {
     let mut body = Vec::new();
     copy_from(connect(path, timeout)?, path, timeout, &mut body)?;
     serde_json::from_slice(&body).context("the daemon's status is not valid JSON")
@@ -55,7 +55,7 @@ fn connect(path: &Path, timeout: Duration) -> Result<UnixStream> {
 ///
 /// # Errors
 /// When no daemon answers at `path`, or its answer is not a JSON object.
-pub fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
+pub(super) fn copy_json(path: &Path, out: &mut impl Write) -> Result<()> {
     copy_from(connect(path, patience())?, path, patience(), out)
 }
 
@@ -110,7 +110,7 @@ fn copy_from(
 ///
 /// # Errors
 /// As `copy_json`.
-pub fn print_json(path: &Path) -> Result<()> {
+pub(crate) fn print_json(path: &Path) -> Result<()> {
     let mut out = std::io::stdout().lock();
     copy_json(path, &mut out)?;
     writeln!(out).context("writing the status")

@@ -3,20 +3,19 @@
 
 mod capacity;
 mod client;
-pub mod server;
-pub mod socket;
+pub(crate) mod server;
+pub(crate) mod socket;
 mod table;
 
-pub use capacity::Capacity;
-pub use client::{fetch, fetch_within, print_json};
-pub use table::render;
-
+pub(crate) use capacity::Capacity;
+pub(crate) use client::{fetch, fetch_within, print_json};
 use serde::{Deserialize, Serialize};
+pub(crate) use table::render;
 
 use crate::report::snapshot::Row;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub stall_timeout_ms: u64,
     /// `--stall-unanswered`: RTOs in a row that make a stall (0: the time rule alone).
     #[serde(default)]

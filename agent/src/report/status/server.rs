@@ -27,7 +27,7 @@ use crate::report::gate::Gate;
 
 /// Clients served at once, each on a thread of its own: `lifeline status` needs one, a
 /// monitoring script another.
-pub const MAX_CLIENTS: usize = 4;
+pub(crate) const MAX_CLIENTS: usize = 4;
 
 /// The whole answer (35 MB at 100,000 sockets, read by `lifeline status --json` in under a
 /// second) must be taken within this, however it is split: a client that reads slowly, or
@@ -41,14 +41,14 @@ pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 const BACKLOG: i32 = 64;
 
 /// A request for the status: the daemon's loop answers on it with the JSON.
-pub type Ask = SyncSender<Vec<u8>>;
+pub(crate) type Ask = SyncSender<Vec<u8>>;
 
 /// Serve a fresh answer to every client that connects, within `gate`. The thread ends with
 /// the process (it sits in `accept`).
 ///
 /// # Errors
 /// When the socket cannot be created.
-pub fn serve(path: &Path, asks: UnboundedSender<Ask>, gate: Gate) -> Result<()> {
+pub(crate) fn serve(path: &Path, asks: UnboundedSender<Ask>, gate: Gate) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

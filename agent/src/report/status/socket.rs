@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result, bail};
 ///
 /// # Errors
 /// One line naming the path and what is there, when it is not free or stale.
-pub fn prepare(path: &Path) -> Result<()> {
+pub(crate) fn prepare(path: &Path) -> Result<()> {
     state(path).map(drop)
 }
 
@@ -24,7 +24,7 @@ pub fn prepare(path: &Path) -> Result<()> {
 ///
 /// # Errors
 /// As `prepare`, or when the stale socket cannot be removed.
-pub fn clear(path: &Path) -> Result<()> {
+pub(crate) fn clear(path: &Path) -> Result<()> {
     if state(path)? == State::Stale {
         std::fs::remove_file(path)
             .with_context(|| format!("cannot remove the stale status socket {}", path.display()))?;

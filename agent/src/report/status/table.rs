@@ -9,7 +9,7 @@ use crate::{
 
 /// The table `lifeline status` prints.
 #[must_use]
-pub fn render(s: &Snapshot) -> String {
+pub(crate) fn render(s: &Snapshot) -> String {
     use std::fmt::Write as _;
     let mut out = format!(
         "watched sockets: {}   stall: {} unanswered or {} ms   silent-timeout: {}   kills: {}{}\n",

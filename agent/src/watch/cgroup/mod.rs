@@ -1,20 +1,21 @@
 //! Opening cgroup v2 directories, and the ids of a target cgroup's subtree. Finding (or
 //! mounting) the hierarchy's root is `watch/cgroup/root.rs`.
 
-pub mod root;
+pub(crate) mod root;
 
 use std::{collections::HashSet, fs::File, os::unix::fs::MetadataExt as _, path::Path};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-pub use crate::watch::cgroup::root::cgroup2_mount;
+use crate::kernel::diag::CgroupId;
+pub(crate) use crate::watch::cgroup::root::cgroup2_mount;
 
 /// Open a cgroup directory (the hierarchy's root, where the probe attaches), checking that
 /// it exists and is cgroup v2.
 ///
 /// # Errors
 /// Naming the path and the problem.
-pub fn open(path: &Path) -> Result<File> {
+pub(crate) fn open(path: &Path) -> Result<File> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow!("cgroup {} does not exist", path.display()),
         _ => anyhow!("cannot read cgroup {}: {e}", path.display()),
@@ -36,8 +37,9 @@ pub(crate) const CGROUP2_SUPER_MAGIC: u64 = 0x6367_7270;
 
 pub(crate) fn statfs_magic(path: &Path) -> Result<u64> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())?;
-    // SAFETY: `c` is a valid C string and `buf` a valid out-pointer.
+    // SAFETY: `statfs` is plain old data: all zeroes is a valid value.
     let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid C string and `buf` a valid out-pointer.
     if unsafe { libc::statfs(c.as_ptr(), &raw mut buf) } != 0 {
         bail!(
             "cannot statfs {}: {}",
@@ -51,7 +53,7 @@ pub(crate) fn statfs_magic(path: &Path) -> Result<u64> {
 
 /// Ids of the cgroup and its descendants: a socket belongs to the target when its
 /// `INET_DIAG_CGROUP_ID` is one of them (a cgroup's id is its directory's inode).
-pub fn subtree_ids(root: &Path) -> HashSet<u64> {
+pub(crate) fn subtree_ids(root: &Path) -> HashSet<CgroupId> {
     let mut ids = HashSet::new();
     let mut stack = vec![root.to_path_buf()];
     // Bounded: a node has hundreds of cgroups, not hundreds of thousands.
@@ -62,7 +64,7 @@ pub fn subtree_ids(root: &Path) -> HashSet<u64> {
         let Ok(meta) = std::fs::metadata(&dir) else {
             continue;
         };
-        ids.insert(meta.ino());
+        ids.insert(CgroupId(meta.ino()));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };

@@ -14,7 +14,7 @@ use anyhow::{Context as _, Result, anyhow};
 use crate::watch::cgroup::{CGROUP2_SUPER_MAGIC, statfs_magic};
 
 /// The cgroup v2 hierarchy's root as this process reaches it.
-pub struct Cgroup2 {
+pub(crate) struct Cgroup2 {
     /// Where the hierarchy's root is mounted.
     pub mount: PathBuf,
     /// No cgroup2 mount of the root was visible (`ip netns exec` remounts /sys, which hides
@@ -24,7 +24,7 @@ pub struct Cgroup2 {
 
 impl Cgroup2 {
     /// The line `run` logs (after logging is set up) when it had to mount the hierarchy.
-    pub fn log(&self) {
+    pub(crate) fn log(&self) {
         if self.mounted_privately {
             tracing::info!(
                 at = %self.mount.display(),
@@ -44,7 +44,7 @@ impl Cgroup2 {
 ///
 /// # Errors
 /// When no root is visible and none can be mounted, naming why.
-pub fn cgroup2_mount() -> Result<Cgroup2> {
+pub(crate) fn cgroup2_mount() -> Result<Cgroup2> {
     let info =
         std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
     if let Some(mount) = visible_root(&info) {
@@ -90,7 +90,7 @@ fn not_root(mount: &Path, mount_error: Option<&std::io::Error>) -> anyhow::Error
 
 /// The last-mounted cgroup2 mount point (a later mount hides an earlier one at the same
 /// place) whose directory is the hierarchy's root.
-pub fn visible_root(mountinfo: &str) -> Option<PathBuf> {
+pub(crate) fn visible_root(mountinfo: &str) -> Option<PathBuf> {
     let points: Vec<PathBuf> = mountinfo
         .lines()
         .filter_map(|l| crate::node::mounts::mount_of(l, "cgroup2").map(|(p, _)| p))

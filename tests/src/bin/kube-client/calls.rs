@@ -18,13 +18,13 @@ type Sender = SendRequest<Empty<Bytes>>;
 
 /// Sequence numbers that go on across connections, so a test sees one series of heartbeats.
 #[derive(Default)]
-pub struct Seq {
+pub(crate) struct Seq {
     heartbeat: u64,
     watch: u64,
 }
 
 /// Runs the session until something fails; returns the failure.
-pub async fn session(args: &Args, conn: Dialed, seq: &mut Seq) -> Report {
+pub(crate) async fn session(args: &Args, conn: Dialed, seq: &mut Seq) -> Report {
     let port = conn.port;
     let (sender, connection) =
         match crate::tuning::handshake(args.h2_ping, TokioIo::new(conn.stream)).await {

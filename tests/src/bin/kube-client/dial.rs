@@ -14,7 +14,7 @@ use crate::Args;
 use crate::report::{Report, emit};
 
 /// A TCP connection to one of the server's addresses.
-pub struct Dialed {
+pub(crate) struct Dialed {
     pub stream: TcpStream,
     pub peer: SocketAddr,
     pub port: u16,
@@ -22,7 +22,7 @@ pub struct Dialed {
 
 /// Resolves and dials until a connection is made, 500 ms between rounds (a round: one
 /// resolution, then each address once). Bounded by the process lifetime.
-pub async fn dial_until_connected(args: &Args) -> Dialed {
+pub(crate) async fn dial_until_connected(args: &Args) -> Dialed {
     loop {
         if let Some(d) = dial_once(args).await {
             emit(

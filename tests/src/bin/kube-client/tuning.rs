@@ -11,13 +11,12 @@
 
 use std::time::Duration;
 
+use http_body_util::Empty;
 use hyper::body::Bytes;
 use hyper::client::conn::http2::{self, Connection, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use lifeline_tests::parse_duration;
 use tokio::net::TcpStream;
-
-use http_body_util::Empty;
 
 type Io = TokioIo<TcpStream>;
 type Pair = (
@@ -26,7 +25,7 @@ type Pair = (
 );
 
 /// `READ_IDLE,TIMEOUT`, e.g. `30s,15s`.
-pub fn parse_h2_ping(s: &str) -> Result<(Duration, Duration), String> {
+pub(crate) fn parse_h2_ping(s: &str) -> Result<(Duration, Duration), String> {
     let (idle, timeout) = s
         .split_once(',')
         .ok_or_else(|| format!("{s:?}: want READ_IDLE,TIMEOUT, e.g. 30s,15s"))?;
@@ -35,7 +34,10 @@ pub fn parse_h2_ping(s: &str) -> Result<(Duration, Duration), String> {
 }
 
 /// The HTTP/2 handshake, with the PING health check when `h2_ping` is set.
-pub async fn handshake(h2_ping: Option<(Duration, Duration)>, io: Io) -> hyper::Result<Pair> {
+pub(crate) async fn handshake(
+    h2_ping: Option<(Duration, Duration)>,
+    io: Io,
+) -> hyper::Result<Pair> {
     let mut builder = http2::Builder::new(TokioExecutor::new());
     builder.timer(TokioTimer::new());
     if let Some((read_idle, timeout)) = h2_ping {
@@ -48,7 +50,7 @@ pub async fn handshake(h2_ping: Option<(Duration, Duration)>, io: Io) -> hyper::
 }
 
 /// Go's keepalive on a connected socket (`--go-keepalive`); 0 leaves it off.
-pub fn apply_go_keepalive(stream: &TcpStream, secs: u64) {
+pub(crate) fn apply_go_keepalive(stream: &TcpStream, secs: u64) {
     if secs == 0 {
         return;
     }
@@ -64,7 +66,7 @@ pub fn apply_go_keepalive(stream: &TcpStream, secs: u64) {
 }
 
 /// `TCP_USER_TIMEOUT` on a connected socket (it applies from the next unacknowledged send).
-pub fn apply_user_timeout(stream: &TcpStream, timeout: Option<Duration>) {
+pub(crate) fn apply_user_timeout(stream: &TcpStream, timeout: Option<Duration>) {
     if let Some(t) = timeout
         && let Err(e) = socket2::SockRef::from(stream).set_tcp_user_timeout(Some(t))
     {

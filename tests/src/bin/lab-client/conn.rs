@@ -10,7 +10,7 @@ use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 use crate::report::Report;
 
 /// A connection and its local port (what the agent and ss show).
-pub struct Conn {
+pub(crate) struct Conn {
     pub writer: TcpStream,
     pub reader: BufReader<TcpStream>,
     pub port: u16,
@@ -20,7 +20,7 @@ pub struct Conn {
 /// whether after `connect()` returns, one `setsockopt` each in the order Go's `net.Dialer`
 /// uses (`SO_KEEPALIVE`, `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`), or before connecting.
 #[derive(Clone, Copy, Debug)]
-pub struct AppKeepalive {
+pub(crate) struct AppKeepalive {
     pub idle: u64,
     pub intvl: u64,
     pub cnt: u32,
@@ -29,7 +29,7 @@ pub struct AppKeepalive {
 
 /// Connects (5 s timeout) with the long I/O timeouts set on the socket, and the client's
 /// own keepalive (set before connect, as an application would) when asked.
-pub fn connect(
+pub(crate) fn connect(
     peer: &SocketAddr,
     io_timeout: Duration,
     keepalive: Option<AppKeepalive>,
@@ -94,7 +94,7 @@ fn go_dialer(sock: &Socket, k: AppKeepalive) -> std::io::Result<()> {
 }
 
 /// Reads one line; EOF is its own event (the peer closed), not an OS error.
-pub fn read_line(conn: &mut Conn, buf: &mut String) -> Result<(), Report> {
+pub(crate) fn read_line(conn: &mut Conn, buf: &mut String) -> Result<(), Report> {
     buf.clear();
     match conn.reader.read_line(buf) {
         Ok(0) => Err(Report::new("eof")
@@ -106,7 +106,7 @@ pub fn read_line(conn: &mut Conn, buf: &mut String) -> Result<(), Report> {
 }
 
 /// The socket's keepalive options as the kernel has them now (`getsockopt`).
-pub fn sockopts(s: &TcpStream, port: u16) -> Report {
+pub(crate) fn sockopts(s: &TcpStream, port: u16) -> Report {
     let r = SockRef::from(s);
     let secs = |d: std::io::Result<Duration>| d.map_or(0, |d| d.as_secs());
     Report::new("sockopts")

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 /// One event to print.
-pub struct Report(Map<String, Value>);
+pub(crate) struct Report(Map<String, Value>);
 
 fn start() -> Instant {
     static START: OnceLock<Instant> = OnceLock::new();
@@ -14,14 +14,14 @@ fn start() -> Instant {
 }
 
 impl Report {
-    pub fn new(event: &str) -> Self {
+    pub(crate) fn new(event: &str) -> Self {
         let mut m = Map::new();
         m.insert("event".into(), event.into());
         Self(m)
     }
 
     /// An I/O failure: the errno with its symbolic name, so logs read like strace.
-    pub fn io(op: &str, e: &std::io::Error, port: u16) -> Self {
+    pub(crate) fn io(op: &str, e: &std::io::Error, port: u16) -> Self {
         let mut r = Self::new("error").port(port);
         r.0.insert("op".into(), op.into());
         if let Some(n) = e.raw_os_error() {
@@ -35,31 +35,31 @@ impl Report {
         r
     }
 
-    pub fn port(mut self, port: u16) -> Self {
+    pub(crate) fn port(mut self, port: u16) -> Self {
         if port != 0 {
             self.0.insert("local_port".into(), port.into());
         }
         self
     }
 
-    pub fn num(mut self, key: &str, n: u64) -> Self {
+    pub(crate) fn num(mut self, key: &str, n: u64) -> Self {
         self.0.insert(key.into(), n.into());
         self
     }
 
-    pub fn text(mut self, key: &str, text: &str) -> Self {
+    pub(crate) fn text(mut self, key: &str, text: &str) -> Self {
         self.0.insert(key.into(), text.into());
         self
     }
 
-    pub fn note(mut self, text: &str) -> Self {
+    pub(crate) fn note(mut self, text: &str) -> Self {
         self.0.insert("note".into(), text.into());
         self
     }
 }
 
 /// Prints the event (stdout is line buffered, so each line leaves at once).
-pub fn emit(r: &Report) {
+pub(crate) fn emit(r: &Report) {
     let mut m = Map::new();
     m.insert(
         "t_ms".into(),

@@ -18,7 +18,7 @@ use crate::{Chain, Verdict};
 const SOURCE: &str = include_str!("../../../bpf/neighbour.c");
 
 /// Build, load and attach the neighbour to `dev`, then report its counts.
-pub fn run(
+pub(crate) fn run(
     dev: &str,
     chain: Chain,
     verdict: Verdict,
@@ -26,7 +26,7 @@ pub fn run(
     first: bool,
     (priority, handle): (u16, u32),
 ) -> Result<()> {
-    let dir = lifeline_tests::util::TempDir::new()?;
+    let dir = lifeline_tests::infra::util::TempDir::new()?;
     let obj = build(dir.path())?;
     let mut ebpf = Ebpf::load_file(&obj).context("loading the neighbour")?;
     let mut config: Array<_, i32> =

@@ -27,7 +27,7 @@ impl Btf<'_> {
     ///
     /// # Errors
     /// When the struct or the member is missing, or the member is a bitfield.
-    pub fn member(&self, strukt: &str, member: &str) -> Result<(u32, u32)> {
+    pub(crate) fn member(&self, strukt: &str, member: &str) -> Result<(u32, u32)> {
         let s = self
             .types
             .iter()

@@ -45,7 +45,7 @@ struct Type {
 }
 
 /// A parsed BTF blob (`/sys/kernel/btf/vmlinux`, or a hand-built one in tests).
-pub struct Btf<'a> {
+pub(super) struct Btf<'a> {
     raw: &'a [u8],
     strings: &'a [u8],
     /// Index `id - 1` (type 0 is `void`).
@@ -60,7 +60,7 @@ fn u32_at(raw: &[u8], at: usize) -> Result<u32> {
 impl<'a> Btf<'a> {
     /// # Errors
     /// When the blob is not BTF of this machine's byte order, or is cut short.
-    pub fn parse(raw: &'a [u8]) -> Result<Self> {
+    pub(super) fn parse(raw: &'a [u8]) -> Result<Self> {
         let magic = raw.get(..2).context("BTF truncated")?;
         ensure!(
             u16::from_ne_bytes(magic.try_into()?) == MAGIC,

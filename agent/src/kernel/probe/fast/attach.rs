@@ -24,7 +24,7 @@ use crate::kernel::{errors::explain_program, probe::attach::program, tc as nl};
 
 /// The program on one device. Dropping it detaches it and removes a clsact qdisc of
 /// lifeline's that nothing else uses.
-pub struct Attachment {
+pub(super) struct Attachment {
     pub device: String,
     pub index: u32,
     pub chain: Chain,
@@ -47,12 +47,12 @@ impl Drop for Attachment {
 
 /// Whether this kernel has tcx (6.6); before it, netlink's clsact.
 #[must_use]
-pub fn tcx() -> bool {
+pub(super) fn tcx() -> bool {
     KernelVersion::current().is_ok_and(|v| v >= KernelVersion::new(6, 6, 0))
 }
 
 /// Remove the device's clsact qdisc if no filter hangs on it (lifeline's went first).
-pub fn remove_unused_clsact(device: &str, index: u32) {
+pub(super) fn remove_unused_clsact(device: &str, index: u32) {
     match nl::clsact_unused(index) {
         Ok(true) => match nl::remove_clsact(index) {
             Ok(()) => tracing::info!(device, "removed the clsact qdisc lifeline added"),
@@ -72,7 +72,7 @@ pub fn remove_unused_clsact(device: &str, index: u32) {
 
 /// Attach the program to `device` (index `index`); `adopt`: its clsact qdisc, if there is
 /// one, is lifeline's (`stale.rs`).
-pub fn attach(
+pub(super) fn attach(
     ebpf: &mut Ebpf,
     device: &str,
     index: u32,

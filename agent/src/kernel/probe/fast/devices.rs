@@ -8,7 +8,7 @@ use std::collections::HashMap;
 /// receive columns first, then bytes and packets sent: `dev_seq_printf_stats()` in
 /// <https://github.com/torvalds/linux/blob/v6.18/net/core/net-procfs.c>).
 #[must_use]
-pub fn parse_tx(text: &str) -> HashMap<String, u64> {
+pub(super) fn parse_tx(text: &str) -> HashMap<String, u64> {
     text.lines()
         .filter_map(|line| {
             let (name, rest) = line.split_once(':')?;
@@ -20,7 +20,7 @@ pub fn parse_tx(text: &str) -> HashMap<String, u64> {
 
 /// `parse_tx` of this namespace's `/proc/net/dev`; empty when unreadable.
 #[must_use]
-pub fn tx_packets() -> HashMap<String, u64> {
+pub(super) fn tx_packets() -> HashMap<String, u64> {
     std::fs::read_to_string("/proc/net/dev")
         .map(|t| parse_tx(&t))
         .unwrap_or_default()
@@ -29,7 +29,7 @@ pub fn tx_packets() -> HashMap<String, u64> {
 /// The device's index when it is Ethernet (`ARPHRD_ETHER`), asked of the agent's own
 /// network namespace with `SIOCGIFHWADDR`/`SIOCGIFINDEX` (sysfs may be another namespace's).
 #[must_use]
-pub fn ethernet_index(dev: &str) -> Option<u32> {
+pub(super) fn ethernet_index(dev: &str) -> Option<u32> {
     use std::os::fd::AsRawFd as _;
     let sock = crate::kernel::sockopts::tcp_socket().ok()?;
     // SAFETY: a plain C struct; all zeroes is valid.

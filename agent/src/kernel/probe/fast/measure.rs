@@ -18,7 +18,7 @@ use crate::kernel::{probe::Probe, tc as nl};
 impl Probe {
     /// Take one sample of every device's counts and update what they say; a change is
     /// logged (hidden: a warning naming the device).
-    pub fn fast_measure(&mut self) {
+    pub(crate) fn fast_measure(&mut self) {
         let Ok(fast) = self.fast.as_mut() else {
             return;
         };

@@ -24,9 +24,8 @@ use aya::{
     programs::SchedClassifier,
 };
 use lifeline_common::{hooks::Hook, maps, poke::Poke};
-
-pub use reach::Reach;
-pub use status::{FastState, FastStatus};
+pub(crate) use reach::Reach;
+pub(crate) use status::{FastState, FastStatus};
 
 use super::{Probe, attach::program, keepalive_fn};
 use crate::kernel::{errors::explain_program, routes};
@@ -36,7 +35,7 @@ use crate::kernel::{errors::explain_program, routes};
 const RESCAN: Duration = Duration::from_secs(30);
 
 /// The fast probes in force: the interval, and the devices the program is on.
-pub struct FastProbes {
+pub(crate) struct FastProbes {
     pub interval: Duration,
     /// Device name → the program there (a re-created device gets a new index).
     attached: HashMap<String, attach::Attachment>,
@@ -52,7 +51,7 @@ pub struct FastProbes {
 
 /// Why there are no fast probes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FastUnavailable {
+pub(crate) enum FastUnavailable {
     /// `--fast-probes off`.
     Off,
     /// The kernel lacks a part; the text says which.
@@ -108,7 +107,7 @@ impl Probe {
     /// not seen before (its socket's first unanswered probe must already carry its octet),
     /// and every `RESCAN` for all; then measure whether its octets go out (`reach.rs`).
     /// Ethernet devices only (the program parses from a 14-byte header).
-    pub fn fast_devices(&mut self, peers: impl Iterator<Item = IpAddr>) {
+    pub(crate) fn fast_devices(&mut self, peers: impl Iterator<Item = IpAddr>) {
         let Ok(fast) = self.fast.as_mut() else {
             return;
         };
@@ -141,7 +140,7 @@ impl Probe {
 
     /// The fast probes' state for status, check and the metrics.
     #[must_use]
-    pub fn fast_status(&self) -> FastStatus {
+    pub(crate) fn fast_status(&self) -> FastStatus {
         let st = match &self.fast {
             Err(FastUnavailable::Off) => FastStatus::default(),
             Err(FastUnavailable::Kernel(why)) => FastStatus {
@@ -155,7 +154,7 @@ impl Probe {
     }
 
     /// Detach the tc program from every device (and remove a clsact qdisc lifeline added).
-    pub fn fast_detach_all(&mut self) {
+    pub(crate) fn fast_detach_all(&mut self) {
         if let Ok(f) = self.fast.as_mut() {
             f.attached.clear();
         }
@@ -165,27 +164,27 @@ impl Probe {
     ///
     /// # Errors
     /// When the iterator cannot run.
-    pub fn fast_pass(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn fast_pass(&mut self) -> anyhow::Result<()> {
         keepalive_fn::run_iterator(&mut self.ebpf)
     }
 
     /// Whether `cookie`'s fast phase is still open (the kernel closes it).
     #[must_use]
-    pub fn fast_open(&self, cookie: u64) -> bool {
+    pub(crate) fn fast_open(&self, cookie: crate::judge::Cookie) -> bool {
         self.ebpf
             .map(maps::POKE)
             .and_then(|m| BpfHashMap::<&MapData, u64, Poke>::try_from(m).ok())
-            .is_some_and(|m| m.get(&cookie, 0).is_ok())
+            .is_some_and(|m| m.get(&cookie.0, 0).is_ok())
     }
 
     /// Close `cookie`'s fast phase (its time bound passed, or the socket is gone).
-    pub fn fast_close(&mut self, cookie: u64) {
+    pub(crate) fn fast_close(&mut self, cookie: crate::judge::Cookie) {
         if let Some(mut m) = self
             .ebpf
             .map_mut(maps::POKE)
             .and_then(|m| BpfHashMap::<&mut MapData, u64, Poke>::try_from(m).ok())
         {
-            let _ = m.remove(&cookie);
+            let _ = m.remove(&cookie.0);
         }
     }
 }

@@ -16,13 +16,13 @@ use super::super::super::tc::{ETH_P_ALL, Filter};
 /// later automatic ones the first's less one), so a neighbour that later adds a filter at
 /// its usual priority never meets lifeline's (it would have to be a `cls_bpf` for all
 /// protocols to share it).
-pub const PRIORITY: u16 = 0x4c4c;
+pub(super) const PRIORITY: u16 = 0x4c4c;
 /// lifeline's handle ("LL"): Cilium's is 1, automatic ones count up from 1.
-pub const HANDLE: u32 = 0x4c4c;
+pub(super) const HANDLE: u32 = 0x4c4c;
 
 /// A priority and handle on a device's clsact egress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Slot {
+pub(super) struct Slot {
     pub priority: u16,
     pub handle: u32,
 }
@@ -39,7 +39,7 @@ pub struct Slot {
 ///   lowest free priority, after it; if that filter ends the chain, lifeline is hidden,
 ///   which the agent measures and status says.
 #[must_use]
-pub fn choose(existing: &[Filter]) -> Slot {
+pub(super) fn choose(existing: &[Filter]) -> Slot {
     let Some(lowest) = existing.iter().map(|f| f.priority).min() else {
         return Slot {
             priority: PRIORITY,

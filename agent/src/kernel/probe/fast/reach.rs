@@ -16,16 +16,16 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 /// How often the counts are read.
-pub const EVERY: Duration = Duration::from_millis(500);
+pub(super) const EVERY: Duration = Duration::from_millis(500);
 /// Packets the device must send, none seen, before the program is called hidden.
-pub const MIN_SENT: u64 = 8;
+pub(super) const MIN_SENT: u64 = 8;
 /// Over at least this long (an idle watched socket alone sends a probe a second).
-pub const MIN_SPAN: Duration = Duration::from_secs(3);
+pub(super) const MIN_SPAN: Duration = Duration::from_secs(3);
 
 /// What is known of a device's program.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Reach {
+pub(crate) enum Reach {
     /// Not yet enough traffic to tell (or its counter is shared with another device's).
     #[default]
     Unmeasured,
@@ -38,7 +38,7 @@ pub enum Reach {
 /// Counters at one moment: packets the program saw, packets the device sent, fast phases
 /// ended without an octet (all devices).
 #[derive(Clone, Copy, Debug)]
-pub struct Sample {
+pub(super) struct Sample {
     pub at: Instant,
     pub seen: u64,
     pub sent: u64,
@@ -47,7 +47,7 @@ pub struct Sample {
 
 /// What a window of counts says; `None`: nothing yet (too little traffic).
 #[must_use]
-pub fn rule(seen: u64, sent: u64, span: Duration, no_octet: u64) -> Option<Reach> {
+pub(super) fn rule(seen: u64, sent: u64, span: Duration, no_octet: u64) -> Option<Reach> {
     if seen > 0 {
         Some(Reach::Out)
     } else if (sent >= MIN_SENT && span >= MIN_SPAN) || (no_octet > 0 && sent >= 2) {
@@ -59,7 +59,7 @@ pub fn rule(seen: u64, sent: u64, span: Duration, no_octet: u64) -> Option<Reach
 
 /// One device's measurement: the window since the last conclusion, and that conclusion.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Meter {
+pub(super) struct Meter {
     base: Option<Sample>,
     pub reach: Reach,
     /// The packets seen and sent of the window that gave `reach`.
@@ -69,7 +69,7 @@ pub struct Meter {
 impl Meter {
     /// Take a sample; returns the new `reach` when it changed. A counter that went back (a
     /// re-created device, a reloaded program) starts a new window.
-    pub fn update(&mut self, now: Sample) -> Option<Reach> {
+    pub(super) fn update(&mut self, now: Sample) -> Option<Reach> {
         let Some(base) = self.base else {
             self.base = Some(now);
             return None;

@@ -17,7 +17,7 @@ use crate::kernel::tc as nl;
 
 /// What the removal found.
 #[derive(Debug, Default)]
-pub struct Stale {
+pub(super) struct Stale {
     /// Devices and how many of lifeline's filters were removed from each.
     pub removed: Vec<(String, usize)>,
     /// Devices (name, index) whose clsact qdisc holds no filter now.
@@ -28,7 +28,7 @@ pub struct Stale {
 
 /// Remove lifeline's filters from every device of this network namespace.
 #[must_use]
-pub fn remove() -> Stale {
+pub(super) fn remove() -> Stale {
     let name = Hook::ProbeByte.program();
     let mut out = Stale::default();
     let mut names: Vec<String> = devices::tx_packets().into_keys().collect();
@@ -74,12 +74,12 @@ impl crate::kernel::probe::Probe {
     /// `remove_stale_tc`, for `lifeline run` right after loading (before the tc program
     /// attaches anywhere; never for `check`, beside a running agent's filter).
     #[must_use]
-    pub fn without_stale_tc(mut self) -> Self {
+    pub(crate) fn without_stale_tc(mut self) -> Self {
         self.remove_stale_tc();
         self
     }
 
-    pub fn remove_stale_tc(&mut self) {
+    pub(crate) fn remove_stale_tc(&mut self) {
         if super::attach::tcx() {
             return;
         }

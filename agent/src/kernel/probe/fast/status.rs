@@ -11,7 +11,7 @@ use super::reach::Reach;
 /// How the tc program sits in a device's chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Chain {
+pub(crate) enum Chain {
     /// A tcx link (Linux 6.6), first in the device's egress chain.
     Tcx,
     /// A `cls_bpf` filter on the device's clsact egress (before 6.6).
@@ -31,7 +31,7 @@ impl fmt::Display for Chain {
 
 /// One device the program is on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FastDevice {
+pub(crate) struct FastDevice {
     pub device: String,
     pub chain: Chain,
     pub reach: Reach,
@@ -42,14 +42,14 @@ pub struct FastDevice {
 
 /// A device the program could not be attached to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refused {
+pub(crate) struct Refused {
     pub device: String,
     pub why: String,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FastState {
+pub(crate) enum FastState {
     /// `--fast-probes off`.
     #[default]
     Off,
@@ -61,7 +61,7 @@ pub enum FastState {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FastStatus {
+pub(crate) struct FastStatus {
     /// The line below (`Display`), for whoever reads the JSON by eye; made from the typed
     /// fields (`with_summary`) and never read back.
     #[serde(default, skip_deserializing, skip_serializing_if = "String::is_empty")]
@@ -78,13 +78,13 @@ pub struct FastStatus {
 impl FastStatus {
     /// With `summary` filled in.
     #[must_use]
-    pub fn with_summary(mut self) -> Self {
+    pub(crate) fn with_summary(mut self) -> Self {
         self.summary = self.to_string();
         self
     }
 
     /// The devices another program hides the tc program on.
-    pub fn hidden(&self) -> impl Iterator<Item = &FastDevice> {
+    pub(crate) fn hidden(&self) -> impl Iterator<Item = &FastDevice> {
         self.devices.iter().filter(|d| d.reach == Reach::Hidden)
     }
 }
