@@ -10,6 +10,7 @@
 //! starts.
 
 use std::{
+    collections::BTreeMap,
     fs,
     path::Path,
     process::{Command, Stdio},
@@ -78,16 +79,12 @@ fn list(ws: &Path, lab: &str) -> Result<Vec<String>> {
 }
 
 /// The main lane's tests by module (`module::` prefix), modules in name order.
-fn by_module(names: &[String]) -> Vec<(String, Vec<String>)> {
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+fn by_module(names: &[String]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for n in names {
-        let module = n.split("::").next().unwrap_or(n).to_owned();
-        match out.iter_mut().find(|(m, _)| *m == module) {
-            Some((_, tests)) => tests.push(n.clone()),
-            None => out.push((module, vec![n.clone()])),
-        }
+        let module = n.split("::").next().unwrap_or(n);
+        out.entry(module.to_owned()).or_default().push(n.clone());
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
 
@@ -170,9 +167,9 @@ mod tests {
     fn the_main_lane_runs_a_module_at_a_time() {
         let names = ["idle::b", "blip::a", "idle::a", "container::steps::x"].map(str::to_owned);
         let got = by_module(&names);
-        let modules: Vec<&str> = got.iter().map(|(m, _)| m.as_str()).collect();
+        let modules: Vec<&str> = got.keys().map(String::as_str).collect();
         assert_eq!(modules, ["blip", "container", "idle"]);
-        assert_eq!(got[2].1, ["idle::b", "idle::a"]);
+        assert_eq!(got["idle"], ["idle::b", "idle::a"]);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! beside the judge's own one remove (`Judge::forget`), the endpoint membership included
 //! (`endpoint::Facts`: the endpoint stage decides it, the fact is kept here). The probe's
 //! record stays the kernel stage's mirror (`kernel::mirror`). The counts of open
-//! fast phases and of deferred sockets, and the set of polled sockets, are derived (kept with
-//! every change here), so a sweep asks "any open?" or "which are polled?" without a pass over
+//! fast phases and of deferred sockets are derived (kept with every change here), and the
+//! polled sockets are a set of their own, so a sweep asks "any open?" or "which are polled?" without a pass over
 //! the table; only the fast passes and the once-a-second deferral poll walk it, and only
 //! while something is open.
 
@@ -20,9 +20,6 @@ use crate::{
 /// What the loop remembers about one socket.
 #[derive(Debug, Default)]
 pub(super) struct Tracked {
-    /// Pre-existing and not armed by the probe: judged from `tcp_info` alone, visited in
-    /// every sweep.
-    pub polled: bool,
     /// Its state could not be read, and that was reported (once per socket).
     pub unreadable_told: bool,
     /// Its fast keepalive phase, open since (as the agent learned of it, `fast.rs`).
@@ -53,8 +50,9 @@ pub(super) struct Table {
     fast_open: usize,
     /// How many sockets have `deferred`.
     deferred: usize,
-    /// The polled sockets: every sweep visits them, and must not pass over the whole table
-    /// to find them. Derived: `poll` adds, `forget` removes, nothing else changes `polled`.
+    /// The polled sockets (pre-existing and not armed by the probe: judged from `tcp_info`
+    /// alone): every sweep visits them, and must not pass over the whole table to find
+    /// them. `poll` adds, `forget` removes.
     polled: BTreeSet<Cookie>,
 }
 
@@ -68,15 +66,12 @@ impl Table {
 
     /// These sockets are polled (adopted without the probe's callbacks).
     pub(super) fn poll(&mut self, cookies: impl IntoIterator<Item = Cookie>) {
-        for c in cookies {
-            self.sockets.entry(c).or_default().polled = true;
-            self.polled.insert(c);
-        }
+        self.polled.extend(cookies);
     }
 
     #[must_use]
     pub(super) fn is_polled(&self, cookie: Cookie) -> bool {
-        self.sockets.get(&cookie).is_some_and(|t| t.polled)
+        self.polled.contains(&cookie)
     }
 
     /// The polled sockets, in cookie order.
