@@ -7,16 +7,18 @@
 //!
 //! So a stalled or silent endpoint socket is killed only when a peer probe that began after
 //! its last sign of life shows the path working at the same time: its peer accepted a fresh
-//! connection (`PeerProbe::Alive`: the flow is dead, not the path), or its peer timed out
-//! while another address of the endpoint accepted (`PeerProbe::Dead`). When nothing
-//! answered (`PathDown`), the loop has marked the path down and the kill goes to the guard,
-//! which holds it (logged as a hold) while no address accepts; the check that finds the path
-//! back is a return, and the batch it would have let through is dropped: the socket's
-//! verdict is earned again from transmissions after the return (`path.rs`). While the probe
-//! runs, the kill waits for it; the probe is asked for at the
-//! socket's first sign of trouble, so on a flow death its answer (one round trip) is in long
-//! before the verdict and costs nothing. A socket that is not the endpoint's has no probe
-//! and is judged by its own evidence alone.
+//! connection (`PeerProbe::Alive`: the flow is dead, not the path), or another address of
+//! the endpoint accepted one while the peer's tries were still out (`PeerProbe::PathWorks`,
+//! a round trip after the probe began; `PeerProbe::Dead` once every try of the peer timed
+//! out). When nothing answered (`PathDown`), the loop has marked the path down and the kill
+//! goes to the guard, which holds it (logged as a hold) while no address accepts; the check
+//! that finds the path back is a return, and the batch it would have let through is
+//! dropped: the socket's verdict is earned again from transmissions after the return
+//! (`path.rs`). While the probe runs and nothing has answered, the kill waits for it; the
+//! probe is asked for at the socket's first sign of trouble, so when only the flow or the
+//! peer died its first answer (one round trip) is in long before the verdict and costs
+//! nothing. A socket that is not the endpoint's has no probe and is judged by its own
+//! evidence alone.
 
 use std::time::Duration;
 
@@ -38,7 +40,12 @@ pub(crate) fn wait_for_path(s: &Socket<'_>, info: &TcpInfo, at: Mono) -> Option<
     let life = life(info, at);
     match s.peer.and_then(|p| p.since(life)) {
         // The path works, or is down and the guard holds until it is back (a return).
-        Some(PeerProbe::Alive { .. } | PeerProbe::Dead(_) | PeerProbe::PathDown { .. }) => None,
+        Some(
+            PeerProbe::Alive { .. }
+            | PeerProbe::PathWorks { .. }
+            | PeerProbe::Dead(_)
+            | PeerProbe::PathDown { .. },
+        ) => None,
         Some(PeerProbe::Running { .. }) => Some(Wait {
             probe: None,
             wake: Some(PROBE_RECHECK),

@@ -10,8 +10,11 @@ use super::{
 };
 
 /// Sockets to a dead peer are killed within this, spread so a fleet does not re-dial at
-/// the same instant.
-pub(crate) const DEAD_PEER_JITTER: Duration = Duration::from_secs(1);
+/// the same instant. The probes that find a peer dead already start at each socket's own
+/// first trouble (its first unanswered keepalive probe, within the 1 s keepalive cycle, or
+/// its first RTO, at its own request's moment), so a fleet's findings are spread over a
+/// second before this adds to it; more would only hold a dead connection longer.
+pub(crate) const DEAD_PEER_JITTER: Duration = Duration::from_millis(500);
 /// An orphaned socket due for migration but busy is looked at again this soon.
 pub(crate) const QUIET_RECHECK: Duration = Duration::from_millis(200);
 const FAR: Duration = Duration::from_hours(1);

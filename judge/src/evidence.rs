@@ -49,6 +49,10 @@ pub struct DeadPeer {
 pub enum PeerProbe {
     /// Still trying, since `started`.
     Running { started: Mono },
+    /// Still trying the peer, but another address of the endpoint accepted a connection
+    /// since `started`: the path to the endpoint works, whatever the peer answers, so a
+    /// socket's own evidence against it is a death, not a blip.
+    PathWorks { started: Mono },
     /// A fresh connection was accepted, or refused (a live host).
     Alive { started: Mono },
     /// Every try timed out while another address accepted.
@@ -62,9 +66,10 @@ impl PeerProbe {
     #[must_use]
     pub const fn started(&self) -> Mono {
         match self {
-            Self::Running { started } | Self::Alive { started } | Self::PathDown { started } => {
-                *started
-            }
+            Self::Running { started }
+            | Self::PathWorks { started }
+            | Self::Alive { started }
+            | Self::PathDown { started } => *started,
             Self::Dead(d) => d.probe_started,
         }
     }

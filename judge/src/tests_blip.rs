@@ -203,6 +203,20 @@ fn an_endpoint_sockets_death_waits_for_a_probe_that_shows_the_path_working() {
             "running",
         ),
         (
+            Some(PeerProbe::PathWorks {
+                started: after(100),
+            }),
+            true,
+            "the peer's tries are out, another address accepted: the path works",
+        ),
+        (
+            Some(PeerProbe::PathWorks {
+                started: life.checked_sub(Duration::from_secs(1)).unwrap(),
+            }),
+            false,
+            "the path worked before the silence began: stale",
+        ),
+        (
             Some(PeerProbe::PathDown {
                 started: after(100),
             }),

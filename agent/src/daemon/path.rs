@@ -46,6 +46,7 @@ impl Daemon {
             return;
         };
         let (down, alive) = (f.prober.take_path_down(), f.prober.take_alive());
+        let works = f.prober.take_path_works();
         if let Some(since) = down {
             // A healthy answer from before no longer stands: the next batch checks again.
             f.guard.forget();
@@ -56,6 +57,13 @@ impl Daemon {
         }
         if let Some((peer, at)) = alive {
             self.heard(peer, at);
+        }
+        for w in works {
+            // The address that accepted was heard from; the probed peer was not, but the
+            // path to it works, so its sockets' linear timeouts serve this episode (a
+            // whole-path blip has no address accepting, and keeps them paused).
+            self.heard(w.via, w.at);
+            self.kernel.path_alive(w.peer, w.at);
         }
     }
 

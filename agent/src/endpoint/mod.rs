@@ -5,6 +5,9 @@ mod arming;
 pub(crate) mod connect;
 pub(crate) mod discover;
 mod early;
+mod find;
+#[cfg(test)]
+mod find_tests;
 pub(crate) mod guard;
 pub(crate) mod hop;
 mod hosts;

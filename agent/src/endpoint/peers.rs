@@ -5,7 +5,8 @@
 //! a few seconds so a sweep never probes the same peer twice in a row.
 //!
 //! A peer whose fresh connections all time out is dead only if another address of the
-//! endpoint accepts one at that moment: otherwise the path to the endpoint is down (a link
+//! endpoint accepts one while they are out (tried at the same time, so a socket waiting to
+//! know whether the path works knows within a round trip: `PathWorks`): otherwise the path to the endpoint is down (a link
 //! flap, a failover, a paused VM), which says nothing about the peer and is never a reason
 //! to kill (`Finding::PathDown`, handed to the judge as the path's state). A finding stands
 //! only until the peer is heard from again: a socket to it that received anything after
@@ -20,7 +21,10 @@ use std::{
 
 use tokio::sync::Notify;
 
-use super::connect::{Connect, Reach};
+use super::{
+    connect::Connect,
+    find::{Finding, find},
+};
 use crate::{
     judge::{DeadPeer, Mono, PeerProbe, ProbeAsk, SLACK},
     kernel::clock::Clock,
@@ -29,34 +33,6 @@ use crate::{
 /// How long a result stands before a new request probes again.
 const FRESH_ALIVE: Duration = Duration::from_secs(5);
 const FRESH_DEAD: Duration = Duration::from_secs(10);
-
-/// What a peer probe found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Finding {
-    /// A try was accepted.
-    Alive,
-    /// A try was refused: a live host with nothing listening, alive as far as the path goes.
-    Refused,
-    /// Every try timed out while another address of the endpoint accepted.
-    Dead,
-    /// Every try timed out and no other address accepted: the path, not the peer.
-    PathDown,
-    /// Any other error: proves nothing.
-    Failed,
-}
-
-impl Finding {
-    #[must_use]
-    pub(super) const fn label(self) -> &'static str {
-        match self {
-            Self::Alive => "alive",
-            Self::Refused => "refused",
-            Self::Dead => "dead",
-            Self::PathDown => "path-down",
-            Self::Failed => "failed",
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 struct Result {
@@ -79,6 +55,8 @@ impl Result {
 struct Entry {
     /// A probe in flight, since.
     running: Option<Mono>,
+    /// While it runs: when another address of the endpoint accepted (the path works).
+    path_works: Option<Mono>,
     result: Option<Result>,
 }
 
@@ -89,6 +67,17 @@ struct State {
     path_down: Option<Mono>,
     /// The latest answer of a probe that found its peer alive, not yet taken by the loop.
     alive: Option<(SocketAddr, Mono)>,
+    /// Probes whose peer had not answered when another address accepted: (peer, the
+    /// address that accepted, when), not yet taken by the loop.
+    path_works: Vec<PathWorks>,
+}
+
+/// Another address of the endpoint (`via`) accepted at `at` while `peer`'s probe ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PathWorks {
+    pub peer: SocketAddr,
+    pub via: SocketAddr,
+    pub at: Mono,
 }
 
 #[derive(Clone)]
@@ -118,8 +107,8 @@ impl Prober {
     }
 
     /// Probe `peer` unless a probe is running or a fresh result exists (one that began
-    /// after `ask.after`, when given). `others`: the endpoint's current addresses, tried when
-    /// `peer` times out.
+    /// after `ask.after`, when given). `others`: the endpoint's current addresses, tried at
+    /// the same time (`find`).
     pub(crate) fn request(&self, peer: SocketAddr, ask: ProbeAsk, others: Vec<SocketAddr>) {
         let now = self.clock.now();
         let mut inner = self.lock();
@@ -132,9 +121,11 @@ impl Prober {
         }
         let (this, started, reason) = (self.clone(), now, ask.why);
         e.running = Some(started);
+        e.path_works = None;
         drop(inner);
         tokio::spawn(async move {
-            let finding = find(this.connect.as_ref(), peer, &others).await;
+            let works = |via| this.path_works(peer, via);
+            let finding = find(this.connect.as_ref(), peer, others, works).await;
             let at = this.clock.now();
             tracing::info!(target: "lifeline::endpoint", peer = %peer, result = finding.label(), reason,
                 took_ms = u64::try_from((at - started).as_millis()).unwrap_or(u64::MAX), "peer probe");
@@ -148,6 +139,7 @@ impl Prober {
             }
             let e = inner.by_peer.entry(peer).or_default();
             e.running = None;
+            e.path_works = None;
             e.result = Some(Result {
                 finding,
                 started,
@@ -164,10 +156,26 @@ impl Prober {
         let now = self.clock.now();
         let inner = self.lock();
         let e = inner.by_peer.get(&peer)?;
+        let fresh = e.result.filter(|r| r.fresh(now));
         if let Some(started) = e.running {
-            return Some(PeerProbe::Running { started });
+            // A finding that still stands speaks while the next probe runs (one asked for a
+            // later trouble episode): hiding it would hold a socket whose verdict is in, and
+            // a dead peer's kill, for the second probe's 1.5 s. A dead finding first (it is
+            // dropped the moment the peer is heard from, and says the path works too); then
+            // the running probe's news that the path works; then an alive finding, which
+            // `PeerProbe::since` keeps from a socket heard from after it began.
+            let standing = fresh.map(|r| r.finding);
+            if e.path_works.is_some() && standing != Some(Finding::Dead) {
+                return Some(PeerProbe::PathWorks { started });
+            }
+            if !matches!(
+                standing,
+                Some(Finding::Alive | Finding::Refused | Finding::Dead)
+            ) {
+                return Some(PeerProbe::Running { started });
+            }
         }
-        let r = e.result.filter(|r| r.fresh(now))?;
+        let r = fresh?;
         let started = r.started;
         Some(match r.finding {
             Finding::Alive | Finding::Refused => PeerProbe::Alive { started },
@@ -218,6 +226,24 @@ impl Prober {
         }
     }
 
+    /// `via` accepted while `peer`'s probe ran: noted for the judge (`finding`) and the loop
+    /// (`take_path_works`), which is woken.
+    fn path_works(&self, peer: SocketAddr, via: SocketAddr) {
+        let at = self.clock.now();
+        let mut inner = self.lock();
+        if let Some(e) = inner.by_peer.get_mut(&peer).filter(|e| e.running.is_some()) {
+            e.path_works = Some(at);
+        }
+        inner.path_works.push(PathWorks { peer, via, at });
+        drop(inner);
+        self.wake.notify_one();
+    }
+
+    /// Addresses that accepted while another's probe ran, since the last call.
+    pub(crate) fn take_path_works(&self) -> Vec<PathWorks> {
+        std::mem::take(&mut self.lock().path_works)
+    }
+
     /// The latest peer a probe found alive since the last call, and when.
     pub(crate) fn take_alive(&self) -> Option<(SocketAddr, Mono)> {
         self.lock().alive.take()
@@ -236,22 +262,5 @@ impl Prober {
                 || e.result
                     .is_some_and(|r| now - r.at < Duration::from_mins(1))
         });
-    }
-}
-
-/// The probe of `peer`; when every try timed out, whether any of `others` accepts.
-async fn find(connect: &dyn Connect, peer: SocketAddr, others: &[SocketAddr]) -> Finding {
-    match connect.probe(peer).await {
-        Reach::Accepted => Finding::Alive,
-        Reach::Refused => Finding::Refused,
-        Reach::Failed => Finding::Failed,
-        Reach::TimedOut => {
-            let others: Vec<SocketAddr> = others.iter().copied().filter(|a| *a != peer).collect();
-            if connect.any_accepts(others).await.is_some() {
-                Finding::Dead
-            } else {
-                Finding::PathDown
-            }
-        }
     }
 }
