@@ -66,9 +66,37 @@ pub(crate) fn trouble(
     } else {
         &rec.keepalive
     };
-    let due_ms = ka.idle_s.saturating_mul(1000) + ka.intvl_s.saturating_mul(500);
+    let due_ms = unanswered_after_ms(ka);
     (info.unacked == 0 && info.probes > 0 && ka.idle_s > 0 && info.last_ack_recv_ms >= due_ms)
         .then_some(Trouble::Unanswered)
+}
+
+/// Since the last ACK, when an idle socket's keepalive probe is overdue: IDLE plus half an
+/// interval.
+fn unanswered_after_ms(ka: &lifeline_common::Keepalive) -> u32 {
+    ka.idle_s.saturating_mul(1000) + ka.intvl_s.saturating_mul(500)
+}
+
+/// For an idle socket whose peer left and that shows no trouble yet: how soon its probe is
+/// overdue (`trouble` would say `Unanswered`), so the loop looks then. Without it the look
+/// came at the socket's own next keepalive news, an interval later (its probe's answer is
+/// overdue at the next probe): a rotated balancer's sockets that were not the first to
+/// notice moved up to 0.5 s late. While the peer still answers this is one look per
+/// keepalive cycle, and only for sockets to an address that left the answers.
+#[must_use]
+pub(crate) fn overdue_in(
+    info: &TcpInfo,
+    rec: &Record,
+    want: &lifeline_common::Keepalive,
+) -> Option<Duration> {
+    let ka = if rec.keepalive.idle_s == 0 {
+        want
+    } else {
+        &rec.keepalive
+    };
+    let due_ms = unanswered_after_ms(ka);
+    (info.unacked == 0 && ka.idle_s > 0 && info.last_ack_recv_ms < due_ms)
+        .then(|| Duration::from_millis(u64::from(due_ms - info.last_ack_recv_ms)))
 }
 
 /// For a socket whose peer left: when its early migration is due (`None`: no failed round

@@ -176,6 +176,9 @@ pub(crate) fn endpoint_reason(
             // Retransmitting (the record's episode) but no RTO yet (a tail loss probe
             // came first): one is due within the RTO, and brings no news of its own.
             call.wake = Some(call.wake.unwrap_or(FAR).min(QUIET_RECHECK));
+        } else if let Some(overdue) = early::overdue_in(i, s.rec, &settings.want) {
+            // Idle: looked at again when its probe's answer is overdue.
+            call.wake = Some(call.wake.unwrap_or(FAR).min(overdue));
         }
     }
     let Membership::Orphaned { absent_for } = standing else {

@@ -144,22 +144,37 @@ fn a_left_peer_that_still_answers_keeps_the_slow_migration() {
     let mut j = Judge::new(settings(), None);
     let r = rec();
     let t0 = Mono::from_secs(100);
-    // Leaving and answering (a probe in flight, or none out): nothing at all.
+    // Leaving and answering (a probe in flight, or none out): no kill, only a look when
+    // its probe's answer would be overdue (IDLE + INTERVAL/2 = 1.5 s after its last ACK).
     let leaving = member(LEAVING);
     let s = Socket {
         member: Some(&leaving),
         ..sock(&r)
     };
-    for info in [
-        probed(1_020),
-        TcpInfo {
-            state: 1,
-            ..TcpInfo::default()
-        },
+    for (info, overdue_ms) in [
+        (probed(1_020), 480),
+        (
+            TcpInfo {
+                state: 1,
+                last_ack_recv_ms: 300,
+                ..TcpInfo::default()
+            },
+            1_200,
+        ),
     ] {
         let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&info), t0);
-        assert!(call.reason.is_none() && call.wake.is_none(), "{call:?}");
+        assert!(call.reason.is_none(), "{call:?}");
+        assert_eq!(call.wake, Some(Duration::from_millis(overdue_ms)));
     }
+    // Data in flight is the retransmission rule's, not the probe's: no look for it here.
+    let busy = TcpInfo {
+        state: 1,
+        unacked: 1,
+        last_ack_recv_ms: 300,
+        ..TcpInfo::default()
+    };
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&busy), t0);
+    assert!(call.reason.is_none() && call.wake.is_none(), "{call:?}");
     // Orphaned and answering: its moment of the spread, a plain orphan then.
     let orphaned = member(Membership::Orphaned {
         absent_for: Duration::from_secs(40),
@@ -171,7 +186,8 @@ fn a_left_peer_that_still_answers_keeps_the_slow_migration() {
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_020)), t0);
     let due = t0 + jitter(7, settings().spread);
     assert!(call.reason.is_none());
-    assert_eq!(call.wake, Some(due - t0));
+    // Its moment, unless its probe's answer is overdue first.
+    assert_eq!(call.wake, Some((due - t0).min(Duration::from_millis(480))));
     let quiet = TcpInfo {
         state: 1,
         ..TcpInfo::default()
