@@ -114,7 +114,7 @@ impl Restarter {
             }
             match policy.gate(Instant::now()) {
                 RestartGate::RateLimited(d) => {
-                    self.decline(&req, OutcomeClass::RateLimited, Some(d))
+                    self.decline(&req, OutcomeClass::RateLimited, Some(d));
                 }
                 RestartGate::Backoff(d) => self.decline(&req, OutcomeClass::Backoff, Some(d)),
                 // The last step before RestartUnit: a kill that recovered meanwhile (while
