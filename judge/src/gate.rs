@@ -122,7 +122,7 @@ impl Outcome {
 /// At most `max` kills of one target's sockets in any sliding minute, and a growing pause
 /// per socket after any attempt that did not end it (5 s doubling to 5 min; the pause is
 /// the socket's own, `SocketState::backoff`).
-pub(super) struct Gate {
+pub(super) struct KillGate {
     budgets: KillBudgets,
     pub kills: u64,
 }
@@ -130,7 +130,7 @@ pub(super) struct Gate {
 const FIRST_BACKOFF: Duration = Duration::from_secs(5);
 const MAX_BACKOFF: Duration = Duration::from_mins(5);
 
-impl Gate {
+impl KillGate {
     pub(super) fn new(max_per_minute: u32) -> Self {
         Self {
             budgets: KillBudgets::new(max_per_minute),

@@ -98,7 +98,7 @@ pub struct Judge {
     idle: idle::IdleWatch,
     stall: stall::StallWatch,
     /// The kill budgets and the kill count.
-    gate: gate::Gate,
+    gate: gate::KillGate,
     /// The escalation's tickets, node-wide: a kill's watch outlives its socket.
     escalation: Option<Escalation>,
     /// The count per verdict, and the order of healthy sockets turning idle.
@@ -116,7 +116,7 @@ impl Judge {
         Self {
             idle: idle::IdleWatch::new(settings.silent, settings.want),
             stall: stall::StallWatch::new(settings.stall.after),
-            gate: gate::Gate::new(settings.max_kills_per_minute),
+            gate: gate::KillGate::new(settings.max_kills_per_minute),
             settings,
             sockets: socket::Sockets::default(),
             escalation,

@@ -22,7 +22,7 @@ use crate::{
 /// What the read right before a kill says of the socket (`sock_diag`): None for what it
 /// could not say (the socket closed, an old kernel).
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Seen {
+pub(crate) struct LastRead {
     pub cgroup_id: Option<CgroupId>,
     pub uid: Option<u32>,
 }
@@ -55,8 +55,8 @@ impl Scopes {
     }
 
     /// Whose the socket with record `rec` is, as `seen` just before the kill.
-    pub(crate) fn whose(&mut self, seen: Seen, rec: &Record) -> Whose {
-        let Seen { cgroup_id, uid } = seen;
+    pub(crate) fn whose(&mut self, seen: LastRead, rec: &Record) -> Whose {
+        let LastRead { cgroup_id, uid } = seen;
         let in_target = cgroup_id.and_then(|id| {
             self.targets
                 .iter()

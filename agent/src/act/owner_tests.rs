@@ -29,8 +29,8 @@ fn scopes(unit: Option<&[u64]>) -> Scopes {
     }
 }
 
-fn seen(cgroup_id: Option<u64>) -> Seen {
-    Seen {
+fn seen(cgroup_id: Option<u64>) -> LastRead {
+    LastRead {
         cgroup_id: cgroup_id.map(CgroupId),
         uid: Some(0),
     }
@@ -68,7 +68,7 @@ fn the_most_specific_target_pays_and_only_the_units_cgroup_is_the_unit() {
 fn an_endpoint_client_pays_as_its_owner() {
     let mut s = scopes(None);
     let client = s.whose(
-        Seen {
+        LastRead {
             cgroup_id: Some(CgroupId(99)),
             uid: Some(65534),
         },
@@ -81,7 +81,7 @@ fn an_endpoint_client_pays_as_its_owner() {
             uid: 65534
         }
     );
-    let unread = s.whose(Seen::default(), &rec("curl", BY_ENDPOINT));
+    let unread = s.whose(LastRead::default(), &rec("curl", BY_ENDPOINT));
     assert_eq!(
         unread.budget,
         Budget::Unattributed,

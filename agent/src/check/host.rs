@@ -8,7 +8,7 @@ use crate::{
     check::row::Row,
     kernel::errors,
     node::{
-        mounts::{self, Outcome},
+        mounts::{self, MountOutcome},
         seccomp,
     },
 };
@@ -47,9 +47,9 @@ pub(super) fn mount_row(
     let path = Path::new(at);
     let outcome = match private {
         Ok(()) => mounts::try_ensure(fstype, path),
-        Err(_) if mounts::is_mounted(path, fstype) => Outcome::Present,
+        Err(_) if mounts::is_mounted(path, fstype) => MountOutcome::Present,
         Err(_) if !errors::has_capability(errors::CAP_SYS_ADMIN) => {
-            Outcome::Failed(std::io::Error::from_raw_os_error(libc::EPERM))
+            MountOutcome::Failed(std::io::Error::from_raw_os_error(libc::EPERM))
         }
         Err(e) => {
             return Row::warn(
@@ -61,12 +61,12 @@ pub(super) fn mount_row(
         }
     };
     match outcome {
-        Outcome::Present => Row::pass(name, format!("mounted at {at}")),
-        Outcome::Mounted => Row::pass(
+        MountOutcome::Present => Row::pass(name, format!("mounted at {at}")),
+        MountOutcome::Mounted => Row::pass(
             name,
             format!("not mounted; `lifeline run` mounts it at {at} (a trial mount worked)"),
         ),
-        Outcome::Failed(e) => {
+        MountOutcome::Failed(e) => {
             let why = if e.raw_os_error() == Some(libc::EPERM) {
                 format!("{e}: mounting needs CAP_SYS_ADMIN")
             } else {

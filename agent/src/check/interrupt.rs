@@ -1,6 +1,6 @@
 //! SIGINT, SIGTERM and SIGHUP held off while `lifeline check` has something on the node
 //! that would outlive it: before Linux 6.6 the tc program is a clsact filter (and maybe a
-//! clsact qdisc the check added), which a killed process leaves behind. While a `Deferred`
+//! clsact qdisc the check added), which a killed process leaves behind. While a `SignalsDeferred`
 //! lives, such a signal is only noted; when it drops, after the check removed what it
 //! attached, the old handling is restored and the signal raised again, so the check ends
 //! the way it would have (killed by that signal), a moment later.
@@ -24,11 +24,11 @@ pub(super) fn pending() -> bool {
 }
 
 /// While alive, the signals above are noted instead of handled.
-pub(super) struct Deferred {
+pub(super) struct SignalsDeferred {
     old: Vec<(libc::c_int, libc::sigaction)>,
 }
 
-impl Deferred {
+impl SignalsDeferred {
     #[must_use]
     pub(super) fn new() -> Self {
         let mut old = Vec::new();
@@ -49,13 +49,13 @@ impl Deferred {
     }
 }
 
-impl Default for Deferred {
+impl Default for SignalsDeferred {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Drop for Deferred {
+impl Drop for SignalsDeferred {
     fn drop(&mut self) {
         for (sig, prev) in &self.old {
             // SAFETY: restores the disposition saved in `new`.

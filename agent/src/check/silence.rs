@@ -15,7 +15,7 @@ use lifeline_common::features::FAST_PROBES;
 
 use crate::{
     check::{
-        interrupt::{self, Deferred},
+        interrupt::{self, SignalsDeferred},
         row::Row,
     },
     kernel::probe::{FastState, FastStatus, Probe, Reach},
@@ -63,7 +63,7 @@ pub(super) fn row(p: &mut Probe) -> Row {
         _ => {}
     }
     let st = {
-        let _held = Deferred::new();
+        let _held = SignalsDeferred::new();
         p.fast_devices(std::iter::once(OUTSIDE));
         let start = Instant::now();
         while start.elapsed() < WATCH

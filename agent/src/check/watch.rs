@@ -22,7 +22,7 @@ use crate::{
     check::row::Row,
     judge::{Arming, Cookie, Record, idle},
     kernel::{
-        probe::{AppKeepalive, Probe},
+        probe::{AppKeepaliveHook, Probe},
         sockopts::socket_cookie,
     },
 };
@@ -107,15 +107,15 @@ fn app_keepalive_row(p: &Probe, client: &TcpStream, rec: &Record, want: &Keepali
         go.0, go.1, go.2, got.0, got.1, got.2
     );
     match (&p.app_keepalive, got == merged) {
-        (AppKeepalive::Merged, true) => Row::pass("app keepalive", text),
-        (AppKeepalive::MergedAnyNetns, true) => Row::warn(
+        (AppKeepaliveHook::Merged, true) => Row::pass("app keepalive", text),
+        (AppKeepaliveHook::MergedAnyNetns, true) => Row::warn(
             "app keepalive",
             format!(
                 "{text}, matched by addresses only (the namespace check needs Linux {}.{})",
                 APP_KEEPALIVE_NETNS.since.0, APP_KEEPALIVE_NETNS.since.1
             ),
         ),
-        (AppKeepalive::Unavailable(why), _) => Row::warn(
+        (AppKeepaliveHook::Unavailable(why), _) => Row::warn(
             "app keepalive",
             format!(
                 "{text}: setsockopt hook unavailable ({why}); applications that set keepalive after connecting loosen lifeline's"

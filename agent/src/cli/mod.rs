@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod parse;
 pub(crate) use parse::parse_duration;
 use parse::{
-    FastProbes, parse_dns_server, parse_endpoint, parse_fast_probes, parse_keepalive, parse_port,
-    parse_user_timeout,
+    FastProbesArg, parse_dns_server, parse_endpoint, parse_fast_probes, parse_keepalive,
+    parse_port, parse_user_timeout,
 };
 
 pub(crate) const DEFAULT_STATUS_SOCKET: &str = "/run/lifeline/status.sock";
@@ -27,7 +27,7 @@ pub(crate) const DEFAULT_STATUS_SOCKET: &str = "/run/lifeline/status.sock";
 #[command(name = "lifeline", version, propagate_version = true)]
 pub(crate) struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: CliCommand,
 }
 
 #[allow(
@@ -35,7 +35,7 @@ pub(crate) struct Cli {
     reason = "parsed once at start; boxing would only add noise"
 )]
 #[derive(Debug, Subcommand)]
-pub(crate) enum Command {
+pub(crate) enum CliCommand {
     /// Run the agent: attach the kernel probe, watch, decide, act (needs root). A clean stop
     /// (SIGTERM, SIGINT) puts the socket options lifeline set back to each application's own
     /// values; the next start after a crash does it for the sockets the crashed agent armed
@@ -114,7 +114,7 @@ pub(crate) struct RunArgs {
     /// one is answered or the silent verdict's probes are in; `off`: the kernel's own
     /// INTERVAL. Linux 5.15 (docs/ARCHITECTURE.md, "Fast probes").
     #[arg(long, value_name = "DURATION|off", default_value = "100ms", value_parser = parse_fast_probes)]
-    pub fast_probes: FastProbes,
+    pub fast_probes: FastProbesArg,
 
     /// Also set TCP_USER_TIMEOUT on watched sockets (lowering only), so the kernel itself
     /// aborts a connection whose data stays unacknowledged this long, even if the agent is
@@ -199,8 +199,8 @@ pub(crate) struct RunArgs {
     pub status_socket: PathBuf,
 
     /// Where logs go: journald when started by systemd (auto), stderr, or JSON lines.
-    #[arg(long, value_enum, default_value_t = LogTarget::Auto)]
-    pub log: LogTarget,
+    #[arg(long, value_enum, default_value_t = LogTargetArg::Auto)]
+    pub log: LogTargetArg,
 
     /// Node integration: config file, restart escalation, metrics.
     #[command(flatten)]
@@ -237,7 +237,7 @@ pub(crate) enum OnOrphan {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum LogTarget {
+pub(crate) enum LogTargetArg {
     Auto,
     Stderr,
     Journald,

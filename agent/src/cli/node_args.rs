@@ -21,8 +21,8 @@ pub(crate) struct NodeArgs {
 
     /// What to do with a confirmed stalled socket: kill it (and restart --restart-unit only
     /// when that does not help), or restart --restart-unit straight away.
-    #[arg(long, value_enum, default_value_t = ActionMode::Kill)]
-    pub action: ActionMode,
+    #[arg(long, value_enum, default_value_t = ActionModeArg::Kill)]
+    pub action: ActionModeArg,
 
     /// systemd unit to restart when killing the socket is impossible or does not help
     /// (e.g. kubelet.service). Without it lifeline never restarts anything.
@@ -47,7 +47,7 @@ pub(crate) struct NodeArgs {
     /// manager, on the session bus of DBUS_SESSION_BUS_ADDRESS), or a D-Bus address such as
     /// unix:path=/host/run/dbus/system_bus_socket (a container with the host's socket mounted).
     #[arg(long, value_name = "BUS", default_value = "system", value_parser = parse_bus)]
-    pub systemd_bus: SystemdBus,
+    pub systemd_bus: SystemdBusArg,
 
     /// Serve Prometheus metrics over HTTP at this address (off when not given).
     #[arg(long, value_name = "ADDR")]
@@ -59,23 +59,23 @@ pub(crate) struct NodeArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ActionMode {
+pub enum ActionModeArg {
     Kill,
     Restart,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum SystemdBus {
+pub(crate) enum SystemdBusArg {
     System,
     User,
     Address(String),
 }
 
-fn parse_bus(s: &str) -> Result<SystemdBus, String> {
+fn parse_bus(s: &str) -> Result<SystemdBusArg, String> {
     match s {
-        "system" => Ok(SystemdBus::System),
-        "user" => Ok(SystemdBus::User),
-        a if a.starts_with("unix:") => Ok(SystemdBus::Address(a.to_owned())),
+        "system" => Ok(SystemdBusArg::System),
+        "user" => Ok(SystemdBusArg::User),
+        a if a.starts_with("unix:") => Ok(SystemdBusArg::Address(a.to_owned())),
         _ => Err(format!(
             "invalid bus '{s}': expected system, user or a D-Bus address such as unix:path=/run/dbus/system_bus_socket"
         )),

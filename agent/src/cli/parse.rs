@@ -101,10 +101,10 @@ pub(super) fn parse_user_timeout(s: &str) -> Result<Duration, String> {
 }
 
 /// `--fast-probes`: `off`, or an interval from 50 ms to 1 s (`lifeline_common::poke`).
-pub(super) fn parse_fast_probes(s: &str) -> Result<FastProbes, String> {
+pub(super) fn parse_fast_probes(s: &str) -> Result<FastProbesArg, String> {
     use lifeline_common::poke::{MAX_INTERVAL_MS, MIN_INTERVAL_MS};
     if s.trim() == "off" {
-        return Ok(FastProbes(None));
+        return Ok(FastProbesArg(None));
     }
     let d = parse_duration(s)?;
     let range = Duration::from_millis(MIN_INTERVAL_MS)..=Duration::from_millis(MAX_INTERVAL_MS);
@@ -113,12 +113,12 @@ pub(super) fn parse_fast_probes(s: &str) -> Result<FastProbes, String> {
             "invalid --fast-probes '{s}': an interval from {MIN_INTERVAL_MS}ms to {MAX_INTERVAL_MS}ms, or off"
         ));
     }
-    Ok(FastProbes(Some(d)))
+    Ok(FastProbesArg(Some(d)))
 }
 
 /// A parsed `--fast-probes`; `None`: off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FastProbes(pub Option<Duration>);
+pub(crate) struct FastProbesArg(pub Option<Duration>);
 
 #[cfg(test)]
 mod tests {
@@ -126,10 +126,10 @@ mod tests {
 
     #[test]
     fn fast_probes_are_an_interval_in_range_or_off() {
-        assert_eq!(parse_fast_probes("off"), Ok(FastProbes(None)));
+        assert_eq!(parse_fast_probes("off"), Ok(FastProbesArg(None)));
         assert_eq!(
             parse_fast_probes("100ms"),
-            Ok(FastProbes(Some(Duration::from_millis(100))))
+            Ok(FastProbesArg(Some(Duration::from_millis(100))))
         );
         assert!(
             parse_fast_probes("10ms")

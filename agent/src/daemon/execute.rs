@@ -6,7 +6,7 @@ use super::Daemon;
 use crate::{
     act::{
         self,
-        owner::{Scopes, Seen},
+        owner::{LastRead, Scopes},
     },
     endpoint::guard,
     judge::{Action, Kill, RestartRequest, SweepEnd, UnitOwned},
@@ -23,7 +23,7 @@ impl Daemon {
             return;
         }
         let healthy = self.guard().await;
-        if healthy == guard::Verdict::Wait {
+        if healthy == guard::GuardVerdict::Wait {
             return;
         }
         let mut scopes: Option<Scopes> = None;
@@ -40,7 +40,9 @@ impl Daemon {
                 whose: scopes.whose(seen, &kill.rec),
                 ..kill.clone()
             };
-            let decision = self.judge.decide(&kill, healthy == guard::Verdict::Go, at);
+            let decision = self
+                .judge
+                .decide(&kill, healthy == guard::GuardVerdict::Go, at);
             if decision.first_outside {
                 self.say_outside(&kill);
             }
@@ -60,13 +62,13 @@ impl Daemon {
 
     /// The guard's answer for a batch, and what it says of the path: a held batch means the
     /// path is down; a connection accepted after that, that it is back.
-    async fn guard(&mut self) -> guard::Verdict {
+    async fn guard(&mut self) -> guard::GuardVerdict {
         let Some(f) = self.follow.as_mut() else {
-            return guard::Verdict::Go;
+            return guard::GuardVerdict::Go;
         };
         let started = match f.guard.before(!f.endpoints.is_empty(), self.clock.now()) {
-            guard::Step::Known(v) => return v,
-            guard::Step::Check => self.clock.now(),
+            guard::GuardStep::Known(v) => return v,
+            guard::GuardStep::Check => self.clock.now(),
         };
         let accepted = f.connect.any_accepts(f.endpoints.targets()).await;
         let verdict = f.guard.after(accepted.is_some(), self.clock.now());
@@ -82,7 +84,7 @@ impl Daemon {
 
     /// A fresh read of the socket, when the kill's evidence still stands on it; `None`: it
     /// heard from its peer since the look (judged afresh next sweep).
-    fn still_dead(&mut self, kill: &Kill) -> Option<Seen> {
+    fn still_dead(&mut self, kill: &Kill) -> Option<LastRead> {
         let read = self
             .kernel
             .get(kill.rec.local, kill.rec.peer, kill.cookie)
@@ -101,7 +103,7 @@ impl Daemon {
                 return None;
             }
         }
-        Some(Seen {
+        Some(LastRead {
             cgroup_id: read.as_ref().and_then(|d| d.cgroup_id),
             uid: read.map(|d| d.uid),
         })

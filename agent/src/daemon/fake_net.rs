@@ -20,7 +20,7 @@ use super::{
 };
 use crate::endpoint::{
     EndpointSet, Endpoints, Follow, Guard, Prober,
-    connect::{Connect, Connecting, Reach},
+    connect::{Connect, ConnectAnswer, Connecting},
     discover::{Followed, Source},
 };
 
@@ -31,13 +31,13 @@ pub(super) struct Net {
 }
 
 impl Connect for Net {
-    fn probe(&self, _peer: SocketAddr) -> Connecting<Reach> {
+    fn probe(&self, _peer: SocketAddr) -> Connecting<ConnectAnswer> {
         let down = self.down.load(Ordering::SeqCst);
         Box::pin(async move {
             if down {
-                Reach::TimedOut
+                ConnectAnswer::TimedOut
             } else {
-                Reach::Accepted
+                ConnectAnswer::Accepted
             }
         })
     }

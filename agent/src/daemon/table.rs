@@ -15,17 +15,17 @@ use super::Daemon;
 use crate::{
     endpoint::Standing,
     judge::{self, Arming, Cookie, Deferred, Mono, Record, Verdict},
-    report::snapshot::{self, CLOSING, Extra, Owners},
+    report::snapshot::{self, CLOSING, Extra, OwnerChecks},
 };
 
-struct Table<'a> {
+struct SocketRows<'a> {
     records: Vec<(Cookie, &'a Record)>,
     extras: Vec<Extra<'a>>,
     now: Mono,
 }
 
-impl Table<'_> {
-    /// `,"sockets":[...]` with a row each (`Row::write_json`).
+impl SocketRows<'_> {
+    /// `,"sockets":[...]` with a row each (`StatusRow::write_json`).
     fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b",\"sockets\":[");
         for (i, ((cookie, rec), x)) in self.records.iter().zip(&self.extras).enumerate() {
@@ -100,7 +100,7 @@ impl Daemon {
             });
         }
         let (stall, silence) = (self.judge.stall(), self.judge.silence());
-        let mut owners = Owners::new();
+        let mut owners = OwnerChecks::new();
         // Per verdict (`Verdict::index`), and closing last: no allocation per row.
         let mut counts = [0u64; Verdict::ALL.len() + 1];
         let extras: Vec<Extra<'_>> = records
@@ -141,7 +141,7 @@ impl Daemon {
             )
             .collect();
         summary.kernel_error = kernel_error;
-        let table = Table {
+        let table = SocketRows {
             records,
             extras,
             now,

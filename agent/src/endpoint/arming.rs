@@ -57,7 +57,7 @@ impl Endpoints {
 /// The runs of the addresses within the grace: since when each has been (the sweep that
 /// first saw it; a run ends when the address leaves the grace).
 #[derive(Default)]
-pub(crate) struct Arming {
+pub(crate) struct ArmingRuns {
     runs: HashMap<SocketAddr, Instant>,
 }
 
@@ -70,7 +70,7 @@ pub(crate) struct Armed {
     pub settling: Vec<SocketAddr>,
 }
 
-impl Arming {
+impl ArmingRuns {
     /// Called every sweep with every candidate.
     pub(crate) fn step(&mut self, candidates: &[Candidate], now: Instant) -> Armed {
         let mut out = Armed::default();

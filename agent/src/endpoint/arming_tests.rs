@@ -25,11 +25,11 @@ fn addr(d: u8) -> SocketAddr {
 }
 
 /// A DNS name's set, its first answer `API` at `t0`, and the arming state after it.
-fn dns(t0: Instant) -> (Endpoints, Arc<Mutex<EndpointSet>>, Arming) {
+fn dns(t0: Instant) -> (Endpoints, Arc<Mutex<EndpointSet>>, ArmingRuns) {
     let set = Arc::new(Mutex::new(EndpointSet::new("api.example", 443)));
     let e = Endpoints::of(vec![Arc::clone(&set)]);
     set.lock().unwrap().update(ips(&[API]), t0);
-    let mut a = Arming::default();
+    let mut a = ArmingRuns::default();
     assert_eq!(
         a.step(&e.arming_candidates(GRACE), t0).armed,
         BTreeSet::from([addr(API)]),
@@ -41,7 +41,7 @@ fn dns(t0: Instant) -> (Endpoints, Arc<Mutex<EndpointSet>>, Arming) {
 /// Sweeps every second from `from` to `to` (exclusive), answering `answer(t)` every 5 s
 /// (None: the lookup failed); returns the first second `OTHER` was armed, if any.
 fn run(
-    (e, set, a): &mut (Endpoints, Arc<Mutex<EndpointSet>>, Arming),
+    (e, set, a): &mut (Endpoints, Arc<Mutex<EndpointSet>>, ArmingRuns),
     t0: Instant,
     (from, to): (u64, u64),
     answer: impl Fn(u64) -> Option<BTreeSet<IpAddr>>,
@@ -140,7 +140,7 @@ fn literals_arm_at_once_and_settling_is_said_once() {
     let set = Arc::new(Mutex::new(EndpointSet::proxied("nginx", 443)));
     let e = Endpoints::of(vec![Arc::clone(&set)]);
     set.lock().unwrap().update(ips(&[API]), t0);
-    let mut a = Arming::default();
+    let mut a = ArmingRuns::default();
     a.step(&e.arming_candidates(GRACE), t0);
     // The proxy's reloaded list names one more server by address, and one by a name.
     let later = t0 + Duration::from_secs(5);

@@ -15,7 +15,7 @@ pub(crate) type Connecting<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// check. `Network` makes real connections; the daemon's sweep tests answer from a table.
 pub(crate) trait Connect: Send + Sync {
     /// The peer probe of `peer` (`probe` below).
-    fn probe(&self, peer: SocketAddr) -> Connecting<Reach>;
+    fn probe(&self, peer: SocketAddr) -> Connecting<ConnectAnswer>;
 
     /// The first of `targets` to accept a connection within 1 s (`any_accepts` below).
     fn any_accepts(&self, targets: Vec<SocketAddr>) -> Connecting<Option<SocketAddr>>;
@@ -25,7 +25,7 @@ pub(crate) trait Connect: Send + Sync {
 pub(crate) struct Network;
 
 impl Connect for Network {
-    fn probe(&self, peer: SocketAddr) -> Connecting<Reach> {
+    fn probe(&self, peer: SocketAddr) -> Connecting<ConnectAnswer> {
         Box::pin(probe(peer))
     }
 
@@ -46,7 +46,7 @@ pub(crate) const PROBE_TRIES: u32 = 11;
 const STAGGER: Duration = Duration::from_millis(50);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reach {
+pub(crate) enum ConnectAnswer {
     Accepted,
     Refused,
     TimedOut,
@@ -55,18 +55,18 @@ pub(crate) enum Reach {
 }
 
 /// One connection attempt with the 1 s timeout.
-pub(crate) async fn try_connect(peer: SocketAddr) -> Reach {
+pub(crate) async fn try_connect(peer: SocketAddr) -> ConnectAnswer {
     match timeout(TRY_TIMEOUT, TcpStream::connect(peer)).await {
-        Ok(Ok(_stream)) => Reach::Accepted,
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Reach::Refused,
-        Ok(Err(_)) => Reach::Failed,
-        Err(_) => Reach::TimedOut,
+        Ok(Ok(_stream)) => ConnectAnswer::Accepted,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => ConnectAnswer::Refused,
+        Ok(Err(_)) => ConnectAnswer::Failed,
+        Err(_) => ConnectAnswer::TimedOut,
     }
 }
 
 /// The peer probe: up to `PROBE_TRIES` tries, `STAGGER` apart; the first that does not time
 /// out is the answer, and the peer is dead (`TimedOut`) only when every one timed out.
-pub(crate) async fn probe(peer: SocketAddr) -> Reach {
+pub(crate) async fn probe(peer: SocketAddr) -> ConnectAnswer {
     let mut tries = tokio::task::JoinSet::new();
     let mut started = 0;
     let mut next = tokio::time::interval(STAGGER);
@@ -77,12 +77,12 @@ pub(crate) async fn probe(peer: SocketAddr) -> Reach {
                 started += 1;
             }
             Some(r) = tries.join_next() => match r {
-                Ok(Reach::TimedOut) => {}
+                Ok(ConnectAnswer::TimedOut) => {}
                 // Dropping the set aborts the tries still waiting.
                 Ok(other) => return other,
-                Err(_) => return Reach::Failed,
+                Err(_) => return ConnectAnswer::Failed,
             },
-            else => return Reach::TimedOut,
+            else => return ConnectAnswer::TimedOut,
         }
     }
 }
@@ -95,7 +95,7 @@ pub(crate) async fn any_accepts(targets: &[SocketAddr]) -> Option<SocketAddr> {
         set.spawn(async move { (t, try_connect(t).await) });
     }
     while let Some(r) = set.join_next().await {
-        if let Ok((t, Reach::Accepted)) = r {
+        if let Ok((t, ConnectAnswer::Accepted)) = r {
             return Some(t);
         }
     }

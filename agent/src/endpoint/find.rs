@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use super::connect::{Connect, Reach};
+use super::connect::{Connect, ConnectAnswer};
 
 /// What a peer probe found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,10 +57,10 @@ pub(super) async fn find(
         }
     };
     match reach {
-        Reach::Accepted => Finding::Alive,
-        Reach::Refused => Finding::Refused,
-        Reach::Failed => Finding::Failed,
-        Reach::TimedOut => match other {
+        ConnectAnswer::Accepted => Finding::Alive,
+        ConnectAnswer::Refused => Finding::Refused,
+        ConnectAnswer::Failed => Finding::Failed,
+        ConnectAnswer::TimedOut => match other {
             Some(o) => o,
             None => check.await,
         }

@@ -15,7 +15,7 @@ use tokio::sync::{Notify, mpsc};
 
 use super::{
     Prober,
-    connect::{Connect, Connecting, Reach},
+    connect::{Connect, ConnectAnswer, Connecting},
     find::{Finding, find},
 };
 use crate::{judge::PeerProbe, kernel::clock};
@@ -26,13 +26,13 @@ const OTHER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 11
 /// The peer answers `reach` once released; the other addresses accept when `others_up`.
 struct Held {
     release: Arc<Notify>,
-    reach: Reach,
+    reach: ConnectAnswer,
     others_up: AtomicBool,
     probed: Mutex<Vec<SocketAddr>>,
 }
 
 impl Held {
-    fn new(reach: Reach, others_up: bool) -> Arc<Self> {
+    fn new(reach: ConnectAnswer, others_up: bool) -> Arc<Self> {
         Arc::new(Self {
             release: Arc::new(Notify::new()),
             reach,
@@ -43,7 +43,7 @@ impl Held {
 }
 
 impl Connect for Held {
-    fn probe(&self, peer: SocketAddr) -> Connecting<Reach> {
+    fn probe(&self, peer: SocketAddr) -> Connecting<ConnectAnswer> {
         if let Ok(mut p) = self.probed.lock() {
             p.push(peer);
         }
@@ -87,7 +87,7 @@ fn start(
 
 #[tokio::test(flavor = "current_thread")]
 async fn another_address_accepting_is_told_before_the_peer_times_out() {
-    let net = Held::new(Reach::TimedOut, true);
+    let net = Held::new(ConnectAnswer::TimedOut, true);
     let (task, mut works) = start(&net);
     // The peer's tries are still held: the path is known to work already.
     assert_eq!(within(works.recv()).await, Some(OTHER));
@@ -99,7 +99,7 @@ async fn another_address_accepting_is_told_before_the_peer_times_out() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn no_address_accepting_is_the_path_and_never_tells_that_it_works() {
-    let net = Held::new(Reach::TimedOut, false);
+    let net = Held::new(ConnectAnswer::TimedOut, false);
     let (task, mut works) = start(&net);
     net.release.notify_one();
     assert_eq!(within(task).await.ok(), Some(Finding::PathDown));
@@ -113,9 +113,9 @@ async fn no_address_accepting_is_the_path_and_never_tells_that_it_works() {
 #[tokio::test(flavor = "current_thread")]
 async fn the_peer_answering_is_its_finding_whatever_the_others_do() {
     for (reach, want) in [
-        (Reach::Accepted, Finding::Alive),
-        (Reach::Refused, Finding::Refused),
-        (Reach::Failed, Finding::Failed),
+        (ConnectAnswer::Accepted, Finding::Alive),
+        (ConnectAnswer::Refused, Finding::Refused),
+        (ConnectAnswer::Failed, Finding::Failed),
     ] {
         for others_up in [true, false] {
             let net = Held::new(reach, others_up);
@@ -132,7 +132,7 @@ async fn the_peer_answering_is_its_finding_whatever_the_others_do() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_prober_says_the_path_works_while_the_peer_is_still_tried() {
-    let net = Held::new(Reach::TimedOut, true);
+    let net = Held::new(ConnectAnswer::TimedOut, true);
     let wake = Arc::new(Notify::new());
     let connect: Arc<dyn Connect> = net.clone();
     let prober = Prober::new(wake.clone(), clock::system(), connect);
@@ -164,7 +164,7 @@ async fn the_prober_says_the_path_works_while_the_peer_is_still_tried() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_dead_finding_stands_while_a_later_episode_probes_again() {
-    let net = Held::new(Reach::TimedOut, true);
+    let net = Held::new(ConnectAnswer::TimedOut, true);
     let wake = Arc::new(Notify::new());
     let connect: Arc<dyn Connect> = net.clone();
     let clock = clock::system();

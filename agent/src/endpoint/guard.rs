@@ -21,7 +21,7 @@ pub(crate) struct Guard {
 
 /// The guard's answer for a batch of kills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum GuardVerdict {
     Go,
     /// No endpoint accepted; the batch is held.
     Hold,
@@ -31,8 +31,8 @@ pub(crate) enum Verdict {
 
 /// Whether the guard can answer from what it knows, or a connect test is needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    Known(Verdict),
+pub(crate) enum GuardStep {
+    Known(GuardVerdict),
     /// Test the endpoint (`Endpoints::any_accepts`) and hand the result to `after`.
     Check,
 }
@@ -41,34 +41,36 @@ impl Guard {
     /// Before a batch of kills: answer from a fresh result, or wait out the backoff, or ask
     /// for a test. `configured`: whether there is an endpoint at all (else always Go).
     #[must_use]
-    pub(crate) fn before(&self, configured: bool, now: Mono) -> Step {
+    pub(crate) fn before(&self, configured: bool, now: Mono) -> GuardStep {
         if !configured {
-            return Step::Known(Verdict::Go);
+            return GuardStep::Known(GuardVerdict::Go);
         }
         if self.next_check.is_some_and(|t| now < t) {
-            return Step::Known(Verdict::Wait);
+            return GuardStep::Known(GuardVerdict::Wait);
         }
         match self.last {
-            Some((h, at)) if now.saturating_duration_since(at) < FRESH => {
-                Step::Known(if h { Verdict::Go } else { Verdict::Hold })
-            }
-            _ => Step::Check,
+            Some((h, at)) if now.saturating_duration_since(at) < FRESH => GuardStep::Known(if h {
+                GuardVerdict::Go
+            } else {
+                GuardVerdict::Hold
+            }),
+            _ => GuardStep::Check,
         }
     }
 
     /// The test's result: healthy resets the backoff; unhealthy holds the batch and backs
     /// off (1 s doubling to 30 s) before the next test.
-    pub(crate) fn after(&mut self, healthy: bool, now: Mono) -> Verdict {
+    pub(crate) fn after(&mut self, healthy: bool, now: Mono) -> GuardVerdict {
         self.last = Some((healthy, now));
         if healthy {
             self.next_check = None;
             self.backoff = Duration::ZERO;
-            return Verdict::Go;
+            return GuardVerdict::Go;
         }
         self.backoff = (self.backoff * 2).clamp(Duration::from_secs(1), MAX_BACKOFF);
         self.next_check = Some(now + self.backoff);
         self.holds += 1;
-        Verdict::Hold
+        GuardVerdict::Hold
     }
 
     /// Whether the last check found no endpoint address accepting, so kills are held (the
@@ -103,20 +105,23 @@ mod tests {
         let t0 = Mono::from_secs(100);
         assert_eq!(
             g.before(false, t0),
-            Step::Known(Verdict::Go),
+            GuardStep::Known(GuardVerdict::Go),
             "no endpoint: never held"
         );
-        assert_eq!(g.before(true, t0), Step::Check);
-        assert_eq!(g.after(false, t0), Verdict::Hold);
+        assert_eq!(g.before(true, t0), GuardStep::Check);
+        assert_eq!(g.after(false, t0), GuardVerdict::Hold);
         assert_eq!(
             g.before(true, t0 + Duration::from_millis(500)),
-            Step::Known(Verdict::Wait)
+            GuardStep::Known(GuardVerdict::Wait)
         );
         assert_eq!(
             g.before(true, t0 + Duration::from_millis(1_001)),
-            Step::Check
+            GuardStep::Check
         );
-        assert_eq!(g.after(false, t0 + Duration::from_secs(1)), Verdict::Hold);
+        assert_eq!(
+            g.after(false, t0 + Duration::from_secs(1)),
+            GuardVerdict::Hold
+        );
         assert_eq!(
             g.next_check(),
             Some(t0 + Duration::from_secs(3)),
@@ -128,12 +133,12 @@ mod tests {
         assert_eq!(g.backoff, MAX_BACKOFF, "capped");
         assert_eq!(g.holds, 12);
         let t = t0 + Duration::from_mins(5);
-        assert_eq!(g.after(true, t), Verdict::Go);
+        assert_eq!(g.after(true, t), GuardVerdict::Go);
         assert_eq!(
             g.before(true, t + Duration::from_millis(10)),
-            Step::Known(Verdict::Go),
+            GuardStep::Known(GuardVerdict::Go),
             "fresh answer reused"
         );
-        assert_eq!(g.before(true, t + FRESH), Step::Check);
+        assert_eq!(g.before(true, t + FRESH), GuardStep::Check);
     }
 }

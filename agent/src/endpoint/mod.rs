@@ -30,7 +30,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-pub(crate) use arming::{Armed, Arming, SETTLE};
+pub(crate) use arming::{Armed, ArmingRuns, SETTLE};
 pub(crate) use guard::Guard;
 /// A process's start time from `/proc/PID/stat` (field 22, in clock ticks after boot).
 pub(crate) use kubelet::start_time as proc_start_time;

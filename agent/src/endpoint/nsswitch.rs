@@ -9,7 +9,7 @@ pub(super) const NSSWITCH: &str = "/etc/nsswitch.conf";
 
 /// One source lifeline implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Source {
+pub(super) enum NssSource {
     Files,
     Dns,
 }
@@ -17,7 +17,7 @@ pub(super) enum Source {
 /// The sources in order, and the ones named that lifeline does not implement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Order {
-    pub sources: Vec<Source>,
+    pub sources: Vec<NssSource>,
     /// E.g. `myhostname`, `mdns4_minimal`, `resolve`: not ours, skipped (logged).
     pub ignored: Vec<String>,
     /// Where the order came from, for the log line.
@@ -28,7 +28,7 @@ impl Order {
     /// `files dns`, because of `why`.
     fn default_because(why: String) -> Self {
         Self {
-            sources: vec![Source::Files, Source::Dns],
+            sources: vec![NssSource::Files, NssSource::Dns],
             ignored: Vec::new(),
             from: why,
         }
@@ -44,8 +44,8 @@ impl Order {
             .sources
             .iter()
             .map(|s| match s {
-                Source::Files => format!("files ({})", hosts_file.display()),
-                Source::Dns => "dns".to_owned(),
+                NssSource::Files => format!("files ({})", hosts_file.display()),
+                NssSource::Dns => "dns".to_owned(),
             })
             .collect();
         let skipped = if self.ignored.is_empty() {
@@ -103,8 +103,8 @@ pub(super) fn parse(text: &str, path: &Path) -> Order {
             continue;
         }
         let source = match word {
-            "files" => Source::Files,
-            "dns" => Source::Dns,
+            "files" => NssSource::Files,
+            "dns" => NssSource::Dns,
             other => {
                 order.ignored.push(other.to_owned());
                 continue;
@@ -127,9 +127,9 @@ pub(super) fn parse(text: &str, path: &Path) -> Order {
 
 #[cfg(test)]
 mod tests {
-    use super::{Source::*, *};
+    use super::{NssSource::*, *};
 
-    fn order(text: &str) -> (Vec<Source>, Vec<String>) {
+    fn order(text: &str) -> (Vec<NssSource>, Vec<String>) {
         let o = parse(text, Path::new("/etc/nsswitch.conf"));
         (o.sources, o.ignored)
     }

@@ -20,7 +20,7 @@ use hickory_resolver::{
 
 use super::{
     hosts,
-    nsswitch::{self, Source},
+    nsswitch::{self, NssSource},
 };
 
 /// Why a resolution gave no usable answer.
@@ -72,12 +72,12 @@ impl DnsError {
 
 /// Which source answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Origin {
+pub(crate) enum ResolvedBy {
     Hosts,
     Dns,
 }
 
-impl Origin {
+impl ResolvedBy {
     #[must_use]
     pub(crate) const fn label(self) -> &'static str {
         match self {
@@ -93,13 +93,13 @@ impl Origin {
 pub(crate) struct Answer {
     pub addrs: BTreeSet<IpAddr>,
     pub ttl: Duration,
-    pub from: Origin,
+    pub from: ResolvedBy,
 }
 
 pub(crate) struct Resolver {
     inner: TokioResolver,
     hosts: PathBuf,
-    order: Vec<Source>,
+    order: Vec<NssSource>,
 }
 
 impl Resolver {
@@ -183,14 +183,14 @@ impl Resolver {
         Ok(Answer {
             addrs,
             ttl,
-            from: Origin::Dns,
+            from: ResolvedBy::Dns,
         })
     }
 }
 
 /// `Resolver::resolve` with DNS as `dns`: the order of the sources, on its own.
 async fn lookup<'a, F, Fut>(
-    order: &[Source],
+    order: &[NssSource],
     hosts_file: &Path,
     name: &'a str,
     dns: F,
@@ -202,17 +202,17 @@ where
     let mut last = None;
     for source in order {
         match source {
-            Source::Files => {
+            NssSource::Files => {
                 let addrs = hosts::lookup(&hosts::read(hosts_file)?, name);
                 if !addrs.is_empty() {
                     return Ok(Answer {
                         addrs,
                         ttl: hosts::HOSTS_REFRESH,
-                        from: Origin::Hosts,
+                        from: ResolvedBy::Hosts,
                     });
                 }
             }
-            Source::Dns => match dns(name).await {
+            NssSource::Dns => match dns(name).await {
                 Ok(a) => return Ok(a),
                 Err(e) => last = Some(e),
             },

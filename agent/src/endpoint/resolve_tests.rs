@@ -24,7 +24,7 @@ fn hosts_file(tag: &str) -> PathBuf {
 /// What `lookup` gives for `name` in `order`, and how often it asked DNS, which answers
 /// `dns` (203.0.113.7) or fails.
 fn run(
-    order: &[Source],
+    order: &[NssSource],
     hosts: &Path,
     name: &str,
     dns: &Result<(), DnsError>,
@@ -35,7 +35,7 @@ fn run(
         let r = dns.clone().map(|()| Answer {
             addrs: BTreeSet::from(["203.0.113.7".parse().unwrap()]),
             ttl: Duration::from_secs(5),
-            from: Origin::Dns,
+            from: ResolvedBy::Dns,
         });
         async move { r }
     };
@@ -45,32 +45,32 @@ fn run(
 
 #[test]
 fn files_dns_answers_from_the_hosts_file_without_asking_dns() {
-    use Source::{Dns, Files};
+    use NssSource::{Dns, Files};
     let hosts = hosts_file("files-dns");
     let (got, calls) = run(&[Files, Dns], &hosts, "API.lab.test", &Ok(()));
     let got = got.unwrap();
-    assert_eq!((got.from, calls), (Origin::Hosts, 0));
+    assert_eq!((got.from, calls), (ResolvedBy::Hosts, 0));
     assert_eq!(got.addrs, BTreeSet::from(["198.51.100.2".parse().unwrap()]));
     assert_eq!(got.ttl, hosts::HOSTS_REFRESH);
     // A name not in the file falls through to DNS.
     let (got, calls) = run(&[Files, Dns], &hosts, "other.lab.test", &Ok(()));
-    assert_eq!((got.unwrap().from, calls), (Origin::Dns, 1));
+    assert_eq!((got.unwrap().from, calls), (ResolvedBy::Dns, 1));
     std::fs::remove_dir_all(hosts.parent().unwrap()).unwrap();
 }
 
 #[test]
 fn dns_files_asks_dns_first_and_a_failure_goes_on_to_the_file() {
-    use Source::{Dns, Files};
+    use NssSource::{Dns, Files};
     let hosts = hosts_file("dns-files");
     let (got, calls) = run(&[Dns, Files], &hosts, "api.lab.test", &Ok(()));
-    assert_eq!((got.unwrap().from, calls), (Origin::Dns, 1));
+    assert_eq!((got.unwrap().from, calls), (ResolvedBy::Dns, 1));
     let (got, calls) = run(
         &[Dns, Files],
         &hosts,
         "api.lab.test",
         &Err(DnsError::Timeout),
     );
-    assert_eq!((got.unwrap().from, calls), (Origin::Hosts, 1));
+    assert_eq!((got.unwrap().from, calls), (ResolvedBy::Hosts, 1));
     // Known to neither: the DNS error, which callers treat as uncertain.
     let (got, _) = run(
         &[Dns, Files],
@@ -89,7 +89,7 @@ fn dns_files_asks_dns_first_and_a_failure_goes_on_to_the_file() {
 
 #[test]
 fn an_unreadable_hosts_file_is_an_error_before_dns() {
-    use Source::{Dns, Files};
+    use NssSource::{Dns, Files};
     let (got, calls) = run(&[Files, Dns], Path::new("/"), "api.lab.test", &Ok(()));
     assert!(matches!(got, Err(DnsError::Hosts(_))), "{got:?}");
     assert_eq!(
@@ -103,5 +103,5 @@ fn an_unreadable_hosts_file_is_an_error_before_dns() {
         "api.lab.test",
         &Ok(()),
     );
-    assert_eq!((got.unwrap().from, calls), (Origin::Dns, 1));
+    assert_eq!((got.unwrap().from, calls), (ResolvedBy::Dns, 1));
 }

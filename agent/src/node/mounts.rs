@@ -55,7 +55,7 @@ pub(crate) fn is_mounted(at: &Path, fstype: &str) -> bool {
 }
 
 /// What `ensure` found or did.
-pub(crate) enum Outcome {
+pub(crate) enum MountOutcome {
     /// It was mounted already.
     Present,
     /// Mounted now.
@@ -67,16 +67,16 @@ pub(crate) enum Outcome {
 /// Mount `fstype` at `at` unless it already is, and log what happened. A failure is not
 /// fatal: the probe needs neither (without tracefs the cgroup tracepoints fall back to the
 /// sweep; bpffs is only for inspecting, lifeline pins nothing).
-pub(crate) fn ensure(fstype: &str, at: &str) -> Outcome {
+pub(crate) fn ensure(fstype: &str, at: &str) -> MountOutcome {
     let outcome = try_ensure(fstype, Path::new(at));
     match &outcome {
-        Outcome::Present => {}
-        Outcome::Mounted => tracing::info!(fstype, at, "mounted (it was missing)"),
-        Outcome::Failed(error) if fstype == "bpf" => tracing::info!(
+        MountOutcome::Present => {}
+        MountOutcome::Mounted => tracing::info!(fstype, at, "mounted (it was missing)"),
+        MountOutcome::Failed(error) if fstype == "bpf" => tracing::info!(
             fstype, at, %error,
             "not mounted, and could not mount it; not needed: lifeline pins nothing"
         ),
-        Outcome::Failed(error) => {
+        MountOutcome::Failed(error) => {
             tracing::warn!(fstype, at, %error, "could not mount; continuing without it");
         }
     }
@@ -84,15 +84,15 @@ pub(crate) fn ensure(fstype: &str, at: &str) -> Outcome {
 }
 
 /// `ensure` without the log line: `check` reports it in its table.
-pub(crate) fn try_ensure(fstype: &str, at: &Path) -> Outcome {
+pub(crate) fn try_ensure(fstype: &str, at: &Path) -> MountOutcome {
     if is_mounted(at, fstype) {
-        return Outcome::Present;
+        return MountOutcome::Present;
     }
     match mount(fstype, at, fstype, None) {
-        Ok(()) => Outcome::Mounted,
+        Ok(()) => MountOutcome::Mounted,
         // Lost a race with another mounter: it is there, which is what counts.
-        Err(_) if is_mounted(at, fstype) => Outcome::Present,
-        Err(e) => Outcome::Failed(e),
+        Err(_) if is_mounted(at, fstype) => MountOutcome::Present,
+        Err(e) => MountOutcome::Failed(e),
     }
 }
 

@@ -35,10 +35,10 @@ pub(crate) struct Turned {
 
 /// One server's bound; a clone is the same bound.
 #[derive(Clone, Debug)]
-pub(crate) struct Gate(Arc<Inner>);
+pub(crate) struct Gate(Arc<Bound>);
 
 #[derive(Debug)]
-struct Inner {
+struct Bound {
     server: &'static str,
     cap: usize,
     active: AtomicUsize,
@@ -47,7 +47,7 @@ struct Inner {
 
 /// A client being served; its place is given back when this is dropped.
 #[derive(Debug)]
-pub(crate) struct Permit(Arc<Inner>);
+pub(crate) struct Permit(Arc<Bound>);
 
 impl Drop for Permit {
     fn drop(&mut self) {
@@ -58,7 +58,7 @@ impl Drop for Permit {
 impl Gate {
     #[must_use]
     pub(crate) fn new(server: &'static str, cap: usize, turned: Turned) -> Self {
-        Self(Arc::new(Inner {
+        Self(Arc::new(Bound {
             server,
             cap,
             active: AtomicUsize::new(0),

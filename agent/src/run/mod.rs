@@ -82,7 +82,7 @@ pub(crate) fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
             endpoint::setup::start(&args.endpoint, &endpoints, &wake, &metrics.dns_failures())?;
         let (tx, rx) = watch::channel(status::Snapshot::default());
         let no_endpoints = endpoint::Endpoints::default();
-        let (node, restarts) = node::Node::start(
+        let (node, restarts) = node::NodeTasks::start(
             args,
             &rx,
             follow.as_ref().map_or(&no_endpoints, |f| &f.endpoints),

@@ -37,11 +37,11 @@ pub(super) fn validate(args: &Run) -> Result<()> {
     Ok(())
 }
 
-pub(super) struct Node {
+pub(super) struct NodeTasks {
     tasks: Vec<JoinHandle<()>>,
 }
 
-impl Node {
+impl NodeTasks {
     /// Starts the background tasks; returns where the daemon sends restart requests (None
     /// without --restart-unit: then lifeline never restarts anything). `targets` and
     /// `cgroup_mount`: to find the unit's cgroup when systemd has not said it yet; `metrics`:

@@ -28,9 +28,9 @@ pub(crate) enum Command {
 /// As `CliError` says; the messages are `parse_cli`'s.
 pub(crate) fn read(argv: Vec<OsString>) -> Result<Command, CliError> {
     Ok(match parse_cli(argv)?.command {
-        cli::Command::Run(flags) => Command::Run(Box::new(Run::from_args(&flags))),
-        cli::Command::Check(flags) => Command::Check(Box::new(Run::from_args(&flags))),
-        cli::Command::Status(flags) => Command::Status {
+        cli::CliCommand::Run(flags) => Command::Run(Box::new(Run::from_args(&flags))),
+        cli::CliCommand::Check(flags) => Command::Check(Box::new(Run::from_args(&flags))),
+        cli::CliCommand::Status(flags) => Command::Status {
             socket: flags.status_socket,
             json: flags.json,
         },

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::cli::Command;
+use crate::cli::CliCommand;
 
 fn parse_with(file: &str, flags: &[&str]) -> Result<crate::cli::RunArgs, String> {
     let dir = std::env::temp_dir().join(format!(
@@ -23,7 +23,7 @@ fn parse_with(file: &str, flags: &[&str]) -> Result<crate::cli::RunArgs, String>
     let _ = std::fs::remove_dir_all(&dir);
     match out {
         Ok(Cli {
-            command: Command::Run(run),
+            command: CliCommand::Run(run),
         }) => Ok(*run),
         Ok(_) => Err("not run".into()),
         Err(CliError::Config(e)) => Err(e),

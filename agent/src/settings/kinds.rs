@@ -29,32 +29,32 @@ pub(crate) enum SystemdBus {
 /// judge is what answers with it.
 pub(crate) use lifeline_judge::ActionMode;
 
-impl From<cli::LogTarget> for LogTarget {
-    fn from(t: cli::LogTarget) -> Self {
+impl From<cli::LogTargetArg> for LogTarget {
+    fn from(t: cli::LogTargetArg) -> Self {
         match t {
-            cli::LogTarget::Auto => Self::Auto,
-            cli::LogTarget::Stderr => Self::Stderr,
-            cli::LogTarget::Journald => Self::Journald,
-            cli::LogTarget::Json => Self::Json,
+            cli::LogTargetArg::Auto => Self::Auto,
+            cli::LogTargetArg::Stderr => Self::Stderr,
+            cli::LogTargetArg::Journald => Self::Journald,
+            cli::LogTargetArg::Json => Self::Json,
         }
     }
 }
 
-impl From<&cli::node_args::SystemdBus> for SystemdBus {
-    fn from(b: &cli::node_args::SystemdBus) -> Self {
+impl From<&cli::node_args::SystemdBusArg> for SystemdBus {
+    fn from(b: &cli::node_args::SystemdBusArg) -> Self {
         match b {
-            cli::node_args::SystemdBus::System => Self::System,
-            cli::node_args::SystemdBus::User => Self::User,
-            cli::node_args::SystemdBus::Address(a) => Self::Address(a.clone()),
+            cli::node_args::SystemdBusArg::System => Self::System,
+            cli::node_args::SystemdBusArg::User => Self::User,
+            cli::node_args::SystemdBusArg::Address(a) => Self::Address(a.clone()),
         }
     }
 }
 
-impl From<cli::node_args::ActionMode> for ActionMode {
-    fn from(m: cli::node_args::ActionMode) -> Self {
+impl From<cli::node_args::ActionModeArg> for ActionMode {
+    fn from(m: cli::node_args::ActionModeArg) -> Self {
         match m {
-            cli::node_args::ActionMode::Kill => Self::Kill,
-            cli::node_args::ActionMode::Restart => Self::Restart,
+            cli::node_args::ActionModeArg::Kill => Self::Kill,
+            cli::node_args::ActionModeArg::Restart => Self::Restart,
         }
     }
 }

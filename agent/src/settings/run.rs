@@ -14,7 +14,7 @@ pub(crate) struct Run {
     pub config: Option<PathBuf>,
     pub watch: Watch,
     pub endpoint: Endpoint,
-    pub judge: Judge,
+    pub judge: JudgeSettings,
     pub node: Node,
     pub report: Report,
     pub sweep: Sweep,
@@ -30,7 +30,7 @@ pub(crate) struct Watch {
     pub ports: Vec<u16>,
     pub max_sockets: u32,
     /// `None`: `--keepalive off`.
-    pub keepalive: Option<Keepalive>,
+    pub keepalive: Option<KeepaliveSettings>,
     pub silent_probes: u8,
     pub silent_timeout: Option<Duration>,
     /// `--fast-probes`; `None`: off.
@@ -40,7 +40,7 @@ pub(crate) struct Watch {
 
 /// An enabled `--keepalive`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Keepalive {
+pub(crate) struct KeepaliveSettings {
     pub idle: Duration,
     pub interval: Duration,
     pub count: u32,
@@ -65,7 +65,7 @@ pub(crate) struct Endpoint {
 
 /// The judge's rules.
 #[derive(Clone, Debug)]
-pub(crate) struct Judge {
+pub(crate) struct JudgeSettings {
     pub stall_timeout: Duration,
     /// `--stall-unanswered`; 0: the time rule alone, no linear timeouts.
     pub stall_unanswered: u8,
@@ -118,7 +118,7 @@ impl Run {
                 endpoint_clients: args.endpoint_clients,
                 ports: args.ports.clone(),
                 max_sockets: args.max_sockets,
-                keepalive: args.keepalive.0.map(|k| Keepalive {
+                keepalive: args.keepalive.0.map(|k| KeepaliveSettings {
                     idle: k.idle,
                     interval: k.interval,
                     count: k.count,
@@ -139,7 +139,7 @@ impl Run {
                 trusted_cgroups: args.cgroups.clone(),
                 ports: args.ports.clone(),
             },
-            judge: Judge {
+            judge: JudgeSettings {
                 stall_timeout: args.stall_timeout,
                 stall_unanswered: args.stall_unanswered,
                 migrate: args.on_orphan == OnOrphan::Migrate,

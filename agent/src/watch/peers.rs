@@ -13,14 +13,14 @@ use std::{
 };
 
 use crate::{
-    endpoint::{Armed, Arming, Endpoints, SETTLE},
+    endpoint::{Armed, ArmingRuns, Endpoints, SETTLE},
     kernel::probe::Probe,
 };
 
 #[derive(Default)]
 pub(crate) struct PeerSync {
     installed: BTreeSet<SocketAddr>,
-    arming: Arming,
+    arming: ArmingRuns,
 }
 
 impl PeerSync {

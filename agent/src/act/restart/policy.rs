@@ -12,7 +12,7 @@ const HOUR: Duration = Duration::from_hours(1);
 const MAX_PAUSE: Duration = Duration::from_mins(30);
 
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Gate {
+pub(crate) enum RestartGate {
     Go,
     /// The hourly budget is spent; the oldest restart ages out after this long.
     RateLimited(Duration),
@@ -40,7 +40,7 @@ impl RestartPolicy {
     }
 
     /// May a restart start now? Does not count it: `record` does, once it ran.
-    pub(crate) fn gate(&mut self, now: Instant) -> Gate {
+    pub(crate) fn gate(&mut self, now: Instant) -> RestartGate {
         while self
             .recent
             .front()
@@ -50,11 +50,11 @@ impl RestartPolicy {
         }
         if self.recent.len() >= self.max {
             let oldest = self.recent.front().copied().unwrap_or(now);
-            return Gate::RateLimited(HOUR.saturating_sub(now.duration_since(oldest)));
+            return RestartGate::RateLimited(HOUR.saturating_sub(now.duration_since(oldest)));
         }
         match self.not_before {
-            Some(t) if now < t => Gate::Backoff(t - now),
-            _ => Gate::Go,
+            Some(t) if now < t => RestartGate::Backoff(t - now),
+            _ => RestartGate::Go,
         }
     }
 
@@ -94,21 +94,27 @@ mod tests {
     fn hourly_budget_then_backoff() {
         let mut p = RestartPolicy::new(2, Duration::from_mins(1));
         let t0 = Instant::now();
-        assert_eq!(p.gate(t0), Gate::Go);
+        assert_eq!(p.gate(t0), RestartGate::Go);
         p.record(t0, 0.5);
         assert!(
-            matches!(p.gate(t0 + Duration::from_secs(30)), Gate::Backoff(_)),
+            matches!(
+                p.gate(t0 + Duration::from_secs(30)),
+                RestartGate::Backoff(_)
+            ),
             "inside the first minute"
         );
-        assert_eq!(p.gate(t0 + Duration::from_secs(61)), Gate::Go);
+        assert_eq!(p.gate(t0 + Duration::from_secs(61)), RestartGate::Go);
         p.record(t0 + Duration::from_secs(61), 0.5);
         assert!(
-            matches!(p.gate(t0 + Duration::from_mins(10)), Gate::RateLimited(_)),
+            matches!(
+                p.gate(t0 + Duration::from_mins(10)),
+                RestartGate::RateLimited(_)
+            ),
             "two in the hour"
         );
         assert_eq!(
             p.gate(t0 + Duration::from_mins(62)),
-            Gate::Go,
+            RestartGate::Go,
             "the first aged out"
         );
     }
@@ -119,13 +125,13 @@ mod tests {
         let mut p = RestartPolicy::new(10, Duration::from_mins(1));
         p.record(t0, 0.0);
         p.record(t0, 0.0);
-        let Gate::Backoff(low) = p.gate(t0) else {
+        let RestartGate::Backoff(low) = p.gate(t0) else {
             panic!("expected a pause")
         };
         assert_eq!(low, Duration::from_secs(96), "2 minutes x 0.8");
         let mut q = RestartPolicy::new(10, Duration::from_mins(1));
         q.record(t0, 0.999_999);
-        let Gate::Backoff(high) = q.gate(t0) else {
+        let RestartGate::Backoff(high) = q.gate(t0) else {
             panic!("expected a pause")
         };
         assert!(
@@ -141,13 +147,13 @@ mod tests {
         let mut p = RestartPolicy::new(3, Duration::from_secs(2));
         let mut now = t0;
         for n in 0..3 {
-            assert_eq!(p.gate(now), Gate::Go, "restart {}", n + 1);
+            assert_eq!(p.gate(now), RestartGate::Go, "restart {}", n + 1);
             p.record(now, 0.999_999);
             // 2, 4, 8 s (+20 %): each pause has passed 10 s later.
             now += Duration::from_secs(10);
         }
         assert!(
-            matches!(p.gate(now), Gate::RateLimited(d) if d > Duration::from_mins(59)),
+            matches!(p.gate(now), RestartGate::RateLimited(d) if d > Duration::from_mins(59)),
             "the fourth within the hour is rate-limited"
         );
     }

@@ -13,7 +13,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 
 use super::{
     dbus::{Bus, RestartError},
-    policy::{Gate, RestartPolicy, jitter},
+    policy::{RestartGate, RestartPolicy, jitter},
     scope::UnitScope,
 };
 use crate::{
@@ -113,11 +113,13 @@ impl Restarter {
                 continue;
             }
             match policy.gate(Instant::now()) {
-                Gate::RateLimited(d) => self.decline(&req, OutcomeClass::RateLimited, Some(d)),
-                Gate::Backoff(d) => self.decline(&req, OutcomeClass::Backoff, Some(d)),
+                RestartGate::RateLimited(d) => {
+                    self.decline(&req, OutcomeClass::RateLimited, Some(d));
+                }
+                RestartGate::Backoff(d) => self.decline(&req, OutcomeClass::Backoff, Some(d)),
                 // The last step before RestartUnit: a kill that recovered meanwhile (while
                 // the connect test above ran) is not restarted.
-                Gate::Go if req.ticket.take() => {
+                RestartGate::Go if req.ticket.take() => {
                     let outcome = self.restart(&mut bus).await;
                     // Failed attempts count too: a restart that fails must not loop.
                     policy.record(Instant::now(), jitter());
@@ -126,7 +128,7 @@ impl Restarter {
                     req.ticket.close();
                     self.learn_cgroup(&mut bus).await;
                 }
-                Gate::Go => {}
+                RestartGate::Go => {}
             }
         }
     }

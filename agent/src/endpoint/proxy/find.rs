@@ -14,7 +14,7 @@ use crate::kernel::diag::CgroupId;
 /// What one look at the loopback endpoint found: the proxy or why none, and the servers of
 /// kubelet's connections that were refused (one line each, for the caller to log once).
 #[derive(Debug)]
-pub(crate) struct Look {
+pub(crate) struct ProxyLook {
     pub found: Result<Proxy, String>,
     pub refused: Vec<String>,
 }
@@ -23,11 +23,15 @@ pub(crate) struct Look {
 /// kubelet's cgroups), and its upstreams (`api_ports`: where to look for its connections
 /// when its configuration says nothing).
 #[must_use]
-pub(crate) fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<CgroupId>) -> Look {
+pub(crate) fn find(
+    listen: SocketAddr,
+    api_ports: &[u16],
+    kubelet: &HashSet<CgroupId>,
+) -> ProxyLook {
     let conns = match served::served_soon(listen, kubelet) {
         Ok(c) => c,
         Err(e) => {
-            return Look {
+            return ProxyLook {
                 found: Err(format!(
                     "cannot list kubelet's connections to {listen}: {e}"
                 )),
@@ -62,7 +66,7 @@ pub(crate) fn find(listen: SocketAddr, api_ports: &[u16], kubelet: &HashSet<Cgro
         )),
         None => Err(refused.join("; ")),
     };
-    Look { found, refused }
+    ProxyLook { found, refused }
 }
 
 /// The proxy serving `conns` from cgroup `id`, or why it is refused.

@@ -15,7 +15,7 @@ use super::files::{Files, ReadError, Root, split_host_port};
 pub(super) const MAX_KEYWORDS: usize = 10_000;
 
 #[derive(Default, Debug)]
-struct Section {
+struct HaproxySection {
     kind: String,
     name: String,
     binds: Vec<String>,
@@ -28,7 +28,7 @@ struct Section {
 fn sections(
     text: &str,
     file: &Path,
-    out: &mut Vec<Section>,
+    out: &mut Vec<HaproxySection>,
     kept: &mut usize,
 ) -> Result<(), ReadError> {
     const KINDS: [&str; 10] = [
@@ -65,10 +65,10 @@ fn sections(
             }
         }
         if KINDS.contains(&key) {
-            out.push(Section {
+            out.push(HaproxySection {
                 kind: key.to_owned(),
                 name: rest.first().copied().unwrap_or_default().to_owned(),
-                ..Section::default()
+                ..HaproxySection::default()
             });
             continue;
         }
@@ -143,8 +143,8 @@ pub(super) fn of_text(text: &str, port: u16) -> Result<Vec<(String, u16)>, ReadE
     Ok(from_sections(&all, port))
 }
 
-fn from_sections(all: &[Section], port: u16) -> Vec<(String, u16)> {
-    let backends: HashMap<&str, &Section> = all
+fn from_sections(all: &[HaproxySection], port: u16) -> Vec<(String, u16)> {
+    let backends: HashMap<&str, &HaproxySection> = all
         .iter()
         .filter(|s| s.kind == "backend" || s.kind == "listen")
         .map(|s| (s.name.as_str(), s))

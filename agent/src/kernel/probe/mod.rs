@@ -32,7 +32,7 @@ pub(crate) use fast::{FastProbes, FastState, FastStatus, FastUnavailable, Reach}
 use maps_setup::{armed_keepalive, configure, load_iter, raise_memlock};
 pub(crate) use object::object;
 pub(crate) use restore::RestoreSummary;
-pub(crate) use sockopt::AppKeepalive;
+pub(crate) use sockopt::AppKeepaliveHook;
 
 pub(crate) struct ProbeConfig<'a> {
     /// The cgroup v2 root: attached there, the probe outlives every unit's cgroup.
@@ -71,7 +71,7 @@ pub(crate) struct Probe {
     /// Why the tracepoints could not be used, when they could not.
     pub tracking_error: Option<String>,
     /// Whether the application's own keepalive calls are merged with lifeline's.
-    pub app_keepalive: AppKeepalive,
+    pub app_keepalive: AppKeepaliveHook,
     /// `true` when the kernel reports unanswered keepalive probes of watched sockets
     /// (`news::UNANSWERED`); otherwise idle sockets must be read through `sock_diag`.
     pub unanswered_news: bool,

@@ -13,7 +13,7 @@ use crate::kernel::errors::explain_program;
 
 /// Which variant of the hook runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum AppKeepalive {
+pub(crate) enum AppKeepaliveHook {
     /// Watched sockets of the agent's namespace only.
     Merged,
     /// Matched by addresses and ports alone (no namespace cookie in this hook before 5.15).
@@ -30,17 +30,17 @@ fn attach(ebpf: &mut Ebpf, hook: Hook, cgroup: BorrowedFd<'_>) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn load(ebpf: &mut Ebpf, cgroup: BorrowedFd<'_>) -> AppKeepalive {
+pub(super) fn load(ebpf: &mut Ebpf, cgroup: BorrowedFd<'_>) -> AppKeepaliveHook {
     let Err(first) = attach(ebpf, Hook::Setsockopt, cgroup) else {
-        return AppKeepalive::Merged;
+        return AppKeepaliveHook::Merged;
     };
     tracing::debug!(error = %format!("{first:#}"), "setsockopt hook with the namespace check did not load (needs Linux {}.{}); trying without", Hook::Setsockopt.since().0, Hook::Setsockopt.since().1);
     match attach(ebpf, Hook::SetsockoptAnyNetns, cgroup) {
-        Ok(()) => AppKeepalive::MergedAnyNetns,
+        Ok(()) => AppKeepaliveHook::MergedAnyNetns,
         Err(e) => {
             let why = format!("{e:#}");
             tracing::warn!(error = %why, "setsockopt hook unavailable (needs Linux {}.{}): an application that sets its own keepalive after connecting loosens lifeline's", Hook::SetsockoptAnyNetns.since().0, Hook::SetsockoptAnyNetns.since().1);
-            AppKeepalive::Unavailable(why)
+            AppKeepaliveHook::Unavailable(why)
         }
     }
 }

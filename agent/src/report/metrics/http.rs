@@ -68,7 +68,7 @@ async fn accept_loop(listener: TcpListener, metrics: Metrics) {
         let Some(permit) = gate.admit() else { continue };
         let (metrics, gate) = (metrics.clone(), gate.clone());
         tokio::spawn(async move {
-            if answer(conn, &metrics).await == Served::TimedOut {
+            if answer(conn, &metrics).await == RequestEnd::TimedOut {
                 gate.timed_out();
             }
             drop(permit);
@@ -77,17 +77,17 @@ async fn accept_loop(listener: TcpListener, metrics: Metrics) {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum Served {
+enum RequestEnd {
     Answered,
     TimedOut,
     /// The client went away or the connection failed: nothing to count.
     Failed,
 }
 
-async fn answer(mut conn: TcpStream, metrics: &Metrics) -> Served {
+async fn answer(mut conn: TcpStream, metrics: &Metrics) -> RequestEnd {
     let head = match timeout(HEAD_TIMEOUT, read_head(&mut conn)).await {
-        Err(_) => return Served::TimedOut,
-        Ok(Err(_)) => return Served::Failed,
+        Err(_) => return RequestEnd::TimedOut,
+        Ok(Err(_)) => return RequestEnd::Failed,
         Ok(Ok(head)) => head,
     };
     let mut parts = head.split_whitespace();
@@ -109,9 +109,9 @@ async fn answer(mut conn: TcpStream, metrics: &Metrics) -> Served {
         conn.shutdown().await
     };
     match timeout(WRITE_TIMEOUT, written).await {
-        Err(_) => Served::TimedOut,
-        Ok(Err(_)) => Served::Failed,
-        Ok(Ok(())) => Served::Answered,
+        Err(_) => RequestEnd::TimedOut,
+        Ok(Err(_)) => RequestEnd::Failed,
+        Ok(Ok(())) => RequestEnd::Answered,
     }
 }
 

@@ -7,9 +7,9 @@
 
 use std::io::Write as _;
 
-use super::Row;
+use super::StatusRow;
 
-impl Row<'_> {
+impl StatusRow<'_> {
     /// Append this row's JSON object to `out`.
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
         // Writing into a Vec cannot fail.
@@ -104,7 +104,7 @@ fn text(out: &mut Vec<u8>, s: &str) {
 mod tests {
     use lifeline_common::SockState;
 
-    use super::super::{Extra, Owner, Row, row};
+    use super::super::{Extra, OwnerState, StatusRow, row};
     use crate::{
         endpoint::Standing,
         judge::{Cookie, Mono, Verdict},
@@ -121,7 +121,7 @@ mod tests {
         let r = row(Cookie(42), &rec, x, Mono::from_nanos(9_000_000_000));
         let mut hand = Vec::new();
         r.write_json(&mut hand);
-        let back: Row<'static> = serde_json::from_slice(&hand).unwrap();
+        let back: StatusRow<'static> = serde_json::from_slice(&hand).unwrap();
         assert_eq!(back, r);
         (
             String::from_utf8(hand).unwrap(),
@@ -161,7 +161,7 @@ mod tests {
         let full = Extra {
             verdict: None,
             kernel: Some(&kernel),
-            owner: Owner::Nobody,
+            owner: OwnerState::Nobody,
             keepalive: "2s,1s,5 (app's, stricter)",
             endpoint: Some(("api.example:6443", Standing::NeverHeld)),
             endpoint_socket: Some(false),
@@ -188,7 +188,7 @@ mod tests {
         let bare = Extra {
             verdict: Some(Verdict::Healthy),
             kernel: None,
-            owner: Owner::Exited,
+            owner: OwnerState::Exited,
             keepalive: "off",
             endpoint: None,
             endpoint_socket: None,

@@ -21,12 +21,12 @@ pub(crate) mod owner;
 mod row;
 mod watched_by;
 
-pub(crate) use owner::{Owner, Owners};
+pub(crate) use owner::{OwnerChecks, OwnerState};
 pub(crate) use row::{CLOSING, Extra, row};
 pub(crate) use watched_by::WatchedBy;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Row<'a> {
+pub(crate) struct StatusRow<'a> {
     pub cookie: u64,
     #[serde(serialize_with = "display")]
     pub local: SocketAddr,
@@ -42,8 +42,8 @@ pub(crate) struct Row<'a> {
     pub owner_comm: Option<Cow<'a, str>>,
     /// "no owner" (no process holds the socket any more) or "exited" (the recorded owner
     /// has exited, another process holds it); absent while the owner holds it.
-    #[serde(default, skip_serializing_if = "Owner::holds")]
-    pub owner_state: Owner,
+    #[serde(default, skip_serializing_if = "OwnerState::holds")]
+    pub owner_state: OwnerState,
     pub established_age_ms: u64,
     pub last_ack_age_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,7 +86,7 @@ pub(crate) struct Row<'a> {
     /// judged by DNS; the others by stall and silence alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_socket: Option<bool>,
-    pub source: Source,
+    pub source: WatchSource,
     /// For an adopted socket whose callbacks the kernel could not arm: why; the agent then
     /// reads its `tcp_info` every sweep (shown as SOURCE `polled`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,7 +98,7 @@ pub(crate) struct Row<'a> {
 
 /// How the probe came to watch a socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) enum Source {
+pub(crate) enum WatchSource {
     /// Seen at its connect.
     #[serde(rename = "sock_ops")]
     SockOps,
@@ -107,7 +107,7 @@ pub(crate) enum Source {
     Adopted,
 }
 
-impl Source {
+impl WatchSource {
     /// As the row's JSON and the table's SOURCE column name it.
     #[must_use]
     pub(crate) const fn as_str(self) -> &'static str {

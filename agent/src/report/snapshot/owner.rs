@@ -20,7 +20,7 @@ const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
 /// What became of a socket's owner: a row's `owner_state`, by its label (left out while the
 /// owner holds it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) enum Owner {
+pub(crate) enum OwnerState {
     /// Held by a process (the recorded one, as far as can be told).
     #[default]
     #[serde(rename = "holds")]
@@ -34,7 +34,7 @@ pub(crate) enum Owner {
     Nobody,
 }
 
-impl Owner {
+impl OwnerState {
     /// The row's `owner_state`; `None` while the owner holds it.
     #[must_use]
     pub(crate) const fn label(self) -> Option<&'static str> {
@@ -57,7 +57,7 @@ impl Owner {
 }
 
 /// One status request's owner checks: each pid's start time is read once.
-pub(crate) struct Owners {
+pub(crate) struct OwnerChecks {
     /// `/proc` numbers pids as the probe does.
     procfs: bool,
     /// `CLOCK_BOOTTIME` less `CLOCK_MONOTONIC` (time spent suspended), in ns.
@@ -66,7 +66,7 @@ pub(crate) struct Owners {
     starts: HashMap<u32, Start>,
 }
 
-impl Owners {
+impl OwnerChecks {
     #[must_use]
     pub(crate) fn new() -> Self {
         let procfs =
@@ -84,12 +84,12 @@ impl Owners {
     }
 
     /// The owner of the socket recorded as `rec`, seen by the kernel as `kernel`.
-    pub(crate) fn of(&mut self, rec: &Record, kernel: Option<&DiagSock>) -> Owner {
+    pub(crate) fn of(&mut self, rec: &Record, kernel: Option<&DiagSock>) -> OwnerState {
         if kernel.is_some_and(|k| k.inode == 0) {
-            return Owner::Nobody;
+            return OwnerState::Nobody;
         }
         if rec.owner_pid == 0 || !self.procfs {
-            return Owner::Holds;
+            return OwnerState::Holds;
         }
         let start = *self
             .starts
@@ -98,9 +98,9 @@ impl Owners {
         // The start time is rounded down to a tick; one tick more covers reading the clocks.
         let established = rec.established.as_nanos() + self.suspended_ns + self.tick_ns;
         match start {
-            Start::Gone => Owner::Exited,
-            Start::At(t) if t > established => Owner::Exited,
-            Start::At(_) | Start::Unknown => Owner::Holds,
+            Start::Gone => OwnerState::Exited,
+            Start::At(t) if t > established => OwnerState::Exited,
+            Start::At(_) | Start::Unknown => OwnerState::Holds,
         }
     }
 }
@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn alive_exited_reused_and_orphaned() {
-        let mut owners = Owners::new();
+        let mut owners = OwnerChecks::new();
         assert!(
             owners.procfs,
             "the unit tests run in the initial pid namespace"
@@ -150,21 +150,21 @@ mod tests {
             established: crate::kernel::clock::now(),
             ..Record::default()
         };
-        assert_eq!(owners.of(&me, None), Owner::Holds, "this process");
+        assert_eq!(owners.of(&me, None), OwnerState::Holds, "this process");
         let before_me = Record {
             established: crate::judge::Mono::from_nanos(1),
             ..me
         };
         assert_eq!(
             owners.of(&before_me, None),
-            Owner::Exited,
+            OwnerState::Exited,
             "started after its socket: a reused pid"
         );
         let gone = Record {
             owner_pid: u32::MAX - 1,
             ..me
         };
-        assert_eq!(owners.of(&gone, None), Owner::Exited);
+        assert_eq!(owners.of(&gone, None), OwnerState::Exited);
         let orphan = DiagSock {
             local: "198.51.100.2:40000".parse().unwrap(),
             peer: "203.0.113.7:6443".parse().unwrap(),
@@ -176,8 +176,8 @@ mod tests {
             cgroup_id: None,
             info: None,
         };
-        assert_eq!(owners.of(&me, Some(&orphan)), Owner::Nobody);
+        assert_eq!(owners.of(&me, Some(&orphan)), OwnerState::Nobody);
         let held = DiagSock { inode: 9, ..orphan };
-        assert_eq!(owners.of(&me, Some(&held)), Owner::Holds);
+        assert_eq!(owners.of(&me, Some(&held)), OwnerState::Holds);
     }
 }

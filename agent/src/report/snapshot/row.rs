@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use lifeline_common::features::ITER_CALLBACKS;
 
-use super::{Owner, Row, Source, WatchedBy};
+use super::{OwnerState, StatusRow, WatchSource, WatchedBy};
 use crate::{
     endpoint::Standing,
     judge::{Adoption, Cookie, LinearTimeouts, Mono, Origin, Record, Verdict},
@@ -19,7 +19,7 @@ use crate::{
 pub(crate) struct Extra<'a> {
     pub verdict: Option<Verdict>,
     pub kernel: Option<&'a DiagSock>,
-    pub owner: Owner,
+    pub owner: OwnerState,
     pub keepalive: &'a str,
     pub endpoint: Option<(&'a str, Standing)>,
     /// With `endpoint`: whether the socket is that endpoint's connection (the recorded fact)
@@ -31,7 +31,7 @@ pub(crate) struct Extra<'a> {
 pub(crate) const CLOSING: &str = "closing";
 
 #[must_use]
-pub(crate) fn row<'a>(cookie: Cookie, r: &'a Record, x: &Extra<'a>, now: Mono) -> Row<'a> {
+pub(crate) fn row<'a>(cookie: Cookie, r: &'a Record, x: &Extra<'a>, now: Mono) -> StatusRow<'a> {
     let info = x.kernel.and_then(|k| k.info.as_ref());
     // The kernel's word on the record's trouble episode: still on while data is outstanding
     // and an RTO fired since the last ACK progress (`tcp_ack()` zeroes `icsk_retransmits`
@@ -49,7 +49,7 @@ pub(crate) fn row<'a>(cookie: Cookie, r: &'a Record, x: &Extra<'a>, now: Mono) -
         (Some(false), _) => None,
         _ => r.trouble.map(|t| now.ms_since(t)),
     };
-    Row {
+    StatusRow {
         cookie: cookie.0,
         local: r.local,
         peer: r.peer,
@@ -92,8 +92,8 @@ pub(crate) fn row<'a>(cookie: Cookie, r: &'a Record, x: &Extra<'a>, now: Mono) -
         endpoint_member: x.endpoint.map(|e| e.1),
         endpoint_socket: x.endpoint.and(x.endpoint_socket),
         source: match r.origin {
-            Origin::Adopted(_) => Source::Adopted,
-            Origin::SockOps => Source::SockOps,
+            Origin::Adopted(_) => WatchSource::Adopted,
+            Origin::SockOps => WatchSource::SockOps,
         },
         polled: match r.origin {
             Origin::Adopted(a) if !a.armed() => Some(Cow::Owned(polled_why(a))),

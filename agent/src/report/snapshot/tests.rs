@@ -38,7 +38,7 @@ fn a_row_reads_back_as_the_status_client_expects() {
     let x = Extra {
         verdict: Some(Verdict::Idle),
         kernel: None,
-        owner: Owner::Holds,
+        owner: OwnerState::Holds,
         keepalive: "2s,1s,20",
         endpoint: Some(("api:6443", Standing::InSet)),
         endpoint_socket: Some(true),
@@ -51,7 +51,7 @@ fn a_row_reads_back_as_the_status_client_expects() {
         Mono::from_nanos(5_000_000_000),
     )
     .write_json(&mut json);
-    let back: Row<'static> = serde_json::from_slice(&json).unwrap();
+    let back: StatusRow<'static> = serde_json::from_slice(&json).unwrap();
     assert_eq!(
         (back.local.to_string(), back.peer.to_string()),
         (
@@ -68,6 +68,6 @@ fn a_row_reads_back_as_the_status_client_expects() {
     assert_eq!(back.endpoint_member, Some(Standing::InSet));
     assert_eq!(back.endpoint_socket, Some(true));
     assert!(back.watched_by.names().eq(["cgroup", "endpoint"]));
-    assert_eq!((back.source, back.polled), (Source::SockOps, None));
-    assert_eq!(back.owner_state, Owner::Holds);
+    assert_eq!((back.source, back.polled), (WatchSource::SockOps, None));
+    assert_eq!(back.owner_state, OwnerState::Holds);
 }

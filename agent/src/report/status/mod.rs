@@ -12,7 +12,7 @@ pub(crate) use client::{fetch, fetch_within, print_json};
 use serde::{Deserialize, Serialize};
 pub(crate) use table::render;
 
-use crate::report::snapshot::Row;
+use crate::report::snapshot::StatusRow;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Snapshot {
@@ -69,5 +69,5 @@ pub(crate) struct Snapshot {
     /// daemon publishes after every sweep (whose rows are written by hand, `daemon/table.rs`).
     /// The client's rows own their texts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sockets: Vec<Row<'static>>,
+    pub sockets: Vec<StatusRow<'static>>,
 }

@@ -25,7 +25,7 @@ pub(crate) fn prepare(path: &Path) -> Result<()> {
 /// # Errors
 /// As `prepare`, or when the stale socket cannot be removed.
 pub(crate) fn clear(path: &Path) -> Result<()> {
-    if state(path)? == State::Stale {
+    if state(path)? == PathState::Stale {
         std::fs::remove_file(path)
             .with_context(|| format!("cannot remove the stale status socket {}", path.display()))?;
         tracing::info!(
@@ -38,17 +38,17 @@ pub(crate) fn clear(path: &Path) -> Result<()> {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum State {
+enum PathState {
     Free,
     /// A socket nobody listens on.
     Stale,
 }
 
-fn state(path: &Path) -> Result<State> {
+fn state(path: &Path) -> Result<PathState> {
     let shown = path.display();
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(State::Free),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(PathState::Free),
         Err(e) => {
             return Err(e).with_context(|| format!("--status-socket {shown}: cannot inspect it"));
         }
@@ -65,8 +65,8 @@ fn state(path: &Path) -> Result<State> {
             "--status-socket {shown} is in use: another process serves on it (another lifeline agent, in another network namespace?)"
         ),
         Err(e) => match e.raw_os_error() {
-            Some(libc::ECONNREFUSED) => Ok(State::Stale),
-            Some(libc::ENOENT) => Ok(State::Free),
+            Some(libc::ECONNREFUSED) => Ok(PathState::Stale),
+            Some(libc::ENOENT) => Ok(PathState::Free),
             Some(libc::EAGAIN) => bail!(
                 "--status-socket {shown} is in use: another process listens on it (and does not keep up)"
             ),
@@ -109,13 +109,13 @@ mod tests {
             std::env::temp_dir().join(format!("lifeline-status-socket-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let sock = dir.join("s.sock");
-        assert_eq!(state(&sock).unwrap(), State::Free);
+        assert_eq!(state(&sock).unwrap(), PathState::Free);
 
         let live = UnixListener::bind(&sock).unwrap();
         let err = format!("{:#}", prepare(&sock).unwrap_err());
         assert!(err.contains("is in use"), "{err}");
         drop(live); // a socket file nobody listens on any more: what SIGKILL leaves
-        assert_eq!(state(&sock).unwrap(), State::Stale);
+        assert_eq!(state(&sock).unwrap(), PathState::Stale);
         clear(&sock).unwrap();
         assert!(!sock.exists());
 

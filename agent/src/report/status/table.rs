@@ -4,7 +4,7 @@
 use super::Snapshot;
 use crate::{
     endpoint::Standing,
-    report::snapshot::{Owner, Row},
+    report::snapshot::{OwnerState, StatusRow},
 };
 
 /// The table `lifeline status` prints.
@@ -117,7 +117,7 @@ pub(crate) fn render(s: &Snapshot) -> String {
 
 /// The IN-SET column: where the endpoint's own socket's peer stands, or `outside` for a
 /// socket on an endpoint's port that is not its connection.
-fn endpoint_column<'a>(k: &'a Row<'_>) -> &'a str {
+fn endpoint_column<'a>(k: &'a StatusRow<'_>) -> &'a str {
     if k.endpoint_socket == Some(false) {
         "outside"
     } else {
@@ -162,10 +162,10 @@ fn outside_notes(s: &Snapshot, out: &mut String) {
 
 /// One socket's line of the table. OWNER says `no owner` once no process holds the socket,
 /// and `COMM/PID exited` when the recorded owner is gone and another process holds it.
-fn socket_line(out: &mut String, k: &Row<'_>) {
+fn socket_line(out: &mut String, k: &StatusRow<'_>) {
     use std::fmt::Write as _;
     let owner = match (&k.owner_comm, k.owner_pid, k.owner_state.label()) {
-        (_, _, Some(nobody)) if k.owner_state == Owner::Nobody => nobody.to_owned(),
+        (_, _, Some(nobody)) if k.owner_state == OwnerState::Nobody => nobody.to_owned(),
         (Some(c), Some(p), Some(state)) => format!("{c}/{p} {state}"),
         (Some(c), Some(p), None) => format!("{c}/{p}"),
         _ => "-".to_owned(),
