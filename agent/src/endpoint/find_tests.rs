@@ -189,5 +189,9 @@ async fn a_dead_finding_stands_while_a_later_episode_probes_again() {
     // Its tries are out (the other address accepted again): the first finding still speaks.
     assert_eq!(prober.finding(PEER), Some(PeerProbe::Dead(first)));
     assert_eq!(prober.dead(PEER), Some(first));
-    assert_eq!(prober.take_path_works().len(), 2, "both probes saw the path work");
+    assert_eq!(
+        prober.take_path_works().len(),
+        2,
+        "both probes saw the path work"
+    );
 }
