@@ -127,6 +127,8 @@ pub(super) struct Host {
     pub adopt: BTreeSet<Cookie>,
     /// Every `SOCK_DESTROY`, in order.
     pub destroyed: Vec<Cookie>,
+    /// The peers each sweep handed to the fast probes' device lookup, in order.
+    pub fast_peers: Vec<Vec<std::net::IpAddr>>,
 }
 
 /// The kernel and the clock of one test: clones share the host.

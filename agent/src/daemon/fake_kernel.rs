@@ -158,7 +158,9 @@ impl Kernel for Fake {
         None
     }
 
-    fn fast_devices(&mut self, _peers: Vec<std::net::IpAddr>) {}
+    fn fast_devices(&mut self, peers: Vec<std::net::IpAddr>) {
+        self.host().fast_peers.push(peers);
+    }
 
     fn fast_status(&self) -> FastStatus {
         FastStatus::default()

@@ -7,6 +7,7 @@ pub mod endpoint_scenario;
 pub mod idle_lab;
 pub mod news_lab;
 pub mod proxy_lab;
+pub mod proxy_late;
 pub mod scenario;
 pub mod setup;
 pub mod tc_check;

@@ -24,7 +24,7 @@ pub struct ProxyLab {
     pub kubelet: Option<FakeKubelet>,
     pub client: Option<Client>,
     pub proxy: NodeProxy,
-    hosts: TempDir,
+    pub(crate) hosts: TempDir,
     pub api: ApiLab,
 }
 

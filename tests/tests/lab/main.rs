@@ -4,6 +4,7 @@
 //! `cargo test -p lifeline-tests --test lab -- blackhole::`. The fixtures, scenarios and
 //! checks the modules share are the `lifeline_tests` library (`tests/src/`).
 
+mod adopted_fast;
 mod bad_input;
 mod blackhole;
 mod blip;
@@ -43,6 +44,7 @@ mod packaging;
 mod peer_restart;
 mod preexisting;
 mod prometheus_alerts;
+mod proxy_after_agent;
 mod proxy_blackhole;
 mod proxy_discovery;
 mod proxy_follow;
