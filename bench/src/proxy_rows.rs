@@ -4,10 +4,10 @@
 //! breaks on such nodes: every upstream flow of the proxy is dropped, new connections still
 //! work. The agent runs at its defaults, as on such a node (`proxy_lab::node_agent`).
 
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 
 use anyhow::{Result, ensure};
-use lifeline_tests::fixtures::proxy::{NodeProxy, PROXY_LISTEN};
+use lifeline_tests::fixtures::proxy::{NodeProxy, PROXY_LISTEN, v4_locals_to};
 use lifeline_tests::scenarios::proxy_lab::{hosts_args, loopback_hosts, node_agent, upstreams};
 use lifeline_tests::{Agent, ApiLab, FakeKubelet, TempDir, mono_ms};
 
@@ -64,14 +64,7 @@ impl Proxy {
         );
         let now = mono_ms();
         for server in upstreams() {
-            let mine: Vec<SocketAddrV4> = flows
-                .iter()
-                .filter(|f| f.peer == server)
-                .filter_map(|f| match f.local {
-                    SocketAddr::V4(l) => Some(l),
-                    SocketAddr::V6(_) => None,
-                })
-                .collect();
+            let mine = v4_locals_to(&flows, server);
             if let (false, SocketAddr::V4(s)) = (mine.is_empty(), server) {
                 let _rules = lab.lab.blackhole_flows(*s.ip(), &mine)?; // stays until the lab goes
             }

@@ -61,14 +61,22 @@ pub(crate) fn trouble(
     if info.unacked > 0 && info.retransmits > 0 {
         return Some(Trouble::Retransmitting);
     }
-    let ka = if rec.keepalive.idle_s == 0 {
-        want
-    } else {
-        &rec.keepalive
-    };
+    let ka = in_force(rec, want);
     let due_ms = unanswered_after_ms(ka);
     (info.unacked == 0 && info.probes > 0 && ka.idle_s > 0 && info.last_ack_recv_ms >= due_ms)
         .then_some(Trouble::Unanswered)
+}
+
+/// The keepalive in force on the socket: what the probe armed, else the agent's wish.
+fn in_force<'a>(
+    rec: &'a Record,
+    want: &'a lifeline_common::Keepalive,
+) -> &'a lifeline_common::Keepalive {
+    if rec.keepalive.idle_s == 0 {
+        want
+    } else {
+        &rec.keepalive
+    }
 }
 
 /// Since the last ACK, when an idle socket's keepalive probe is overdue: IDLE plus half an
@@ -89,11 +97,7 @@ pub(crate) fn overdue_in(
     rec: &Record,
     want: &lifeline_common::Keepalive,
 ) -> Option<Duration> {
-    let ka = if rec.keepalive.idle_s == 0 {
-        want
-    } else {
-        &rec.keepalive
-    };
+    let ka = in_force(rec, want);
     let due_ms = unanswered_after_ms(ka);
     (info.unacked == 0 && ka.idle_s > 0 && info.last_ack_recv_ms < due_ms)
         .then(|| Duration::from_millis(u64::from(due_ms - info.last_ack_recv_ms)))

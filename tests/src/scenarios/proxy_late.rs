@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Result, ensure};
 
-use crate::fixtures::proxy::{NodeProxy, ProxyKind};
+use crate::fixtures::proxy::{NodeProxy, ProxyKind, v4_locals_to};
 use crate::fixtures::proxy_node::{hosts_args, loopback_hosts, node_agent, upstreams};
 use crate::infra::apilab::ApiLab;
 use crate::infra::nft::Fault;
@@ -72,14 +72,7 @@ impl ProxyLab {
         let mut all = Vec::new();
         for server in upstreams() {
             let SocketAddr::V4(s) = server else { continue };
-            let mine: Vec<SocketAddrV4> = flows
-                .iter()
-                .filter(|f| f.peer == server)
-                .filter_map(|f| match f.local {
-                    SocketAddr::V4(l) => Some(l),
-                    SocketAddr::V6(_) => None,
-                })
-                .collect();
+            let mine = v4_locals_to(&flows, server);
             if !mine.is_empty() {
                 faults.push(self.api.lab.blackhole_flows(*s.ip(), &mine)?);
                 all.extend(mine);
