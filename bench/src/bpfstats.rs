@@ -72,12 +72,22 @@ pub(crate) fn hooks(pid: u32) -> Result<BTreeMap<String, Vec<u32>>> {
             out.entry(kind.to_owned()).or_default().push(id);
         }
     }
-    let unanswered = [Hook::Unanswered, Hook::UnansweredTimer];
+    // Programs not on the cgroup root, known by name: the unanswered-probe hook (fentry or
+    // its tracepoint fallback) and the tc egress program (on the devices watched peers are
+    // routed through).
+    let by_name = [
+        (UNANSWERED, Hook::Unanswered),
+        (UNANSWERED, Hook::UnansweredTimer),
+        (TC, Hook::ProbeByte),
+    ];
     for id in ours {
         // The kernel keeps the first 15 bytes of a program's name (BPF_OBJ_NAME_LEN - 1).
         let kept = name(id)?;
-        if !kept.is_empty() && unanswered.iter().any(|h| h.program().starts_with(&kept)) {
-            out.entry(UNANSWERED.to_owned()).or_default().push(id);
+        if let Some((key, _)) = by_name
+            .iter()
+            .find(|(_, h)| !kept.is_empty() && h.program().starts_with(&kept))
+        {
+            out.entry((*key).to_owned()).or_default().push(id);
         }
     }
     Ok(out)
@@ -85,6 +95,8 @@ pub(crate) fn hooks(pid: u32) -> Result<BTreeMap<String, Vec<u32>>> {
 
 /// The key of the unanswered-probe hook in `hooks`.
 pub(crate) const UNANSWERED: &str = "unanswered";
+/// The key of the tc egress program (fast probes) in `hooks`.
+pub(crate) const TC: &str = "tc_egress";
 
 fn name(id: u32) -> Result<String> {
     Ok(show(id)?["name"].as_str().unwrap_or_default().to_owned())
@@ -101,8 +113,11 @@ fn show(id: u32) -> Result<Value> {
     serde_json::from_slice(&out.stdout).context("bpftool prog show")
 }
 
+/// The key of the neighbour's tc program (`costbpf::neighbour`) in `hooks`.
+pub(crate) const NEIGHBOUR: &str = "neighbour_tc";
+
 /// Ids of the programs `pid` holds open (`prog_id:` in each fd's fdinfo).
-fn prog_ids(pid: u32) -> Vec<u32> {
+pub(crate) fn prog_ids(pid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
         return Vec::new();
     };

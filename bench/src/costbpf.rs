@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Result;
+use lifeline_common::features;
+use lifeline_tests::fixtures::tc_neighbour::{Neighbour, Place, Verdict};
 use serde_json::Value;
 
 use crate::bpfstats::{self, Runs, StatsOn};
@@ -15,6 +17,8 @@ use crate::socklab::{CHURN, SockLab, bench_exe};
 
 pub(crate) struct Flow {
     pub what: String,
+    /// From the watched cgroup (or to its idle connections); false: the node's other traffic.
+    pub watched: bool,
     /// GB received, for a bulk flow; connects made, for churn.
     pub gb: Option<f64>,
     pub connects: Option<u64>,
@@ -32,11 +36,19 @@ pub(crate) fn run(quick: bool) -> Result<BpfCost> {
     let mut l = SockLab::new()?;
     let _server = l.iperf_server()?;
     let (agent, _) = l.agent(&[])?;
-    std::thread::sleep(Duration::from_secs(2));
-    let hooks = bpfstats::hooks(agent.proc.pid())?;
+    // One watched connection, so the tc program is on the client's device (where the flows
+    // below leave) before anything is counted: a node whose kubelet is connected.
+    l.hold(1, true)?;
+    tc_attached(&agent)?;
+    let mut hooks = bpfstats::hooks(agent.proc.pid())?;
     anyhow::ensure!(
         !hooks.is_empty(),
         "none of the agent's programs is attached"
+    );
+    let neighbour = neighbour(&l)?;
+    hooks.insert(
+        bpfstats::NEIGHBOUR.to_owned(),
+        bpfstats::prog_ids(neighbour.pid()),
     );
     let _on = StatsOn::new()?;
     let mut flows = Vec::new();
@@ -50,6 +62,7 @@ pub(crate) fn run(quick: bool) -> Result<BpfCost> {
         let gb = round.gbit_s * secs as f64 / 8.0;
         flows.push(Flow {
             what: format!("{} bulk flow (iperf3 {secs} s)", kind(watched)),
+            watched,
             gb: Some(gb),
             connects: None,
             runs,
@@ -59,6 +72,7 @@ pub(crate) fn run(quick: bool) -> Result<BpfCost> {
         let (runs, n) = bpfstats::during(&hooks, || churn(&l, secs, watched))?;
         flows.push(Flow {
             what: format!("1,000 connects/s, {}", kind(watched)),
+            watched,
             gb: None,
             connects: Some(n),
             runs,
@@ -76,6 +90,7 @@ pub(crate) fn run(quick: bool) -> Result<BpfCost> {
     })?;
     flows.push(Flow {
         what: format!("{IDLE} idle watched connections ({idle_secs} s)"),
+        watched: true,
         gb: None,
         connects: None,
         runs,
@@ -87,6 +102,38 @@ pub(crate) fn run(quick: bool) -> Result<BpfCost> {
 }
 
 const IDLE: usize = 1_000;
+
+/// A TCP port nothing here uses: the neighbour's drop rule must not touch the flows.
+const NEIGHBOUR_DROP_PORT: u16 = 7771;
+
+/// The lab's stand-in for a CNI's program (tests/bpf/neighbour.c: a count of each packet and
+/// a look at its TCP port), after lifeline's on the same device, passing packets on: what a
+/// minimal tc program costs on the same packets, `bpf_stats`' own clock reads included, to
+/// read lifeline's ns per packet against.
+fn neighbour(l: &SockLab) -> Result<Neighbour> {
+    let place = if lifeline_tests::infra::kernel::has(&features::TCX) {
+        Place::Tcx { first: false }
+    } else {
+        Place::Clsact {
+            priority: 7,
+            handle: 1,
+        }
+    };
+    Neighbour::attach(&l.lab.client, place, Verdict::Next, NEIGHBOUR_DROP_PORT)
+}
+
+/// Waits until the agent's status shows its tc program on the client's `eth0`.
+fn tc_attached(agent: &lifeline_tests::Agent) -> Result<()> {
+    lifeline_tests::infra::util::wait_until(
+        "the tc program on eth0",
+        Duration::from_secs(20),
+        Duration::from_millis(200),
+        || {
+            let f = lifeline_tests::assertions::tc_chain::fast(agent)?;
+            Ok(f.devices.iter().any(|d| d.device == "eth0").then_some(()))
+        },
+    )
+}
 
 fn kind(watched: bool) -> &'static str {
     if watched { "watched" } else { "unwatched" }

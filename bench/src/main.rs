@@ -32,7 +32,9 @@ mod report_blip;
 mod report_bpf;
 mod report_cost;
 mod report_more;
+mod report_usual;
 mod scale;
+mod scale_why;
 mod script;
 mod sections;
 mod soak;
@@ -44,6 +46,7 @@ mod stats;
 mod targets;
 mod trial;
 mod unit_rows;
+mod usual;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -83,6 +86,10 @@ pub struct Args {
     /// Only the scale part, likewise.
     #[arg(long, conflicts_with_all = ["scenario", "matrix_only"])]
     pub scale: bool,
+    /// Only the cost part's usual load (tens of watched sockets at 5 % loss): printed, nothing
+    /// written (for looking into the agent's CPU there).
+    #[arg(long, conflicts_with_all = ["scenario", "matrix_only", "cost", "scale"])]
+    pub usual: bool,
     /// Where to write BENCHMARKS.md and the chart (default docs/; target/bench/ with --quick
     /// or --scenario).
     #[arg(long)]
@@ -136,6 +143,13 @@ fn bench(args: &Args) -> anyhow::Result<()> {
     if args.cost || args.scale {
         return parts::cost_and_scale(args);
     }
+    if args.usual {
+        let u = usual::run(args.quick)?;
+        let mut s = String::new();
+        report_usual::usual(&mut s, &u)?;
+        print!("{s}");
+        return Ok(());
+    }
     let start = Instant::now();
     // The quick run's cap is shorter: it only has to show the shape, in under 10 minutes.
     let cap = Duration::from_secs(if args.quick { 60 } else { 120 });
@@ -154,8 +168,8 @@ fn bench(args: &Args) -> anyhow::Result<()> {
     pool::check_interrupted()?; // Ctrl-C: stop here, and write no half document
     // A failing part is reported in the document; it never throws the matrix away.
     let mut failures = Vec::new();
-    let (cost, bpf, scale) = if args.matrix_only || plan.is_subset() {
-        (None, None, None)
+    let (cost, bpf, usual, scale) = if args.matrix_only || plan.is_subset() {
+        (None, None, None, None)
     } else {
         let cost = cost::run(args.quick)
             .map_err(|e| failures.push(format!("cost: {e:#}")))
@@ -163,7 +177,10 @@ fn bench(args: &Args) -> anyhow::Result<()> {
         let bpf = costbpf::run(args.quick)
             .map_err(|e| failures.push(format!("cost per hook: {e:#}")))
             .ok();
-        (cost, bpf, Some(scale::run()))
+        let usual = usual::run(args.quick)
+            .map_err(|e| failures.push(format!("usual load: {e:#}")))
+            .ok();
+        (cost, bpf, usual, Some(scale::run()))
     };
     let out = args.out.clone().unwrap_or_else(|| {
         let ws = lifeline_tests::infra::paths::workspace();
@@ -183,6 +200,7 @@ fn bench(args: &Args) -> anyhow::Result<()> {
         failures,
         cost: cost.as_ref(),
         bpf: bpf.as_ref(),
+        usual: usual.as_ref(),
         scale: scale.as_ref(),
         elapsed: start.elapsed(),
         command: std::env::var("LAB_BENCH_COMMAND").unwrap_or_else(|_| "cargo xtask bench".into()),

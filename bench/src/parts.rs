@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::{Args, cost, costbpf, pool, report, scale, sections, soak, soak_report};
+use crate::{Args, cost, costbpf, pool, report, scale, sections, soak, soak_report, usual};
 
 fn docs() -> std::path::PathBuf {
     lifeline_tests::infra::paths::workspace().join("docs")
@@ -45,7 +45,9 @@ pub(crate) fn cost_and_scale(args: &Args) -> Result<()> {
         let cost = cost::run(args.quick)?;
         pool::check_interrupted()?;
         let bpf = costbpf::run(args.quick)?;
-        let body = report::cost_section(Some(&cost), Some(&bpf))?;
+        pool::check_interrupted()?;
+        let usual = usual::run(args.quick)?;
+        let body = report::cost_section(Some(&cost), Some(&bpf), Some(&usual))?;
         sections::replace(&path, "cost", &body)?;
         print!("{body}");
     }

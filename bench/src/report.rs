@@ -25,6 +25,7 @@ pub(crate) struct Doc<'a> {
     pub failures: Vec<String>,
     pub cost: Option<&'a Cost>,
     pub bpf: Option<&'a crate::costbpf::BpfCost>,
+    pub usual: Option<&'a crate::usual::Usual>,
     pub scale: Option<&'a Scale>,
     pub elapsed: Duration,
     pub command: String,
@@ -56,7 +57,7 @@ pub(crate) fn write(path: &Path, d: &Doc) -> Result<()> {
         writeln!(s, "**Failed**: {}\n", f.replace('\n', " "))?;
     }
     if d.cost.is_some() || d.bpf.is_some() {
-        let body = cost_section(d.cost, d.bpf)?;
+        let body = cost_section(d.cost, d.bpf, d.usual)?;
         writeln!(
             s,
             "<!-- part:cost -->\n{}\n<!-- end:cost -->\n",
@@ -210,6 +211,7 @@ fn detection(s: &mut String, d: &Doc) -> Result<()> {
 pub(crate) fn cost_section(
     cost: Option<&Cost>,
     bpf: Option<&crate::costbpf::BpfCost>,
+    usual: Option<&crate::usual::Usual>,
 ) -> Result<String> {
     let mut s = String::new();
     if let Some(c) = cost {
@@ -220,6 +222,9 @@ pub(crate) fn cost_section(
     if let Some(b) = bpf {
         crate::report_bpf::bpf(&mut s, b)?;
         crate::report_more::target_rows(&mut s, &crate::report_bpf::targets(b))?;
+    }
+    if let Some(u) = usual {
+        crate::report_usual::usual(&mut s, u)?;
     }
     Ok(s)
 }

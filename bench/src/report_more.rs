@@ -41,17 +41,21 @@ pub(crate) fn scale(s: &mut String, sc: &Scale) -> Result<()> {
         connections were open (past the keepalive time and the silent timeout, so every idle \
         socket is being probed, and including one whole read of the map, which the agent does \
         every 60 s); CPU per sweep is that per second (one sweep a second, `--sweep-interval \
-        1s`). `lifeline status --json`: the median of three requests, the command's wall time.\n"
+        1s`). `lifeline status --json`: the median of three requests, the command's wall time. \
+        Over the same window: the probe's unanswered-probe news and fast pokes (the agent's \
+        metrics), and the packets the host dropped at its per-CPU input queue \
+        (`/proc/net/softnet_stat`; every probe and answer between the lab's namespaces passes \
+        it, and one dropped there is a probe unanswered).\n"
     )?;
     writeln!(
         s,
-        "| watched | flags | listed by status | ready | CPU (% of one core) | CPU per sweep | RSS | eBPF maps | `lifeline status --json` |"
+        "| watched | flags | listed by status | ready | CPU (% of one core) | CPU per sweep | RSS | eBPF maps | `lifeline status --json` | unanswered-probe news /s | fast pokes /s | input-queue drops /s |"
     )?;
-    writeln!(s, "|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
     for p in &sc.points {
         writeln!(
             s,
-            "| {} | {} | {} | {:.2} s | {:.2} % | {:.1} ms | {:.1} MiB | {:.1} MiB | {} ms |",
+            "| {} | {} | {} | {:.2} s | {:.2} % | {:.1} ms | {:.1} MiB | {:.1} MiB | {} ms | {:.0} | {:.0} | {:.0} |",
             p.sockets,
             if p.keepalive.is_empty() {
                 "defaults"
@@ -64,7 +68,10 @@ pub(crate) fn scale(s: &mut String, sc: &Scale) -> Result<()> {
             p.cpu_ms_per_sweep,
             p.rss_kib as f64 / 1024.0,
             p.maps_kib as f64 / 1024.0,
-            p.status_ms
+            p.status_ms,
+            p.why.unanswered,
+            p.why.pokes,
+            p.why.drops
         )?;
     }
     for e in &sc.failures {

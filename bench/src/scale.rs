@@ -22,6 +22,8 @@ pub(crate) struct Point {
     pub rss_kib: u64,
     pub maps_kib: u64,
     pub status_ms: u128,
+    /// What happened over the CPU window (`scale_why`).
+    pub why: crate::scale_why::Rates,
 }
 
 pub(crate) struct Full {
@@ -75,7 +77,12 @@ fn point(n: usize, keepalive: &'static str, window: Duration) -> Result<Point> {
     println!("scale: {n} watched connections {keepalive}");
     let mut l = SockLab::new()?;
     let max = n.to_string();
-    let mut args = vec!["--max-sockets", &max];
+    let mut args = vec![
+        "--max-sockets",
+        &max,
+        "--metrics-addr",
+        crate::scale_why::METRICS,
+    ];
     args.extend(keepalive.split_whitespace());
     let (agent, ready) = l.agent(&args)?;
     l.hold(n, true)?;
@@ -92,16 +99,19 @@ fn point(n: usize, keepalive: &'static str, window: Duration) -> Result<Point> {
     }
     times.sort_unstable();
     let status_ms = times[1];
-    // The agent's own share, when it logs it (`LIFELINE_LOG=info,lifeline::status_server=debug`).
+    // The agent's own share, when it logs it (`LIFELINE_LOG=info,lifeline::report::status=debug,
+    // lifeline::daemon::table=debug`): the whole answer, and the kernel's view in it.
     for l in agent.proc.stderr_text().lines() {
-        if l.contains("status answered") {
+        if l.contains("status answered") || l.contains("the kernel's view read") {
             println!("scale: {n}: agent: {l}");
         }
     }
     let v: serde_json::Value = serde_json::from_str(&text)?;
     let watched_seen = v["sockets"].as_array().map_or(0, Vec::len);
     let pid = agent.proc.pid();
+    let before = crate::scale_why::Counters::read(&l.lab)?;
     let (cpu_pct, rss_kib) = sample(pid, window)?;
+    let why = before.to(&crate::scale_why::Counters::read(&l.lab)?);
     let p = Point {
         sockets: n,
         keepalive,
@@ -113,10 +123,11 @@ fn point(n: usize, keepalive: &'static str, window: Duration) -> Result<Point> {
         rss_kib,
         maps_kib: bpf_maps_kib(pid),
         status_ms,
+        why,
     };
     println!(
-        "scale: {n}: status lists {watched_seen}, {:.1} ms CPU per sweep, RSS {} KiB, maps {} KiB",
-        p.cpu_ms_per_sweep, p.rss_kib, p.maps_kib
+        "scale: {n}: status lists {watched_seen}, {:.1} ms CPU per sweep, RSS {} KiB, maps {} KiB; per s: {:.0} unanswered-probe news, {:.0} fast pokes, {:.0} packets dropped at the input queue",
+        p.cpu_ms_per_sweep, p.rss_kib, p.maps_kib, why.unanswered, why.pokes, why.drops
     );
     Ok(p)
 }

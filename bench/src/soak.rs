@@ -17,7 +17,7 @@ use crate::soak_plan::{Phase, phases};
 
 pub(crate) const IDLE: usize = 100;
 pub(crate) const BUSY: usize = 50;
-const SERVER: &str = "198.51.100.2:6443";
+pub(crate) const SERVER: &str = "198.51.100.2:6443";
 
 /// What one phase measured.
 pub(crate) struct PhaseRun {
@@ -62,19 +62,7 @@ pub(crate) fn run(minutes: u64) -> Result<Soak> {
     };
     let mut agent = Agent::start_with(&lab, &cgroup, &args)?;
     agent.wait_ready(Duration::from_mins(1))?;
-    let mut clients = Vec::new();
-    for i in 0..IDLE + BUSY {
-        let mut a = vec!["--peer", SERVER, "--lifetime", &life];
-        if i < IDLE {
-            // A watch stream quiet for the whole soak: no read timeout of its own.
-            a.extend(["--io-timeout", "120m"]);
-            a.extend(["--keepalive", "30,30,9", "--keepalive-after-connect"]);
-            a.extend(["watch", "--every", "3600", "--redial"]);
-        } else {
-            a.extend(["heartbeat", "--interval", "1s", "--redial"]);
-        }
-        clients.push(Client::start(&lab, Some(&cgroup), &a)?);
-    }
+    let clients = start_clients(&lab, &cgroup, (IDLE, BUSY), &life)?;
     let secs = (minutes * 60 + 60).to_string();
     let iperf = [
         "-c",
@@ -92,13 +80,7 @@ pub(crate) fn run(minutes: u64) -> Result<Soak> {
         "iperf3",
         cgroup.command_in_netns(lab.client.name(), "iperf3", &iperf),
     )?;
-    let watched = IDLE + BUSY + 2;
-    wait_until(
-        "every connection watched",
-        Duration::from_mins(1),
-        Duration::from_millis(500),
-        || Ok((agent.status()?.sockets.len() >= watched).then_some(())),
-    )?;
+    all_watched(&agent, IDLE + BUSY + 2)?;
     let (start_ms, mut runs, mut bulk_end) = (mono_ms(), Vec::new(), None);
     for phase in phases(minutes) {
         runs.push(run_phase(
@@ -126,6 +108,46 @@ pub(crate) fn run(minutes: u64) -> Result<Soak> {
         deaths,
         bulk_end,
     })
+}
+
+/// `idle` Go-like watches (keepalive 30,30,9 set after connect, quiet for `life`: no read
+/// timeout of their own) and `busy` heartbeat connections (a request a second) to the lab's
+/// API server from `cgroup`, each re-dialling after an error.
+///
+/// # Errors
+/// When a client cannot start.
+pub(crate) fn start_clients(
+    lab: &Lab,
+    cgroup: &Cgroup,
+    (idle, busy): (usize, usize),
+    life: &str,
+) -> Result<Vec<Client>> {
+    let mut clients = Vec::new();
+    for i in 0..idle + busy {
+        let mut a = vec!["--peer", SERVER, "--lifetime", life];
+        if i < idle {
+            a.extend(["--io-timeout", "120m"]);
+            a.extend(["--keepalive", "30,30,9", "--keepalive-after-connect"]);
+            a.extend(["watch", "--every", "3600", "--redial"]);
+        } else {
+            a.extend(["heartbeat", "--interval", "1s", "--redial"]);
+        }
+        clients.push(Client::start(lab, Some(cgroup), &a)?);
+    }
+    Ok(clients)
+}
+
+/// Waits until `lifeline status` lists at least `n` sockets.
+///
+/// # Errors
+/// When it does not within a minute.
+pub(crate) fn all_watched(agent: &Agent, n: usize) -> Result<()> {
+    wait_until(
+        "every connection watched",
+        Duration::from_mins(1),
+        Duration::from_millis(500),
+        || Ok((agent.status()?.sockets.len() >= n).then_some(())),
+    )
 }
 
 /// One phase, second by second: the loss rule in force, the pause, the bulk flow's fate.

@@ -53,6 +53,11 @@ pub(crate) struct EndpointCall {
     pub probe: Option<ProbeAsk>,
     /// `--on-orphan log`: report this orphan once (endpoint, how long absent).
     pub report_orphan: Option<(String, Duration)>,
+    /// Look at it again this soon, whatever the news: an idle socket of the endpoint whose
+    /// keepalive probe's answer will be overdue then (`early::overdue_in`).
+    pub look_in: Option<Duration>,
+    /// Its own round trip failed (`early::trouble`): re-resolve its endpoint now.
+    pub resolve: bool,
 }
 
 impl Settings {
@@ -80,7 +85,11 @@ impl Judge {
     ) -> EndpointCall {
         let settings = &self.settings;
         self.sockets.update(s.cookie, |st| {
-            endpoint_reason(settings, st, s, verdict, info, at)
+            let call = endpoint_reason(settings, st, s, verdict, info, at);
+            if let Some(d) = call.look_in {
+                self.idle.look_by(s.cookie, &mut st.idle_due, at + d);
+            }
+            call
         })
     }
 }
@@ -179,6 +188,15 @@ pub(crate) fn endpoint_reason(
         } else if let Some(overdue) = early::overdue_in(i, s.rec, &settings.want) {
             // Idle: looked at again when its probe's answer is overdue.
             call.wake = Some(call.wake.unwrap_or(FAR).min(overdue));
+        }
+    }
+    if let Some(i) = info {
+        call.resolve = early::trouble(i, s.rec, &settings.want).is_some();
+        if left.is_none() && !call.resolve {
+            // In the set: its probe's answer, when overdue, is the first sign that the
+            // endpoint moved, half an interval before the probe hook's news (it comes with
+            // the next probe). One look per keepalive cycle, for the endpoint's sockets only.
+            call.look_in = early::overdue_in(i, s.rec, &settings.want);
         }
     }
     let Membership::Orphaned { absent_for } = standing else {

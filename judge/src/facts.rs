@@ -22,13 +22,41 @@ impl Judge {
         }
     }
 
-    /// The kernel reports keepalive probes of `cookie` unanswered: look now.
-    pub fn unanswered(&mut self, cookie: Cookie, now: Mono) {
-        if self.idle.silent.is_some() {
+    /// The kernel reports `probes_out` keepalive probes of `cookie` unanswered. Returns
+    /// whether the socket is worth a look now (its record read, its `tcp_info` read).
+    ///
+    /// From the threshold on (`reported_from`) it is: the silent rule may hold. The first
+    /// unanswered probe is news too (the first sign of trouble), and on a healthy node it is
+    /// most often a probe or answer lost once, answered at the next probe: there the
+    /// kernel's word is the evidence, kept as what a look would have seen
+    /// (`SocketState::probes_seen`: a heartbeat written after it earns the run's refresh
+    /// look, `run.rs`), and no read is made. Past the threshold the kernel reports again.
+    /// `first_due`: the caller needs that first one read all the same (an endpoint's
+    /// socket, whose look asks the peer probe; a deferral due at it, `defer::due_from`).
+    pub fn unanswered(
+        &mut self,
+        cookie: Cookie,
+        probes_out: u32,
+        first_due: bool,
+        now: Mono,
+    ) -> bool {
+        let Some(silent) = self.idle.silent else {
+            return false;
+        };
+        if probes_out < reported_from(silent.probes) && !first_due {
+            // Made for a socket never looked at, as a look would (forgotten when it closes).
+            let probes = u8::try_from(probes_out).unwrap_or(u8::MAX);
             self.sockets.update(cookie, |st| {
-                self.idle.unanswered(cookie, &mut st.idle_due, now);
+                if st.probes_seen.is_none_or(|s| s.at <= now) {
+                    st.probes_seen = Some(super::run::ProbesSeen { probes, at: now });
+                }
             });
+            return false;
         }
+        self.sockets.update(cookie, |st| {
+            self.idle.look_by(cookie, &mut st.idle_due, now);
+        });
+        true
     }
 
     /// Whether a kill awaits a healthy connection to its endpoint: every socket then counts,
@@ -72,4 +100,13 @@ impl Judge {
             .and_then(|st| st.verdict)
             .unwrap_or_else(|| self.between(cookie, rec, now))
     }
+}
+
+/// Unanswered probes from which the probe reports each one as news (its `UNANSWERED_MIN`):
+/// two before the silent rule's count, so the agent looks while the rule is still ahead, and
+/// at least 1 (a probe with none unanswered before it is a healthy socket's routine one). The
+/// probe also reports the first unanswered one, whatever this is.
+#[must_use]
+pub fn reported_from(silent_probes: u8) -> u32 {
+    u32::from(silent_probes).saturating_sub(2).max(1)
 }

@@ -62,8 +62,9 @@ impl IdleWatch {
         self.next.set(cookie, slot, rec.last_ack + idle);
     }
 
-    /// The kernel reports keepalive probes of `cookie` unanswered: look now.
-    pub(crate) fn unanswered(&mut self, cookie: Cookie, slot: &mut Option<Mono>, now: Mono) {
+    /// A look at `cookie` by `now` at the latest: the kernel reports its keepalive probes
+    /// unanswered (look now), or an endpoint's socket's probe answer is overdue then.
+    pub(crate) fn look_by(&mut self, cookie: Cookie, slot: &mut Option<Mono>, now: Mono) {
         if self.silent.is_some() {
             self.next.set_earlier(cookie, slot, now);
         }

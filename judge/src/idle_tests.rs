@@ -96,7 +96,7 @@ fn with_news_only_unanswered_probes_schedule_a_look() {
         "idle for ever, no news"
     );
     assert_eq!(w.scheduled(), 0);
-    w.unanswered(ONE, &mut one, at(100 * S));
+    w.look_by(ONE, &mut one, at(100 * S));
     assert!(w.due(one, &armed(0), at(100 * S)));
     let probing = TcpInfo {
         probes: 1,

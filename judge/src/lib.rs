@@ -34,6 +34,7 @@ mod inputs;
 mod look;
 mod path;
 mod record;
+mod run;
 mod socket;
 mod stall;
 mod stall_rule;
@@ -50,6 +51,7 @@ pub use early::Trouble;
 pub use endpoint::Seed;
 pub use escalate::{Escalation, RestartRequest};
 pub use evidence::{DeadPeer, Evidence, PeerProbe, ProbeAsk, SLACK, life};
+pub use facts::reported_from;
 pub use gate::{Action, Kill, Outcome, Reason};
 pub use inputs::{ActionMode, Membership, Read, Seen, Socket, TcpInfo};
 pub use path::{FRESH_PROBES, FRESH_RTOS};
@@ -211,5 +213,7 @@ mod tests_jitter;
 mod tests_looks;
 #[cfg(test)]
 mod tests_members;
+#[cfg(test)]
+mod tests_run;
 #[cfg(test)]
 mod tests_surface;

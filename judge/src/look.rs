@@ -5,7 +5,7 @@
 //! is possible again (`stall.rs`).
 
 use super::{
-    Cookie, Judge, Membership, Mono, Read, Socket, TcpInfo, life,
+    Cookie, Judge, Membership, Mono, Read, Socket, TcpInfo, life, run,
     verdict::{self, Verdict},
 };
 
@@ -15,6 +15,9 @@ struct Nomination {
     between: Verdict,
     /// The record says stalled and no earlier look holds.
     stall: bool,
+    /// The record's RTOs continue a run of keepalive probes the last look saw unanswered,
+    /// long enough for the silent rule's count (`run.rs`).
+    run: bool,
     /// Idle (or healthy) long enough to be due a keepalive look.
     idle: bool,
 }
@@ -28,9 +31,11 @@ impl Judge {
             .rec
             .trouble
             .is_some_and(|t| st.and_then(|st| st.held(t, now)).is_some());
+        let run = st.is_some_and(|st| run::nominates(s.rec, st.probes_seen, self.idle.silent));
         Nomination {
             between,
             stall: !held && from_record == Verdict::Stalled,
+            run: !held && run,
             idle: !s.polled
                 && matches!(between, Verdict::Idle | Verdict::Healthy)
                 && self.idle.due(st.and_then(|st| st.idle_due), s.rec, now),
@@ -44,12 +49,24 @@ impl Judge {
         let n = self.nominate(s, at);
         s.polled
             || n.stall
+            || n.run
             || n.idle
             || s.member.is_some()
                 && s.dead_peer()
                     .is_some_and(|d| at >= d.found + self.settings.dead_peer_delay(s.cookie))
             || self.migration_due(s, at)
             || self.settings.migrate && left(s)
+            || self.unscheduled_member(s)
+    }
+
+    /// An endpoint's socket in the set with no look scheduled: read once, and its looks
+    /// follow its keepalive cycle from then on (`EndpointCall::look_in`).
+    fn unscheduled_member(&self, s: &Socket<'_>) -> bool {
+        matches!(s.member, Some((_, Membership::InSet)))
+            && self
+                .sockets
+                .get(s.cookie)
+                .is_none_or(|st| st.idle_due.is_none())
     }
 
     fn migration_due(&mut self, s: &Socket<'_>, at: Mono) -> bool {
@@ -81,7 +98,13 @@ impl Judge {
         };
         // The look's memory: made here, as the look's verdict is kept (`Tally::set`).
         let v = self.sockets.update(s.cookie, |st| {
-            if !(s.polled || n.idle || n.stall) {
+            if let Some(i) = &info {
+                st.probes_seen = Some(run::ProbesSeen {
+                    probes: i.probes,
+                    at,
+                });
+            }
+            if !(s.polled || n.idle || n.stall || n.run) {
                 if let Some(i) = &info {
                     self.idle.looked(s.cookie, &mut st.idle_due, i, at);
                 }
@@ -94,12 +117,14 @@ impl Judge {
             let kernel = self.path.fresh(&mut st.base, &i, life(&i, at), kernel);
             // Whatever the look was for, it says when silence is possible at the earliest.
             self.idle.looked(s.cookie, &mut st.idle_due, &i, at);
-            if let (Some(trouble), false) = (s.rec.trouble, s.polled) {
+            // A run's nomination the kernel does not confirm holds nothing: the look has
+            // just refreshed `probes_seen`, and the stall rule's own count must stay free.
+            if let (Some(trouble), false, false) = (s.rec.trouble, s.polled, n.run && !n.stall) {
                 self.stall.looked(&mut st.held, trouble, &i, kernel, at);
             }
             let v = match kernel {
                 _ if s.polled => kernel,
-                Verdict::Stalled if n.stall => Verdict::Stalled,
+                Verdict::Stalled if n.stall || n.run => Verdict::Stalled,
                 Verdict::Silent | Verdict::Suspect if n.idle => kernel,
                 _ if n.idle => n.between,
                 // The record nominated a stall the kernel does not see: the kernel's word,

@@ -20,7 +20,7 @@ use std::{
     time::Duration,
 };
 
-use super::{Cookie, Mono, Verdict, path::Base, stall::Held};
+use super::{Cookie, Mono, Verdict, path::Base, run::ProbesSeen, stall::Held};
 
 /// Everything the judge remembers about one socket. A field is `None` (or false) when its
 /// rule has nothing pending; an entry with every field empty is a socket looked at and
@@ -49,6 +49,9 @@ pub(crate) struct SocketState {
     pub backoff: Option<(Mono, Duration)>,
     /// Silent across the path's last return: its counts then (`path.rs`).
     pub base: Option<Base>,
+    /// The unanswered keepalive probes its last look saw (`tcpi_probes`), and when: a
+    /// trouble episode after them continues their run (`run.rs`).
+    pub probes_seen: Option<ProbesSeen>,
 }
 
 impl SocketState {

@@ -21,6 +21,8 @@ pub struct Look {
     pub report_orphan: Option<(String, Duration)>,
     /// How soon this socket wants the next sweep.
     pub wake: Option<Duration>,
+    /// The endpoint's socket and its own round trip failed: re-resolve the endpoint now.
+    pub resolve: bool,
 }
 
 /// What to do with one confirmed kill.
@@ -59,6 +61,7 @@ impl Judge {
             probe: None,
             report_orphan: None,
             wake: None,
+            resolve: false,
         };
         let mut reason = self
             .confirmed(s.cookie, verdict, info.as_ref())
@@ -76,6 +79,7 @@ impl Judge {
             look.probe = call.probe;
             look.report_orphan = call.report_orphan;
             look.wake = call.wake;
+            look.resolve = call.resolve;
             reason = call.reason;
         }
         if let (Some(reason), Some(info)) = (reason, info) {
@@ -188,7 +192,7 @@ impl Judge {
 }
 
 /// The evidence a kill rests on: the look's moment, the socket's last sign of life, and
-/// when the unanswered run began: the record's trouble episode for a stall, the probe's
+/// when the unanswered run began: the record's trouble episode for a stall of data alone, the probe's
 /// start for a dead peer, the last sign of life itself where the run has no recorded start
 /// (silence: the first unanswered probe follows it; a polled socket). A migration at a quiet
 /// moment rests on DNS, not silence: its evidence is the look itself.
@@ -196,7 +200,8 @@ fn evidence(s: &Socket<'_>, reason: &Reason, info: &TcpInfo, at: Mono) -> Option
     let life = life(info, at);
     let since = match (reason, s.rec.trouble) {
         (Reason::DeadPeer { probe_started, .. }, _) => *probe_started,
-        (Reason::Dead(Verdict::Stalled), Some(trouble)) => trouble.min(at),
+        // A run that began with keepalive probes began after the last sign of life.
+        (Reason::Dead(Verdict::Stalled), Some(trouble)) if info.probes == 0 => trouble.min(at),
         (Reason::Orphaned { trouble: None, .. }, _) => at,
         _ => life,
     };

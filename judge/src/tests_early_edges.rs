@@ -125,3 +125,40 @@ fn a_left_peer_retransmitting_before_its_first_rto_is_looked_at_again_soon() {
     assert!(call.reason.is_none());
     assert_eq!(call.wake, Some(super::endpoint::QUIET_RECHECK));
 }
+
+#[test]
+fn an_in_set_sockets_overdue_probe_is_looked_at_and_re_resolves_its_endpoint() {
+    let mut j = Judge::new(settings(), None);
+    j.set_unanswered_news(true);
+    let r = rec();
+    let m = member(Membership::InSet);
+    let s = Socket {
+        member: Some(&m),
+        ..sock(&r)
+    };
+    let t0 = Mono::from_secs(100);
+    let answered = TcpInfo {
+        state: 1,
+        last_ack_recv_ms: 200,
+        ..TcpInfo::default()
+    };
+    assert!(j.wants_info(&s, t0), "no look scheduled yet: read once");
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&answered), t0);
+    assert!(!call.resolve, "its probe was answered");
+    assert!(!j.wants_info(&s, t0), "its next look is scheduled");
+    // IDLE (1 s) + half an interval after the last ACK, 200 ms ago.
+    let overdue = t0 + Duration::from_millis(1_300);
+    assert_eq!(call.look_in, Some(Duration::from_millis(1_300)));
+    assert!(
+        !j.due(overdue - Duration::from_millis(1))
+            .any(|c| c == Cookie(7)),
+        "not before"
+    );
+    assert!(j.due(overdue).any(|c| c == Cookie(7)), "visited then");
+    assert!(j.wants_info(&s, overdue), "and read");
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_500)), overdue);
+    assert!(call.resolve, "unanswered: the endpoint may have moved");
+    assert!(call.reason.is_none(), "in the set: nothing to migrate");
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_050)), overdue);
+    assert!(!call.resolve, "a probe in flight is no trouble");
+}

@@ -26,7 +26,8 @@ pub enum Verdict {
     /// Data went unanswered (retransmission or RTO) but not yet for `stall_timeout`.
     Suspect,
     /// Unacknowledged data, and `--stall-unanswered` transmissions in a row unanswered (or
-    /// no ACK for `stall_timeout` with as many as fit in it).
+    /// no ACK for `stall_timeout` with as many as fit in it), or, written after unanswered
+    /// keepalive probes, the silent rule's count of probes and RTOs together (`run.rs`).
     Stalled,
     /// Nothing outstanding, keepalive probes unanswered and nothing at all received from
     /// the peer for at least `silent_timeout`: a dead peer behind an idle connection.
@@ -104,7 +105,9 @@ pub fn turns_idle_at(s: &Record, stall: Duration) -> Option<Mono> {
 }
 
 /// The kernel's view, from `tcp_info` alone (used to confirm, and for sockets the
-/// probe could not arm). `silence`: `None` when keepalive is off.
+/// probe could not arm). `silence`: `None` when keepalive is off. Data outstanding is
+/// stalled by the stall rule, or by the silent rule's count over keepalive probes and RTOs
+/// together when it went out after unanswered probes (`run.rs`).
 ///
 /// `tcpi_probes` counts keepalive (or zero-window) probes sent since the peer last
 /// answered, and `tcpi_last_ack_recv` ages the last segment of any kind from it: `tcp_ack()`
@@ -115,7 +118,8 @@ pub fn from_info(i: &TcpInfo, stall: Stall, silence: Option<Silence>) -> Verdict
         return Verdict::Healthy;
     }
     let silent = Duration::from_millis(u64::from(i.last_ack_recv_ms));
-    if i.unacked > 0 && stall.is_stalled(u32::from(i.retransmits), silent) {
+    let stalled = stall.is_stalled(u32::from(i.retransmits), silent);
+    if i.unacked > 0 && (stalled || super::run::confirms(i, silence)) {
         Verdict::Stalled
     } else if i.unacked > 0 && (i.retransmits > 0 || i.backoff > 0) {
         Verdict::Suspect

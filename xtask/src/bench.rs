@@ -25,6 +25,8 @@ pub(crate) struct Options {
     /// `--cost` / `--scale`: only that part, writing only its own section.
     pub cost: bool,
     pub scale: bool,
+    /// `--usual`: only the usual-load measurement, printed.
+    pub usual: bool,
     pub trials: Option<String>,
     pub scenario: Option<String>,
     /// The loss soak alone (`--soak`), optionally shortened (`--soak-minutes N`).
@@ -51,6 +53,7 @@ impl Options {
                 "--quick" => Some(&mut o.quick),
                 "--cost" => Some(&mut o.cost),
                 "--scale" => Some(&mut o.scale),
+                "--usual" => Some(&mut o.usual),
                 "--soak" => Some(&mut o.soak),
                 "--fleet" => Some(&mut o.fleet),
                 _ => None,
@@ -103,6 +106,7 @@ impl Options {
             (self.quick, "--quick"),
             (self.cost, "--cost"),
             (self.scale, "--scale"),
+            (self.usual, "--usual"),
             (self.soak, "--soak"),
             (self.fleet, "--fleet"),
         ] {

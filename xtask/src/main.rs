@@ -82,7 +82,10 @@ commands:
     --soak-minutes N  the soak shortened to N minutes (phases scaled); writes under
                    target/bench/ instead
     --cost         only the cost part (iperf3 rounds, each hook's runs with
-                   kernel.bpf_stats_enabled=1); replaces only its section of the document
+                   kernel.bpf_stats_enabled=1, a node's usual load); replaces only its
+                   section of the document
+    --usual        only the cost part's usual load (40 watched sockets at 5 % loss, the
+                   agent's CPU over 2 minutes); printed, nothing written
     --scale        only the scale part (10,000 and 100,000 watched sockets); likewise
     --fleet        only the fleet part: simulated nodes behind one rotating endpoint, four
                    scenarios, four contenders (about 10 minutes); writes the fleet section

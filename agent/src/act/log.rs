@@ -44,33 +44,7 @@ pub(crate) fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: 
     let (peer, local, i) = (r.peer, r.local, &ev.info);
     let verdict = ev.reason.verdict();
     let (endpoint, orphaned_for_ms, early) = endpoint_fields(&ev.reason);
-    let why = match &ev.reason {
-        Reason::Dead(Verdict::Silent) => format!(
-            "idle, {} keepalive probes unanswered, nothing from the peer for {} ms",
-            i.probes, i.last_ack_recv_ms
-        ),
-        Reason::Dead(_) => format!(
-            "{} transmissions in a row unanswered (RTOs), no ACK for {} ms, {} segments unacknowledged",
-            i.retransmits, i.last_ack_recv_ms, i.unacked
-        ),
-        Reason::Orphaned {
-            endpoint,
-            absent_for,
-            trouble: None,
-        } => format!(
-            "its peer left {endpoint}'s address set (DNS, hosts file or the proxy's upstream list) {} s ago",
-            absent_for.as_secs()
-        ),
-        Reason::Orphaned {
-            endpoint,
-            absent_for,
-            trouble: Some(t),
-        } => early_why(endpoint, *absent_for, *t, i),
-        Reason::DeadPeer { .. } => format!(
-            "{} fresh connections to its peer all timed out",
-            crate::endpoint::connect::PROBE_TRIES
-        ),
-    };
+    let why = why(&ev.reason, i);
     let budget = ev.whose.budget.to_string();
     let message = format!(
         "{verdict} socket {local} -> {peer} ({owner_comm}/{}): {why}; {action}: {outcome}{hold}",
@@ -117,6 +91,41 @@ pub(crate) fn log_decision(counts: &Counts, ev: &Kill, action: Action, outcome: 
         decision!(error);
     } else {
         decision!(warn);
+    }
+}
+
+/// The decision's reason in words, with the kernel's counts it rests on.
+fn why(reason: &Reason, i: &TcpInfo) -> String {
+    match reason {
+        Reason::Dead(Verdict::Silent) => format!(
+            "idle, {} keepalive probes unanswered, nothing from the peer for {} ms",
+            i.probes, i.last_ack_recv_ms
+        ),
+        Reason::Dead(_) if i.probes > 0 => format!(
+            "{} keepalive probes, then {} RTOs of the data written after them, unanswered in a row, nothing from the peer for {} ms, {} segments unacknowledged",
+            i.probes, i.retransmits, i.last_ack_recv_ms, i.unacked
+        ),
+        Reason::Dead(_) => format!(
+            "{} transmissions in a row unanswered (RTOs), no ACK for {} ms, {} segments unacknowledged",
+            i.retransmits, i.last_ack_recv_ms, i.unacked
+        ),
+        Reason::Orphaned {
+            endpoint,
+            absent_for,
+            trouble: None,
+        } => format!(
+            "its peer left {endpoint}'s address set (DNS, hosts file or the proxy's upstream list) {} s ago",
+            absent_for.as_secs()
+        ),
+        Reason::Orphaned {
+            endpoint,
+            absent_for,
+            trouble: Some(t),
+        } => early_why(endpoint, *absent_for, *t, i),
+        Reason::DeadPeer { .. } => format!(
+            "{} fresh connections to its peer all timed out",
+            crate::endpoint::connect::PROBE_TRIES
+        ),
     }
 }
 

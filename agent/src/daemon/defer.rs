@@ -65,6 +65,17 @@ impl Deferrals {
 }
 
 impl Daemon {
+    /// Whether `cookie`'s deferral is due at its first unanswered probe (lifeline only
+    /// observes, and the count in force ends the socket before the silent verdict's probes
+    /// are in, `defer::due_from`): then that probe's news is worth a look.
+    pub(super) fn defer_due_at_first(&self, cookie: Cookie) -> bool {
+        self.defer.observing().is_some()
+            && self
+                .mirror
+                .get(cookie)
+                .is_some_and(|r| defer::due_from(self.defer.silent_probes, r.keepalive.cnt) <= 1)
+    }
+
     /// After a socket's look: defer it when lifeline only observes and its evidence is in,
     /// or bring lifeline's values back when it answers again.
     pub(super) fn defer_look(&mut self, cookie: Cookie, rec: &Record, read: Option<&Read>) {

@@ -75,7 +75,12 @@ pub(super) fn log(rec: &Record, entry: &Defer, say: &Say) {
                 ),
                 KeepalivePlan::Keep | KeepalivePlan::Due => "keepalive as it is".to_owned(),
             };
-            let evidence = if info.unacked > 0 {
+            let evidence = if info.unacked > 0 && info.probes > 0 {
+                format!(
+                    "{} keepalive probes, then {} RTOs of data, unanswered in a row",
+                    info.probes, info.retransmits
+                )
+            } else if info.unacked > 0 {
                 format!("{} transmissions in a row unanswered", info.retransmits)
             } else {
                 format!("{} keepalive probes unanswered", info.probes)

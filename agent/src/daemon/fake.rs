@@ -29,6 +29,8 @@ pub(super) struct Sock {
     pub armed: bool,
     /// The probe sent its TROUBLE news for the current episode.
     pub(super) told: bool,
+    /// Keepalive probes unanswered (`icsk_probes_out`; any ACK zeroes it).
+    pub probes_out: u8,
     /// The record as the last callback of an episode that ended left it (no callback runs
     /// for the ACK that ends one: `tcp_info` tells).
     ended: Option<Record>,
@@ -43,6 +45,7 @@ impl Sock {
             silent_since: None,
             armed,
             told: false,
+            probes_out: 0,
             ended: None,
         }
     }
@@ -109,6 +112,7 @@ impl Sock {
                 retransmits: self.rtos(now),
                 unacked: u32::from(silent),
                 rto_us: 200_000,
+                probes: self.probes_out,
                 last_ack_recv_ms: ms(self.acked),
                 last_data_recv_ms: ms(self.acked),
                 ..Default::default()
@@ -129,6 +133,15 @@ pub(super) struct Host {
     pub destroyed: Vec<Cookie>,
     /// The peers each sweep handed to the fast probes' device lookup, in order.
     pub fast_peers: Vec<Vec<std::net::IpAddr>>,
+    /// `sock_diag` requests for one socket (`Diag::get`) so far.
+    pub gets: u64,
+    /// The fast probes' interval (`None`: no fast probes, as by default).
+    pub fast: Option<Duration>,
+    /// The open fast phases the probe keeps (`POKE`): the test opens them, a pass closes
+    /// those whose socket has no probe unanswered, as the iterator does.
+    pub poke: BTreeSet<Cookie>,
+    /// TCP iterator passes for the fast probes so far.
+    pub passes: u64,
 }
 
 /// The kernel and the clock of one test: clones share the host.

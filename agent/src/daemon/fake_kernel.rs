@@ -1,6 +1,7 @@
 //! `Kernel` for the fake (`fake.rs`): what the probe and `sock_diag` would answer about
-//! its sockets at the fake clock's moment. The parts no sweep test exercises (fast probes,
-//! deferrals, restore, the path's map) answer as a kernel without them would.
+//! its sockets at the fake clock's moment. The parts no sweep test exercises (deferrals,
+//! restore, the path's map) answer as a kernel without them would; the fast probes are off
+//! unless a test sets their interval.
 
 use std::{net::SocketAddr, path::Path, time::Duration};
 
@@ -11,7 +12,7 @@ use lifeline_common::{
 };
 
 use super::{
-    fake::Fake,
+    fake::{Fake, Host},
     kernel::{Counters, Kernel},
 };
 use crate::{
@@ -33,7 +34,8 @@ impl Diag for Fake {
         _peer: SocketAddr,
         cookie: Cookie,
     ) -> Result<Option<DiagSock>, DiagError> {
-        let h = self.host();
+        let mut h = self.host();
+        h.gets += 1;
         Ok(h.socks.get(&cookie).map(|s| s.diag(cookie, h.now)))
     }
 
@@ -155,7 +157,7 @@ impl Kernel for Fake {
     fn path_alive(&mut self, _peer: SocketAddr, _at: Mono) {}
 
     fn fast_interval(&self) -> Option<Duration> {
-        None
+        self.host().fast
     }
 
     fn fast_devices(&mut self, peers: Vec<std::net::IpAddr>) {
@@ -167,14 +169,20 @@ impl Kernel for Fake {
     }
 
     fn fast_pass(&mut self) -> Result<()> {
+        let mut h = self.host();
+        h.passes += 1;
+        let Host { poke, socks, .. } = &mut *h;
+        poke.retain(|c| socks.get(c).is_some_and(|s| s.probes_out > 0));
         Ok(())
     }
 
-    fn fast_open(&self, _cookie: Cookie) -> bool {
-        false
+    fn fast_open(&self, cookie: Cookie) -> bool {
+        self.host().poke.contains(&cookie)
     }
 
-    fn fast_close(&mut self, _cookie: Cookie) {}
+    fn fast_close(&mut self, cookie: Cookie) {
+        self.host().poke.remove(&cookie);
+    }
 
     fn original(&self, _cookie: Cookie) -> Option<Original> {
         None

@@ -31,6 +31,8 @@ mod fake_net;
 #[cfg(test)]
 mod fake_world;
 mod fast;
+#[cfg(test)]
+mod fast_tests;
 pub(crate) mod kernel;
 mod live;
 mod path;
@@ -38,6 +40,8 @@ mod publish;
 mod restore;
 #[cfg(test)]
 mod sweep_blip_tests;
+#[cfg(test)]
+mod sweep_news_tests;
 #[cfg(test)]
 mod sweep_tests;
 mod table;
@@ -168,6 +172,9 @@ impl Daemon {
             self.defer_look(cookie, &rec, read.as_ref());
             if let (Some(ask), Some(f)) = (look.probe, self.follow.as_ref()) {
                 f.prober.request(rec.peer, ask, f.endpoints.targets());
+            }
+            if look.resolve {
+                self.resolve_early(cookie, Instant::now());
             }
             if let Some((endpoint, absent_for)) = &look.report_orphan {
                 act::log_orphan_report(&self.counts, &rec, endpoint, *absent_for);

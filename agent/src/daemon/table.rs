@@ -15,11 +15,12 @@ use super::Daemon;
 use crate::{
     endpoint::Standing,
     judge::{self, Arming, Cookie, Deferred, Mono, Record, Verdict},
+    kernel::diag::DiagSock,
     report::snapshot::{self, CLOSING, Extra, OwnerChecks},
 };
 
 struct SocketRows<'a> {
-    records: Vec<(Cookie, &'a Record)>,
+    records: Vec<Found<'a>>,
     extras: Vec<Extra<'a>>,
     now: Mono,
 }
@@ -28,11 +29,11 @@ impl SocketRows<'_> {
     /// `,"sockets":[...]` with a row each (`StatusRow::write_json`).
     fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b",\"sockets\":[");
-        for (i, ((cookie, rec), x)) in self.records.iter().zip(&self.extras).enumerate() {
+        for (i, (&(cookie, rec, _, _), x)) in self.records.iter().zip(&self.extras).enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            snapshot::row(*cookie, rec, x, self.now).write_json(out);
+            snapshot::row(cookie, rec, x, self.now).write_json(out);
         }
         out.push(b']');
     }
@@ -41,6 +42,10 @@ impl SocketRows<'_> {
 /// The endpoint column's key: the endpoint the socket is the connection of (None: not an
 /// endpoint's) and its peer.
 type EndpointKey = (Option<usize>, SocketAddr);
+
+/// A record the kernel still has: its cookie, the record, the kernel's view of it (`None`
+/// when the dump failed) and the endpoint it is the connection of.
+type Found<'a> = (Cookie, &'a Record, Option<&'a DiagSock>, Option<usize>);
 
 /// The keepalive column's key: the result, the values in force and the deferral.
 type KaKey = (Arming, u32, u32, u32, Deferred);
@@ -73,22 +78,28 @@ impl Daemon {
         let now = self.clock.now();
         let can_adopt = self.kernel.can_adopt();
         // Left out: a record whose socket the kernel no longer has (closed since the sweep).
-        let records: Vec<(Cookie, &Record)> = self
+        // Each socket's map lookups are made once, here: at 100,000 rows each one is
+        // milliseconds.
+        let found: Vec<Found<'_>> = self
             .mirror
             .iter()
-            .filter(|(c, _)| kernel.as_ref().is_none_or(|k| k.contains_key(c)))
+            .filter_map(|(cookie, rec)| {
+                let seen = match &kernel {
+                    Some(k) => Some(k.get(&cookie)?),
+                    None => None,
+                };
+                Some((cookie, rec, seen, self.tracked.endpoint_of(cookie)))
+            })
             .collect();
         let mut keepalive: HashMap<KaKey, String> = HashMap::new();
         // Keyed by the endpoint the socket is the connection of (None: not the endpoint's)
         // and its peer: the endpoint's name and where the peer stands in its answers.
         let mut members: HashMap<EndpointKey, Option<(String, Standing)>> = HashMap::new();
-        for (cookie, rec) in &records {
-            let rec = *rec;
+        for &(_, rec, _, member) in &found {
             let k = &rec.keepalive;
             keepalive
                 .entry((rec.arming, k.idle_s, k.intvl_s, k.cnt, rec.deferred))
                 .or_insert_with(|| judge::idle::describe(rec, self.judge.keepalive(), can_adopt));
-            let member = self.tracked.endpoint_of(*cookie);
             members.entry((member, rec.peer)).or_insert_with(|| {
                 let f = self.follow.as_ref()?;
                 if let Some(i) = member {
@@ -103,17 +114,14 @@ impl Daemon {
         let mut owners = OwnerChecks::new();
         // Per verdict (`Verdict::index`), and closing last: no allocation per row.
         let mut counts = [0u64; Verdict::ALL.len() + 1];
-        let extras: Vec<Extra<'_>> = records
+        let extras: Vec<Extra<'_>> = found
             .iter()
-            .map(|(cookie, rec)| {
-                let rec = *rec;
-                let seen = kernel.as_ref().and_then(|m| m.get(cookie));
+            .map(|&(cookie, rec, seen, member)| {
                 let verdict = snapshot::kernel::shown(seen, stall, silence, || {
-                    self.judge.shown(*cookie, rec, now)
+                    self.judge.shown(cookie, rec, now)
                 });
                 counts[verdict.map_or(Verdict::ALL.len(), Verdict::index)] += 1;
                 let k = &rec.keepalive;
-                let member = self.tracked.endpoint_of(*cookie);
                 Extra {
                     verdict,
                     kernel: seen,
@@ -130,7 +138,7 @@ impl Daemon {
             })
             .collect();
         let mut summary = self.summary();
-        let rows = records.len();
+        let rows = found.len();
         summary.watched = u64::try_from(rows).unwrap_or(u64::MAX);
         summary.verdicts = Verdict::ALL
             .iter()
@@ -142,7 +150,7 @@ impl Daemon {
             .collect();
         summary.kernel_error = kernel_error;
         let table = SocketRows {
-            records,
+            records: found,
             extras,
             now,
         };

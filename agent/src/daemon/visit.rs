@@ -1,8 +1,11 @@
 //! Which sockets a sweep visits: the ones with news, and the ones something is due for. A
 //! healthy socket nobody talks to costs nothing here; work grows with what is wrong.
 //!
-//! - news: recorded, a trouble episode began, a state change, keepalive probes unanswered,
-//!   the application's keepalive merged (each re-reads that one record; a close forgets it);
+//! - news: recorded, a trouble episode began, a state change, keepalive probes unanswered
+//!   from the threshold on, the application's keepalive merged (each re-reads that one
+//!   record; a close forgets it; the first unanswered probe of a socket that is not an
+//!   endpoint's is kept as the kernel's word, `Judge::unanswered`, with no read: at 100,000
+//!   idle sockets a lost answer is routine);
 //!   trouble or an unanswered probe of an endpoint's socket also re-resolves its endpoint now
 //!   (`endpoint::early`: a rotated endpoint is followed without waiting for its TTL);
 //! - sockets the judge has business with now (`Judge::due`: pending rules, looks the idle
@@ -50,6 +53,8 @@ impl Daemon {
                 }
             }
             fresh.extend(changed);
+            // The read's copy of every record is freed: at 100,000 sockets, tens of MB.
+            crate::node::memory::release_freed();
         }
         for n in news {
             let cookie = Cookie(n.cookie);
@@ -62,9 +67,15 @@ impl Daemon {
                         let first = self.tracked.open_fast(cookie, now);
                         self.fast.opened(first, now);
                     }
-                    self.judge.unanswered(cookie, now);
                     self.resolve_early(cookie, at);
-                    read.insert(cookie);
+                    // The first unanswered probe is kept as the kernel's word, not read.
+                    // Read at the first all the same: an endpoint's socket (its look asks
+                    // the peer probe), and one whose deferral is due at it.
+                    let due = self.tracked.endpoint_of(cookie).is_some()
+                        || self.defer_due_at_first(cookie);
+                    if self.judge.unanswered(cookie, n.arg, due, now) {
+                        read.insert(cookie);
+                    }
                 }
                 news::TROUBLE => {
                     self.resolve_early(cookie, at);
@@ -106,9 +117,10 @@ impl Daemon {
         Ok(visit.into_iter().collect())
     }
 
-    /// The first sign of trouble on `cookie`: when it is an endpoint's socket, re-resolve
-    /// that endpoint now rather than at its TTL (at most once a second per endpoint).
-    fn resolve_early(&self, cookie: Cookie, at: Instant) {
+    /// The first sign of trouble on `cookie` (news, or a look that found its probe's answer
+    /// overdue): when it is an endpoint's socket, re-resolve that endpoint now rather than at
+    /// its TTL (at most once a second per endpoint).
+    pub(super) fn resolve_early(&self, cookie: Cookie, at: Instant) {
         let (Some(f), Some(i)) = (self.follow.as_ref(), self.tracked.endpoint_of(cookie)) else {
             return;
         };

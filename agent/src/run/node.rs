@@ -83,12 +83,14 @@ impl NodeTasks {
         Ok((Self { tasks }, restarts))
     }
 
-    /// The probe is attached: tell systemd.
+    /// The probe is attached: give back the start's freed heap, tell systemd.
     #[allow(
         clippy::unused_self,
         reason = "a method so that it can only be called once started"
     )]
     pub(super) fn ready(&self, snapshot: &Snapshot) {
+        // Loading the probe parsed the kernel's BTF: about 20 MB the agent never needs again.
+        crate::node::memory::release_freed();
         notify::ready(snapshot);
     }
 

@@ -1,7 +1,10 @@
 //! The daemon's side of the watch model: started once after the probe is attached, synced
 //! at every sweep.
 
-use std::collections::{BTreeSet, HashSet};
+use std::{
+    collections::{BTreeSet, HashSet},
+    time::{Duration, Instant},
+};
 
 use super::{CgroupWatch, PeerSync, TargetStatus};
 use crate::{
@@ -21,7 +24,17 @@ pub(crate) struct Watching {
     peers: PeerSync,
     /// What `lifeline status` shows of each target, as of the last sync.
     pub status: Vec<TargetStatus>,
+    /// The target cgroups' part of `status`, and when the filesystem was last looked at.
+    cgroup_status: Vec<TargetStatus>,
+    cgroups_checked: Instant,
 }
+
+/// How often the target cgroups are looked for on the filesystem. A sweep follows each
+/// piece of news at once, several a second on a lossy path, and this look (a `stat` per
+/// target and a map read) was the largest single cost of such a sweep; it is the net under
+/// the `cgroup_mkdir` tracepoint, which reports a re-created cgroup at once, so once per
+/// default sweep interval is enough.
+const CGROUPS_EVERY: Duration = Duration::from_secs(1);
 
 impl Watching {
     /// The first look at the target cgroups: present ones are watched from here on.
@@ -33,6 +46,8 @@ impl Watching {
             ports,
             cgroups,
             peers: PeerSync::default(),
+            cgroup_status: status.clone(),
+            cgroups_checked: Instant::now(),
             status,
         };
         w.status.extend(w.other_status(None));
@@ -68,7 +83,11 @@ impl Watching {
         follow: Option<&Follow>,
         keepalive: bool,
     ) -> Adopted {
-        self.status = self.cgroups.sync(probe, false);
+        if self.cgroups_checked.elapsed() >= CGROUPS_EVERY {
+            self.cgroup_status = self.cgroups.sync(probe, false);
+            self.cgroups_checked = Instant::now();
+        }
+        self.status.clone_from(&self.cgroup_status);
         self.status.extend(self.other_status(follow));
         let new_ports = follow
             .map(|f| self.sync_ports(probe, f))

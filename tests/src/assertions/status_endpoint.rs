@@ -11,7 +11,9 @@ pub struct EndpointStatus {
     pub endpoint: String,
     /// The set in force (the last good answer), as the agent prints it.
     pub addrs: Vec<String>,
-    pub last_refresh_age_ms: u64,
+    /// How long ago the last good answer came; `None` (JSON `null`) before the first one,
+    /// as a proxy's upstream set is between its discovery and its first refresh.
+    pub last_refresh_age_ms: Option<u64>,
     /// DNS failures counted so far.
     pub failures: u64,
     pub last_error: Option<String>,
@@ -39,7 +41,14 @@ impl EndpointStatus {
                 .iter()
                 .filter_map(|a| a.as_str().map(str::to_owned))
                 .collect(),
-            last_refresh_age_ms: n("last_refresh_age_ms")?,
+            last_refresh_age_ms: match v.get("last_refresh_age_ms") {
+                Some(Value::Null) => None,
+                Some(a) => Some(
+                    a.as_u64()
+                        .with_context(|| format!("endpoint's last_refresh_age_ms: {v}"))?,
+                ),
+                None => anyhow::bail!("endpoint lacks last_refresh_age_ms: {v}"),
+            },
             failures: n("failures")?,
             last_error: v
                 .get("last_error")
@@ -47,5 +56,36 @@ impl EndpointStatus {
                 .map(str::to_owned),
             raw: v.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::EndpointStatus;
+
+    #[test]
+    fn a_set_not_yet_refreshed_has_no_age_and_a_missing_age_is_an_error() {
+        let fresh = json!({"endpoint": "k3s-upstreams:6443", "addrs": [], "failures": 0,
+            "last_error": null, "last_refresh_age_ms": null});
+        assert_eq!(
+            EndpointStatus::from_json(&fresh)
+                .unwrap()
+                .last_refresh_age_ms,
+            None
+        );
+        let mut aged = fresh.clone();
+        aged["last_refresh_age_ms"] = json!(1200);
+        assert_eq!(
+            EndpointStatus::from_json(&aged)
+                .unwrap()
+                .last_refresh_age_ms,
+            Some(1200)
+        );
+        let mut gone = fresh;
+        gone.as_object_mut().unwrap().remove("last_refresh_age_ms");
+        let e = EndpointStatus::from_json(&gone).unwrap_err().to_string();
+        assert!(e.contains("lacks last_refresh_age_ms"), "{e}");
     }
 }

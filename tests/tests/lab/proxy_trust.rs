@@ -108,10 +108,12 @@ fn a_reuseport_neighbour_beside_the_proxy_is_refused() -> Result<()> {
         ("nginx", PROXY_LISTEN),
         &["-c", &conf],
     )?;
-    // kubelet's new connections: the kernel shares them between both listeners.
+    // kubelet's new connections: the kernel shares them between both listeners by a hash of
+    // each connection's addresses, and each one holds its connection. With 6 dialers all of
+    // them went to haproxy one run in 64 (a CI run saw it); with 16, one in 65,536.
     let kc = kubeconfig(&format!("https://{PROXY_LISTEN}"));
     let mut dialers = Vec::new();
-    for _ in 0..6 {
+    for _ in 0..16 {
         dialers.push(FakeKubelet::start(
             &lab.api.lab.client,
             &lab.api.cgroup,

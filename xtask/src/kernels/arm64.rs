@@ -94,6 +94,7 @@ pub(super) fn run(k: &Kernel, lifeline: &Path, out: &Path) -> Result<Run> {
         version: k.version.clone(),
         out: out.to_path_buf(),
         wall,
+        first_boot: None,
     })
 }
 

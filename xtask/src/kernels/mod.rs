@@ -9,6 +9,7 @@
 mod apt;
 mod arm64;
 mod build;
+mod died;
 mod fetch;
 mod initrd;
 mod initrd_arm64;

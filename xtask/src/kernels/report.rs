@@ -94,18 +94,7 @@ pub(super) fn write(ws: &Path, runs: &[Run], doc: &Path) -> Result<Result<()>> {
             secs.trim(),
             g.run.wall.as_secs_f64()
         );
-        md.push_str("| test | result | seconds |\n|---|---|---|\n");
-        for (name, code, secs, error) in &g.tests {
-            let result = if *code == 0 {
-                "pass".to_owned()
-            } else {
-                format!("**FAIL** (exit {code}) {}", error.replace('|', "/"))
-            };
-            if *code != 0 {
-                failures.push(format!("{}: {name} failed", g.run.release));
-            }
-            let _ = writeln!(md, "| `{name}` | {result} | {secs} |");
-        }
+        tests_table(&mut md, g, &mut failures);
         let _ = writeln!(md, "\n`lifeline check` there:\n\n```\n{}```", g.check);
     }
     report_arm64::write(&commit, &arm, &mut md, &mut failures);
@@ -125,4 +114,27 @@ fn series_seen_on(name: &str) -> &'static str {
         .iter()
         .find(|s| s.name == name)
         .map_or("", |s| s.seen_on)
+}
+
+/// A guest's tests, a row each, after how its first boot died when it was booted twice.
+fn tests_table(md: &mut String, g: &Guest<'_>, failures: &mut Vec<String>) {
+    if let Some(died) = &g.run.first_boot {
+        let _ = writeln!(
+            md,
+            "The first boot of this kernel died before its runner finished ({}); these are the second boot's.\n",
+            died.replace('|', "/")
+        );
+    }
+    md.push_str("| test | result | seconds |\n|---|---|---|\n");
+    for (name, code, secs, error) in &g.tests {
+        let result = if *code == 0 {
+            "pass".to_owned()
+        } else {
+            format!("**FAIL** (exit {code}) {}", error.replace('|', "/"))
+        };
+        if *code != 0 {
+            failures.push(format!("{}: {name} failed", g.run.release));
+        }
+        let _ = writeln!(md, "| `{name}` | {result} | {secs} |");
+    }
 }

@@ -13,7 +13,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use super::{build::Built, fetch::Kernel};
+use super::{build::Built, died::Died, fetch::Kernel};
 
 const VIRTIOFSD: &str = "/usr/lib/qemu/virtiofsd";
 const GUEST_DEADLINE: Duration = Duration::from_mins(25);
@@ -26,6 +26,8 @@ pub(super) struct Run {
     pub version: String,
     pub out: PathBuf,
     pub wall: Duration,
+    /// How the first boot died, when this is the second (`run`).
+    pub first_boot: Option<String>,
 }
 
 /// Children killed and reaped on drop, their sockets removed.
@@ -44,32 +46,43 @@ impl Drop for Guard {
 }
 
 /// Boots `k` with the plan in `out` and waits for it to power off. A guest whose kernel died
-/// before our init ran (no `init.log`: an oops in early boot, which qemu's TCG emulation
-/// produces now and then, e.g. an int3 while the kernel patches its own text) proved nothing
-/// about lifeline, so it is booted once more, and says so; any later failure counts.
+/// before its runner finished is booted once more, and says why: qemu's TCG emulation
+/// crashes a guest kernel now and then (an int3 while the kernel patches its own text, in
+/// early boot or later), and one crash proves nothing about lifeline. The first boot's
+/// console is kept, the tests then in flight and the kernel's last words are printed, and the
+/// report shows them beside the second boot's results; a second death fails the matrix.
 ///
 /// # Errors
-/// When a process cannot start, the guest overruns its deadline or writes no results.
+/// When a process cannot start, the guest overruns its deadline, or it dies twice.
 pub(super) fn run(k: &Kernel, built: &Built, out: &Path) -> Result<Run> {
-    match boot(k, built, out) {
-        Err(e) if !out.join("init.log").exists() => {
-            let first = out
-                .parent()
-                .unwrap_or(out)
-                .join(format!("{}.first-boot-console.log", k.release));
-            let _ = fs::copy(out.join("console.log"), &first);
-            eprintln!(
-                "xtask: the {} kernel died before the guest's init ran ({e:#}; its console: {}); booting it once more",
-                k.release,
-                first.display()
-            );
-            boot(k, built, out)
-        }
-        r => r,
+    let died = match boot(k, built, out)? {
+        Ok(run) => return Ok(run),
+        Err(died) => died,
+    };
+    let first = out
+        .parent()
+        .unwrap_or(out)
+        .join(format!("{}.first-boot-console.log", k.release));
+    let _ = fs::copy(out.join("console.log"), &first);
+    eprintln!(
+        "xtask: the {} guest died before its runner finished ({died}; its console: {}); booting it once more",
+        k.release,
+        first.display()
+    );
+    match boot(k, built, out)? {
+        Ok(run) => Ok(Run {
+            first_boot: Some(died.to_string()),
+            ..run
+        }),
+        Err(again) => bail!(
+            "the {} guest died twice before its runner finished: {died}; then {again}; see {}/console.log",
+            k.release,
+            out.display()
+        ),
     }
 }
 
-fn boot(k: &Kernel, built: &Built, out: &Path) -> Result<Run> {
+fn boot(k: &Kernel, built: &Built, out: &Path) -> Result<Result<Run, Died>> {
     if out.exists() {
         fs::remove_dir_all(out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
@@ -128,26 +141,21 @@ fn boot(k: &Kernel, built: &Built, out: &Path) -> Result<Run> {
     let wall = start.elapsed();
     drop(guard);
     if !out.join("runner-secs").is_file() {
-        let init = fs::read_to_string(out.join("init.log")).unwrap_or_default();
-        bail!(
-            "the {} guest stopped before its runner finished (last init line: {:?}); see {}/console.log",
-            k.release,
-            init.lines().last().unwrap_or("none"),
-            out.display()
-        );
+        return Ok(Err(Died::read(out, wall)));
     }
     eprintln!(
         "xtask: {} guest done in {:.0}s",
         k.release,
         wall.as_secs_f64()
     );
-    Ok(Run {
+    Ok(Ok(Run {
         series: k.series.name,
         release: k.release.clone(),
         version: k.version.clone(),
         out: out.to_path_buf(),
         wall,
-    })
+        first_boot: None,
+    }))
 }
 
 fn qemu_command(k: &Kernel, socks: &[PathBuf; 2], out: &Path) -> Result<Command> {

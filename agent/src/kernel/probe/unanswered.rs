@@ -41,13 +41,11 @@ pub(super) struct Globals {
     poke_limit: u32,
 }
 
-/// Unanswered probes from which the next one is news again: two before `--silent-probes`, so
-/// the agent looks at the socket while the silent rule is still ahead (at least 1: a probe
-/// with none unanswered before it is a healthy socket's routine one). The probe itself also
-/// reports the first unanswered one (1), whatever this is.
+/// Unanswered probes from which the next one is news again: the judge's
+/// `reported_from(--silent-probes)`, which it relies on to skip the first one's look.
 #[must_use]
 fn unanswered_min(silent_probes: u8) -> u32 {
-    u32::from(silent_probes).saturating_sub(2).max(1)
+    crate::judge::reported_from(silent_probes)
 }
 
 impl Globals {

@@ -113,6 +113,9 @@ fn serve_one(mut conn: UnixStream, asks: &UnboundedSender<Ask>, gate: &Gate) {
         error = written.err().map(|e| e.to_string()),
         "status answered"
     );
+    // The answer (35 MB at 100,000 sockets) and what built it are freed.
+    drop(body);
+    crate::node::memory::release_freed();
 }
 
 /// Writes all of `body` by `deadline`, non-blocking, each wait for room only as long as what

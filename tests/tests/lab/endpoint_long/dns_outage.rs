@@ -61,7 +61,7 @@ fn dns_outage_of_60s_keeps_the_last_good_set() -> Result<()> {
         Duration::from_millis(500),
         || {
             let st = agent.status()?;
-            let age = st.endpoint(ENDPOINT).map(|e| e.last_refresh_age_ms);
+            let age = st.endpoint(ENDPOINT).and_then(|e| e.last_refresh_age_ms);
             Ok(age.filter(|a| *a < mono_ms() - back_ms))
         },
     )

@@ -1,0 +1,63 @@
+//! The fast probes' passes against the fake kernel (`fast.rs`): a phase whose socket has
+//! been answered since is closed with one `sock_diag` read and no pass over the TCP hash; a
+//! phase with a probe still unanswered gets its pass.
+
+use std::time::Duration;
+
+use lifeline_common::news::{self, News};
+
+use super::fake_world::{START, World, api, kubelet};
+use crate::judge::Cookie;
+
+/// One idle socket in kubelet's cgroup with fast probes at 200 ms; its first keepalive
+/// probe has gone unanswered: the probe opened its phase and told the agent.
+async fn phase_open() -> World {
+    let w = World::new(6, false);
+    w.kernel.host().fast = Some(Duration::from_millis(200));
+    w.connect(1, kubelet(40_001, api(10), START));
+    let mut w = w;
+    w.run_until(2).await;
+    {
+        let mut h = w.kernel.host();
+        h.poke.insert(Cookie(1));
+        if let Some(s) = h.socks.get_mut(&Cookie(1)) {
+            s.probes_out = 1;
+        }
+        h.news.push(News {
+            cookie: 1,
+            kind: news::UNANSWERED,
+            arg: 1,
+        });
+    }
+    w.run_until(3).await;
+    assert!(w.daemon.fast_due().is_some(), "the phase is open");
+    w
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_answered_phase_closes_with_one_read_and_no_pass() {
+    let mut w = phase_open().await;
+    // The next probe was answered: `icsk_probes_out` is 0 again.
+    if let Some(s) = w.kernel.host().socks.get_mut(&Cookie(1)) {
+        s.probes_out = 0;
+    }
+    let gets = w.kernel.host().gets;
+    w.daemon.fast_pass();
+    let h = w.kernel.host();
+    assert_eq!(h.passes, 0, "no walk over the TCP hash");
+    assert_eq!(h.gets - gets, 1, "one read of the socket");
+    assert!(!h.poke.contains(&Cookie(1)), "the probe's phase closed");
+    drop(h);
+    assert_eq!(w.daemon.fast_due(), None, "no pass due");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_unanswered_phase_gets_its_pass() {
+    let mut w = phase_open().await;
+    w.daemon.fast_pass();
+    let h = w.kernel.host();
+    assert_eq!(h.passes, 1, "the pass pokes the next probe");
+    assert!(h.poke.contains(&Cookie(1)), "still open: still unanswered");
+    drop(h);
+    assert!(w.daemon.fast_due().is_some(), "the next pass is due");
+}
