@@ -110,6 +110,31 @@ impl IdleWatch {
             .set(cookie, slot, now + silent.saturating_sub(quiet));
     }
 
+    /// A socket visited while its scheduled look was due that the idle rules did not look at
+    /// (busy, in a trouble episode, or its view unreadable): the look was served, and is not
+    /// left due. Left due, it made every sweep wake the next at `MIN_WAKE` for as long as the
+    /// socket stayed busy (measured: 20 sweeps a second and 1.1 % of a core with 40 watched
+    /// sockets at 5 % loss, against 0.3 %). With the kernel's unanswered-probe news the next
+    /// look comes with that news; without it, one keepalive time on, the earliest the socket
+    /// can have been idle that long.
+    pub(crate) fn passed_over(
+        &mut self,
+        cookie: Cookie,
+        slot: &mut Option<Mono>,
+        rec: &Record,
+        now: Mono,
+    ) {
+        if !slot.is_some_and(|t| t <= now) {
+            return;
+        }
+        if self.notified {
+            self.next.remove(cookie, slot);
+        } else {
+            let idle = Duration::from_secs(u64::from(rec.keepalive.idle_s.max(1)));
+            self.next.set(cookie, slot, now + idle);
+        }
+    }
+
     /// The sockets whose look is due now, for the sweep to visit.
     pub(crate) fn due_now(&self, now: Mono) -> impl Iterator<Item = Cookie> + '_ {
         self.next.due(now)

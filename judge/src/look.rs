@@ -107,10 +107,13 @@ impl Judge {
             if !(s.polled || n.idle || n.stall || n.run) {
                 if let Some(i) = &info {
                     self.idle.looked(s.cookie, &mut st.idle_due, i, at);
+                } else {
+                    self.idle.passed_over(s.cookie, &mut st.idle_due, s.rec, at);
                 }
                 return n.between;
             }
             let Some(i) = info else {
+                self.idle.passed_over(s.cookie, &mut st.idle_due, s.rec, at);
                 return Verdict::Suspect;
             };
             let kernel = verdict::from_info(&i, self.settings.stall, self.idle.silent);

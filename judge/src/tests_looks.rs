@@ -155,3 +155,30 @@ fn eight_rtos_in_a_row_are_a_stall_long_before_the_stall_timeout() {
     let (v, _) = j.verdict(&s, Some(&eight(1)), at(now)).unwrap();
     assert_eq!(v, Verdict::Suspect);
 }
+
+#[test]
+fn a_busy_socket_passed_over_by_its_due_look_does_not_keep_the_sweeps_awake() {
+    let mut j = judge();
+    // Its probe went unanswered at 100 s: a look is due then.
+    assert!(j.unanswered(NINE, 9, true, at(100 * S)));
+    // By the look, data is out and was retransmitted once: an episode the record calls
+    // suspect, so no idle look and no read.
+    let rec = Record {
+        last_ack: Mono::from_secs(100),
+        trouble: Some(Mono::from_secs(100)),
+        rto_count: 1,
+        ..old_trouble(100)
+    };
+    let s = sock(&rec);
+    let now = at(100 * S + S / 10);
+    assert!(!j.wants_info(&s, now), "nothing asks for the kernel's view");
+    let (v, _) = j.verdict(&s, None, now).unwrap();
+    assert_eq!(v, Verdict::Suspect);
+    // Before: the look stayed due, and every sweep woke the next 50 ms later.
+    let wake = j.end_sweep(now).wake;
+    assert!(
+        wake.is_none_or(|w| w >= std::time::Duration::from_secs(1)),
+        "{wake:?}"
+    );
+    assert_eq!(j.due(now).count(), 0, "nothing due");
+}
