@@ -15,7 +15,7 @@ use crate::{
     endpoint::Follow,
     judge::{Cookie, Mono, Record},
     kernel::{
-        diag::{Destroyed, Diag, DiagError, DiagSock, PortRange, SockDiag},
+        diag::{Destroyed, Diag, DiagError, DiagSock, SockDiag},
         probe::{FastStatus, Probe, RestoreSummary},
         readers::Inbox,
     },
@@ -48,20 +48,6 @@ impl Diag for Live {
         each: &mut dyn FnMut(DiagSock),
     ) -> Result<(), DiagError> {
         Diag::dump_each(&mut self.diag, family, states, each)
-    }
-
-    fn dump_ports(
-        &mut self,
-        family: u8,
-        states: u32,
-        ports: PortRange,
-        each: &mut dyn FnMut(DiagSock),
-    ) -> Result<(), DiagError> {
-        Diag::dump_ports(&mut self.diag, family, states, ports, each)
-    }
-
-    fn another(&self) -> Option<Box<dyn Diag + Send>> {
-        Diag::another(&self.diag)
     }
 
     fn destroy(

@@ -3,7 +3,6 @@
 //! (`CONFIG_INET_DIAG_DESTROY`, Linux 4.5; `tcp_abort()` in net/ipv4/tcp.c gives the
 //! owner ECONNABORTED). Everything here acts on the caller's network namespace.
 
-mod ports;
 pub(crate) mod states;
 mod tcp_info;
 mod wire;
@@ -14,7 +13,6 @@ use std::{
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
 };
 
-pub(crate) use ports::PortRange;
 pub(crate) use tcp_info::TcpInfo;
 pub(crate) use wire::{CgroupId, DiagSock};
 use wire::{
@@ -73,31 +71,6 @@ pub(crate) trait Diag {
         each: &mut dyn FnMut(DiagSock),
     ) -> Result<(), DiagError>;
 
-    /// `dump_each` of the sockets whose local port is in `ports` (the kernel's own filter;
-    /// by default, this side's).
-    ///
-    /// # Errors
-    /// On netlink failure.
-    fn dump_ports(
-        &mut self,
-        family: u8,
-        states: u32,
-        ports: PortRange,
-        each: &mut dyn FnMut(DiagSock),
-    ) -> Result<(), DiagError> {
-        self.dump_each(family, states, &mut |d| {
-            if ports.contains(d.local.port()) {
-                each(d);
-            }
-        })
-    }
-
-    /// A second `sock_diag` socket for a dump on another thread; `None` (the default) when
-    /// there is none to have.
-    fn another(&self) -> Option<Box<dyn Diag + Send>> {
-        None
-    }
-
     /// Abort the socket (`SOCK_DESTROY`).
     ///
     /// # Errors
@@ -139,23 +112,6 @@ impl Diag for SockDiag {
         each: &mut dyn FnMut(DiagSock),
     ) -> Result<(), DiagError> {
         Self::dump_each(self, family, states, each)
-    }
-
-    fn dump_ports(
-        &mut self,
-        family: u8,
-        states: u32,
-        ports: PortRange,
-        each: &mut dyn FnMut(DiagSock),
-    ) -> Result<(), DiagError> {
-        let mut req = request(family, states, None).to_vec();
-        req.extend_from_slice(&ports.attribute());
-        self.send(SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, &req)?;
-        self.recv(each)
-    }
-
-    fn another(&self) -> Option<Box<dyn Diag + Send>> {
-        Some(Box::new(Self::open().ok()?))
     }
 
     fn destroy(

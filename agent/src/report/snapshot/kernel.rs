@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use crate::{
     judge::{Cookie, Silence, Stall, Verdict, verdict},
     kernel::{
-        diag::{Diag, DiagError, DiagSock, PortRange, states},
+        diag::{Diag, DiagError, DiagSock, states},
         mirror::Mirror,
     },
 };
@@ -19,30 +19,6 @@ const FAMILIES: [u8; 2] = [2, 10];
 
 /// At most this many records missing from the dump are asked for one by one (below).
 const CONFIRM_MAX: usize = 1_000;
-
-/// From this many records of a family on, its dump is read as two halves by local port, one
-/// on another thread with its own netlink socket: at 100,000 sockets a dump is 130-150 ms of
-/// the kernel's work, most of the answer's time, and a thread costs tens of microseconds.
-pub(crate) const SPLIT_AT: usize = 10_000;
-
-/// A second `sock_diag` socket and the two halves of `family`'s records by local port, when
-/// they are many enough to be worth a thread.
-fn halves(
-    diag: &dyn Diag,
-    mirror: &Mirror,
-    family: u8,
-) -> Option<(Box<dyn Diag + Send>, (PortRange, PortRange))> {
-    let mut ports: Vec<u16> = mirror
-        .iter()
-        .filter(|(_, r)| (family == FAMILIES[0]) == r.local.is_ipv4())
-        .map(|(_, r)| r.local.port())
-        .collect();
-    if ports.len() < SPLIT_AT {
-        return None;
-    }
-    let halves = PortRange::halves(&mut ports)?;
-    Some((diag.another()?, halves))
-}
 
 /// Each mirrored socket the kernel still has, by cookie. A record it no longer has is left
 /// out: its socket closed after the last sweep, which forgets it next.
@@ -62,34 +38,12 @@ pub(crate) fn view(
         wanted[usize::from(!r.local.is_ipv4())] = true;
     }
     for (family, _) in FAMILIES.iter().zip(wanted).filter(|(_, w)| *w) {
-        let halves = halves(diag, mirror, *family);
-        let keep = |found: &mut HashMap<Cookie, DiagSock>, d: DiagSock| {
+        diag.dump_each(*family, states::RECORDED, &mut |d| {
             let cookie = Cookie(d.cookie);
             if mirror.get(cookie).is_some() {
                 found.insert(cookie, d);
             }
-        };
-        let Some((mut other, (below, from))) = halves else {
-            diag.dump_each(*family, states::RECORDED, &mut |d| keep(&mut found, d))?;
-            continue;
-        };
-        let theirs = std::thread::scope(|s| {
-            let theirs = s.spawn(|| {
-                let mut theirs = HashMap::with_capacity(mirror.len() / 2);
-                other
-                    .dump_ports(*family, states::RECORDED, from, &mut |d| {
-                        keep(&mut theirs, d);
-                    })
-                    .map(|()| theirs)
-            });
-            let ours = diag.dump_ports(*family, states::RECORDED, below, &mut |d| {
-                keep(&mut found, d);
-            });
-            // A panic on the other thread is a bug: its half is asked for again below.
-            let theirs = theirs.join().unwrap_or(Err(DiagError::Malformed));
-            ours.and(theirs)
         })?;
-        found.extend(theirs);
     }
     // A dump resumes each datagram at a position inside a hash bucket, so a socket that
     // closes meanwhile can make it skip a live neighbour (`inet_diag_dump_icsk()`,

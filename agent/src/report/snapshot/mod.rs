@@ -17,8 +17,6 @@ use crate::endpoint::Standing;
 
 mod json;
 pub(crate) mod kernel;
-#[cfg(test)]
-mod kernel_tests;
 pub(crate) mod owner;
 mod row;
 mod watched_by;
