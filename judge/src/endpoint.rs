@@ -87,7 +87,8 @@ impl Judge {
         self.sockets.update(s.cookie, |st| {
             let call = endpoint_reason(settings, st, s, verdict, info, at);
             if let Some(d) = call.look_in {
-                self.idle.look_by(s.cookie, &mut st.idle_due, at + d);
+                let when = self.gather.moment(s.rec.peer, at + d, at);
+                self.idle.look_by(s.cookie, &mut st.idle_due, when);
             }
             call
         })

@@ -29,6 +29,7 @@ mod escalate;
 mod evidence;
 mod facts;
 mod gate;
+mod gather;
 pub mod idle;
 mod inputs;
 mod look;
@@ -110,6 +111,8 @@ pub struct Judge {
     /// Whether the path to the endpoint went down and came back: the evidence a socket
     /// collected across it must be earned again (`path.rs`; each socket's baseline is its own).
     path: path::PathWatch,
+    /// The endpoint sockets' overdue looks, gathered per peer (`gather.rs`).
+    gather: gather::Gather,
 }
 
 impl Judge {
@@ -125,6 +128,7 @@ impl Judge {
             tally: tally::Tally::default(),
             seen: Vec::new(),
             path: path::PathWatch::default(),
+            gather: gather::Gather::default(),
         }
     }
 
@@ -169,12 +173,20 @@ impl Judge {
             .chain(self.tally.settle.due(now))
     }
 
-    /// Whether a record with a trouble episode still needs visiting: no look has found the
-    /// episode over (nothing outstanding).
+    /// Whether a record with a trouble episode needs visiting with no news of it: only when
+    /// time alone can make it nominate a stall (`verdict::stalls_in_time`: data outstanding
+    /// and the RTOs the stall rule needs) and no look's answer holds for the episode
+    /// (`stall.rs`). Everything else about an episode comes as news (its start, each RTO)
+    /// or through the idle rules' schedule. Visiting every troubled record every sweep
+    /// re-read, for nothing, each recovered flow whose one lost segment left its record in
+    /// trouble (no callback per ACK): measured, 18 of 40 watched sockets at 5 % loss, a
+    /// record lookup each per sweep, and a fresh peer probe each time the last went stale.
     #[must_use]
     pub fn in_trouble(&self, cookie: Cookie, rec: &Record, now: Mono) -> bool {
-        rec.trouble
-            .is_some_and(|t| self.held(cookie, t, now) != Some(Verdict::Idle))
+        verdict::stalls_in_time(rec, self.settings.stall)
+            && rec
+                .trouble
+                .is_some_and(|t| self.held(cookie, t, now).is_none())
     }
 
     /// The verdict `lifeline status` shows for a socket not visited in the last sweep: the

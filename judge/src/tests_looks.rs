@@ -182,3 +182,27 @@ fn a_busy_socket_passed_over_by_its_due_look_does_not_keep_the_sweeps_awake() {
     );
     assert_eq!(j.due(now).count(), 0, "nothing due");
 }
+
+#[test]
+fn a_troubled_record_is_visited_without_news_only_while_time_can_make_it_stalled() {
+    let j = judge();
+    // One RTO, then the flow recovered (no callback per ACK): only its next RTO, which is
+    // news, can nominate it.
+    let one = Record {
+        rto_count: 1,
+        ..old_trouble(50)
+    };
+    assert!(!j.in_trouble(NINE, &one, at(100 * S)), "one RTO: news only");
+    let mut j = judge();
+    // The RTOs the time rule needs: the record turns stalled as time passes.
+    let rec = old_trouble(50);
+    assert!(j.in_trouble(NINE, &rec, at(100 * S)), "no answer holds yet");
+    // A look found it busy and ACKed 1 s ago: not visited while that answer holds, and
+    // visited again once a stall is possible.
+    j.verdict(&sock(&rec), Some(&info(4, 1_000)), at(100 * S));
+    assert!(
+        !j.in_trouble(NINE, &rec, at(101 * S)),
+        "the healthy answer holds"
+    );
+    assert!(j.in_trouble(NINE, &rec, at(109 * S)), "a stall is possible");
+}

@@ -90,6 +90,17 @@ pub fn from_record(s: &Record, now: Mono, stall: Stall) -> Verdict {
     }
 }
 
+/// Whether time alone can turn the record stalled (`from_record`): data outstanding in a
+/// trouble episode with the RTOs the stall rule needs. With fewer, only the next RTO can,
+/// and the probe sends every RTO as news.
+#[must_use]
+pub(crate) fn stalls_in_time(s: &Record, stall: Stall) -> bool {
+    s.is_established()
+        && s.trouble.is_some()
+        && s.packets_out > 0
+        && stall.is_stalled(s.rto_count, Duration::MAX)
+}
+
 /// When the record's last ACK progress is `stall` old: from then on, with nothing wrong, it
 /// is idle rather than healthy.
 fn quiet_at(s: &Record, stall: Duration) -> Mono {

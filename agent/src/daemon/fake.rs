@@ -27,8 +27,9 @@ pub(super) struct Sock {
     pub silent_since: Option<Mono>,
     /// Whether the probe's callbacks are armed (else only `sock_diag` tells: polled).
     pub armed: bool,
-    /// The probe sent its TROUBLE news for the current episode.
-    pub(super) told: bool,
+    /// The RTOs of the current episode the probe has sent TROUBLE news for (one item at
+    /// its start and one per RTO, `agent-ebpf/src/sockops.rs` `on_trouble`).
+    pub(super) told: u32,
     /// Keepalive probes unanswered (`icsk_probes_out`; any ACK zeroes it).
     pub probes_out: u8,
     /// The record as the last callback of an episode that ended left it (no callback runs
@@ -44,7 +45,7 @@ impl Sock {
             rec,
             silent_since: None,
             armed,
-            told: false,
+            told: 0,
             probes_out: 0,
             ended: None,
         }
@@ -54,7 +55,7 @@ impl Sock {
     pub(super) fn silent(&mut self, silent: bool, now: Mono) {
         if silent {
             self.silent_since = Some(now);
-            self.told = false;
+            self.told = 0;
             self.ended = None;
         } else {
             self.ended = Some(self.record(now));

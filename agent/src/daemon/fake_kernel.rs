@@ -76,19 +76,21 @@ impl Diag for Fake {
 }
 
 impl Kernel for Fake {
-    /// The news queued by the test, then a TROUBLE for each armed socket whose first RTO
-    /// has fired since (once per episode, as the probe sends it).
+    /// The news queued by the test, then a TROUBLE for each armed socket whose episode
+    /// had an RTO since (one item per sweep however many fired, as the ring buffer's items
+    /// are taken: the record has the count).
     fn news(&mut self) -> Vec<News> {
         let mut h = self.host();
         let now = h.now;
         let mut out = std::mem::take(&mut h.news);
         for (c, s) in &mut h.socks {
-            if s.armed && !s.told && s.record(now).trouble.is_some() {
-                s.told = true;
+            let rec = s.record(now);
+            if s.armed && rec.trouble.is_some() && rec.rto_count > s.told {
+                s.told = rec.rto_count;
                 out.push(News {
                     cookie: c.0,
                     kind: news::TROUBLE,
-                    arg: s.record(now).rto_count,
+                    arg: rec.rto_count,
                 });
             }
         }

@@ -100,12 +100,7 @@ pub(crate) fn run(args: &Run, signals: &std::io::Result<()>) -> Result<()> {
             args.watch.silent_probes,
         );
         let restores = probe.can_adopt;
-        let kernel = crate::daemon::Live {
-            probe,
-            diag,
-            watching,
-            news: inbox,
-        };
+        let kernel = crate::daemon::Live::new(probe, diag, watching, inbox);
         let mut daemon = Daemon::new(crate::daemon::Parts {
             kernel: Box::new(kernel),
             polled,

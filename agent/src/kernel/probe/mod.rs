@@ -85,6 +85,8 @@ pub(crate) struct Probe {
     pub keepalive: Keepalive,
     /// Where this agent's originals are pinned for the next start, or why they are not.
     pub pinned: Result<std::path::PathBuf, String>,
+    /// What this agent wrote to `PATH_ALIVE`, the map's only writer (`path_alive.rs`).
+    path_written: path_alive::Written,
 }
 
 /// `OWNERS` has one LRU list per CPU, each with an equal share of the entries: 1,024 per
@@ -174,6 +176,7 @@ impl Probe {
             fast,
             keepalive,
             pinned,
+            path_written: path_alive::Written::default(),
         })
     }
 }
