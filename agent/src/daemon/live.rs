@@ -1,16 +1,10 @@
 //! The kernel the loop runs against in `lifeline run`: the loaded probe, a `sock_diag`
 //! socket, the watch stage's state and the news inbox, behind `Kernel`.
 
-use std::{
-    cell::Cell,
-    net::SocketAddr,
-    path::Path,
-    time::{Duration, Instant},
-};
+use std::{net::SocketAddr, path::Path, time::Duration};
 
 use anyhow::Result;
 use lifeline_common::{
-    config::stats,
     news::News,
     restore::{Defer, Original},
 };
@@ -35,10 +29,6 @@ pub(crate) struct Live {
     pub diag: SockDiag,
     pub watching: Watching,
     pub news: Inbox,
-    /// The counters' last whole read, and when (`Kernel::stats`).
-    counters: Cell<Option<(Instant, Counters)>>,
-    /// News was taken since that read: the counters that count news have moved.
-    news_taken: Cell<bool>,
 }
 
 impl Live {
@@ -48,20 +38,9 @@ impl Live {
             diag,
             watching,
             news,
-            counters: Cell::new(None),
-            news_taken: Cell::new(false),
         }
     }
 }
-
-/// How often every counter is read at the least; also in every sweep that took news (the
-/// counts of news sent move with them, and the metrics must show them with the decision
-/// they led to). Otherwise only `NEWS_LOST` is read (a loss makes that sweep read the whole
-/// `SOCKETS` map). Reading all nine in every sweep was 9 syscalls a sweep, a tenth of the
-/// agent's CPU at a node's usual load; the counters with no news of their own (a full map,
-/// a skipped owner, fast pokes) reach `status`, the metrics and the capacity warnings
-/// within this time.
-const COUNTERS_EVERY: Duration = Duration::from_secs(1);
 
 impl Diag for Live {
     fn get(
@@ -94,11 +73,7 @@ impl Diag for Live {
 
 impl Kernel for Live {
     fn news(&mut self) -> Vec<News> {
-        let news = self.news.take();
-        if !news.is_empty() {
-            self.news_taken.set(true);
-        }
-        news
+        self.news.take()
     }
 
     fn news_dropped(&self) -> u64 {
@@ -106,18 +81,7 @@ impl Kernel for Live {
     }
 
     fn stats(&self) -> Result<Counters> {
-        let now = Instant::now();
-        if let Some((at, mut c)) = self.counters.get()
-            && now.duration_since(at) < COUNTERS_EVERY
-            && !self.news_taken.get()
-        {
-            c[stats::NEWS_LOST as usize] = self.probe.stat(stats::NEWS_LOST)?;
-            return Ok(c);
-        }
-        let c = self.probe.stats()?;
-        self.counters.set(Some((now, c)));
-        self.news_taken.set(false);
-        Ok(c)
+        self.probe.stats()
     }
 
     fn records(&self) -> Result<Vec<(Cookie, Record)>> {

@@ -67,15 +67,6 @@ impl Probe {
         counters::sum(&map)
     }
 
-    /// One of the probe's counters (`lifeline_common::config::stats`), summed over CPUs.
-    ///
-    /// # Errors
-    /// When the map cannot be read.
-    pub(crate) fn stat(&self, index: u32) -> Result<u64> {
-        let map: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(self.map(maps::STATS)?)?;
-        counters::one(&map, index)
-    }
-
     /// Arm `sock_ops` callbacks on pre-existing sockets through the TCP iterator.
     /// Returns, per cookie, 0 when armed or the negative errno `bpf_setsockopt` gave.
     ///

@@ -1,6 +1,5 @@
 //! The probe's counters (`STATS`, indexed by `lifeline_common::config::stats`), summed over
-//! CPUs. Read by the daemon only: `NEWS_LOST` every sweep, all of them once a second
-//! (`daemon::live`); the metrics get them from its summary.
+//! CPUs. Read by the daemon only, every sweep; the metrics get them from its summary.
 
 use std::borrow::Borrow;
 
@@ -16,9 +15,4 @@ pub(super) fn sum<T: Borrow<MapData>>(
         *slot = map.get(&u32::try_from(i)?, 0)?.iter().sum();
     }
     Ok(out)
-}
-
-/// One counter, summed over CPUs.
-pub(super) fn one<T: Borrow<MapData>>(map: &PerCpuArray<T, u64>, index: u32) -> Result<u64> {
-    Ok(map.get(&index, 0)?.iter().sum())
 }
