@@ -30,8 +30,11 @@ impl Gather {
     /// The moment a look of a socket to `peer`, wanted at `want`, is made at (`now`: the
     /// sweep's clock; moments before it are forgotten).
     pub(crate) fn moment(&mut self, peer: SocketAddr, want: Mono, now: Mono) -> Mono {
-        // One set per endpoint address (at most `ENDPOINT_PEERS`' 256), each pruned as it
-        // is used: a moment is one per `GAP` to come, so this stays small at any scale.
+        // An address whose moments have all passed is forgotten (a balancer's retired
+        // addresses would otherwise stay for the agent's life); the others are pruned as
+        // they are used: a moment is one per `GAP` to come, so this stays small at any scale.
+        self.by_peer
+            .retain(|_, m| m.last().is_some_and(|t| *t >= now));
         let moments = self.by_peer.entry(peer).or_default();
         while moments.first().is_some_and(|t| *t < now) {
             moments.pop_first();
@@ -94,10 +97,6 @@ mod tests {
         // The next cycle: the passed moments are forgotten.
         let next = Mono::from_secs(101) + Duration::from_millis(310);
         assert_eq!(g.moment(peer(1), next, Mono::from_secs(101)), next);
-        assert_eq!(
-            g.len(),
-            2,
-            "peer 1's passed moment is gone; peer 2's waits for its use"
-        );
+        assert_eq!(g.len(), 1, "every passed moment is forgotten, peer 2's too");
     }
 }
