@@ -4,6 +4,7 @@
 //! `cargo test -p lifeline-tests --test lab -- blackhole::`. The fixtures, scenarios and
 //! checks the modules share are the `lifeline_tests` library (`tests/src/`).
 
+mod adopted_fast;
 mod bad_input;
 mod blackhole;
 mod blip;
