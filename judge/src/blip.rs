@@ -25,7 +25,7 @@ use std::time::Duration;
 use super::{Mono, PeerProbe, ProbeAsk, Socket, TcpInfo, life};
 
 /// While the probe runs, the socket is looked at again this soon.
-pub(crate) const PROBE_RECHECK: Duration = Duration::from_millis(100);
+pub const PROBE_RECHECK: Duration = Duration::from_millis(100);
 
 /// Why a confirmed death is not acted on yet, and what the loop should do meanwhile.
 #[derive(Debug, PartialEq, Eq)]

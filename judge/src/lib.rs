@@ -47,6 +47,7 @@ pub mod verdict;
 
 use std::time::Duration;
 
+pub use blip::PROBE_RECHECK;
 pub use budget::{Budget, UnitOwned, Whose};
 pub use early::Trouble;
 pub use endpoint::Seed;

@@ -39,6 +39,28 @@ impl Daemon {
         self.path_peers.installed = installed;
     }
 
+    /// A peer probe found its peer alive and nothing else changed (`Prober::found`): its
+    /// finding is taken now, so `PATH_ALIVE` keeps the socket's linear timeouts on from its
+    /// next RTO, without a sweep. A socket whose kill waits for this answer is looked at
+    /// again within `PROBE_RECHECK` by its own wake; the probe is asked at the first sign of
+    /// trouble, so on a death its answer is in long before the verdict. `false` (sweep now)
+    /// while the path is down: then the answer is a return. Measured at a node's usual load
+    /// (40 sockets, 5 % loss): one sweep a second in about nine came 2 ms after the sweep
+    /// that asked the probe, and visited nothing.
+    pub(crate) fn quiet_finding(&mut self) -> bool {
+        if self.judge.path_down_since().is_some() {
+            return false;
+        }
+        self.path_findings();
+        true
+    }
+
+    /// The notice of `quiet_finding`'s findings; `None` without an endpoint.
+    #[must_use]
+    pub(crate) fn found(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        self.follow.as_ref().map(|f| f.prober.found())
+    }
+
     /// Peer probes that found the path down, or a peer alive, since the last sweep.
     pub(super) fn path_findings(&mut self) {
         self.sync_path_peers();

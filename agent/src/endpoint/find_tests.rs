@@ -195,3 +195,37 @@ async fn a_dead_finding_stands_while_a_later_episode_probes_again() {
         "both probes saw the path work"
     );
 }
+
+/// A live peer's finding (the usual one on a lossy path) wakes only `found`: the loop takes
+/// it without a sweep. A finding the judge must act on at once (the path down) wakes the
+/// sweep. A permit either notice holds is seen at the first poll, so "not woken" is exact.
+#[tokio::test(flavor = "current_thread")]
+async fn only_findings_that_change_a_verdict_wake_the_sweep() {
+    let zero = std::time::Duration::ZERO;
+    for (reach, sweeps) in [
+        (ConnectAnswer::Accepted, false),
+        (ConnectAnswer::Refused, false),
+        (ConnectAnswer::TimedOut, true),
+    ] {
+        let net = Held::new(reach, false);
+        let wake = Arc::new(Notify::new());
+        let connect: Arc<dyn Connect> = net.clone();
+        let prober = Prober::new(wake.clone(), clock::system(), connect);
+        let found = prober.found();
+        let ask = crate::judge::ProbeAsk {
+            why: "test",
+            after: None,
+        };
+        prober.request(PEER, ask, vec![PEER, OTHER]);
+        tokio::task::yield_now().await; // its task makes the tries
+        net.release.notify_one();
+        let (woken, other) = if sweeps { (&wake, &found) } else { (&found, &wake) };
+        within(woken.notified()).await;
+        assert!(
+            tokio::time::timeout(zero, other.notified()).await.is_err(),
+            "{reach:?}: both notices woken"
+        );
+        let path_down = prober.take_path_down().is_some();
+        assert_eq!(path_down, sweeps, "{reach:?}");
+    }
+}

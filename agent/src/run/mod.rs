@@ -249,6 +249,8 @@ async fn sweep_until_signal(
     let mut next = tokio::time::Instant::now() + first_wait;
     // Far enough never to come: no fast phase is open.
     let never = Duration::from_hours(24);
+    // Without an endpoint no probe runs: a notice nobody wakes.
+    let found = daemon.found().unwrap_or_default();
     loop {
         let fast = tokio::time::Instant::now() + daemon.fast_due().unwrap_or(never);
         tokio::select! {
@@ -258,7 +260,14 @@ async fn sweep_until_signal(
                 daemon.fast_pass();
                 continue;
             }
-            // A DNS answer changed or a peer probe finished: act on it now.
+            // A peer probe found its peer alive: its finding is taken without a sweep
+            // (`Daemon::quiet_finding`).
+            () = found.notified() => {
+                if daemon.quiet_finding() {
+                    continue;
+                }
+            }
+            // A DNS answer changed or a peer probe finished with news: act on it now.
             () = wake.notified() => {}
             // `lifeline status`: answered between two sweeps, without moving the next one.
             Some(reply) = asks.recv() => {

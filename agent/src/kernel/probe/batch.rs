@@ -9,22 +9,22 @@ use lifeline_common::SockState;
 
 /// `BPF_MAP_LOOKUP_BATCH` in `enum bpf_cmd`
 /// (<https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/bpf.h>).
-const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
+pub(super) const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
 /// Records per call: 4,096 records are 600 KiB of buffer.
 const CHUNK: u32 = 4096;
 
 /// The `batch` member of `union bpf_attr`.
 #[repr(C)]
 #[derive(Default)]
-struct BatchAttr {
-    in_batch: u64,
-    out_batch: u64,
-    keys: u64,
-    values: u64,
-    count: u32,
-    map_fd: u32,
-    elem_flags: u64,
-    flags: u64,
+pub(super) struct BatchAttr {
+    pub(super) in_batch: u64,
+    pub(super) out_batch: u64,
+    pub(super) keys: u64,
+    pub(super) values: u64,
+    pub(super) count: u32,
+    pub(super) map_fd: u32,
+    pub(super) elem_flags: u64,
+    pub(super) flags: u64,
 }
 
 /// Every record of the hash map behind `fd`, or the errno of the call that failed (the
