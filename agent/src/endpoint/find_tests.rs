@@ -219,7 +219,11 @@ async fn only_findings_that_change_a_verdict_wake_the_sweep() {
         prober.request(PEER, ask, vec![PEER, OTHER]);
         tokio::task::yield_now().await; // its task makes the tries
         net.release.notify_one();
-        let (woken, other) = if sweeps { (&wake, &found) } else { (&found, &wake) };
+        let (woken, other) = if sweeps {
+            (&wake, &found)
+        } else {
+            (&found, &wake)
+        };
         within(woken.notified()).await;
         assert!(
             tokio::time::timeout(zero, other.notified()).await.is_err(),
