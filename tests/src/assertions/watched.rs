@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Result, ensure};
+use anyhow::{Context as _, Result, ensure};
 
 use crate::assertions::decision::Decision;
 use crate::assertions::status::StatusSocket;
@@ -56,7 +56,17 @@ pub fn assert_watched_from_start(s: &StatusSocket, pid: u64) -> Result<()> {
 /// When no kill decision comes within `within`, or it did not kill.
 pub fn blackhole_is_killed(lab: &Lab, a: &Agent, port: u16, within: Duration) -> Result<Decision> {
     let _fault = lab.blackhole_flow(port)?;
-    let d = wait_until(
+    let d = kill_decision(a, port, within)?;
+    ensure!(d.outcome == "killed", "not killed: {}", d.raw);
+    Ok(d)
+}
+
+/// The kill decision about local port `port`, waited for up to `within`.
+///
+/// # Errors
+/// When none comes in time (the error carries the agent's stderr).
+pub fn kill_decision(a: &Agent, port: u16, within: Duration) -> Result<Decision> {
+    wait_until(
         &format!("a kill decision for local port {port}"),
         within,
         Duration::from_millis(100),
@@ -65,7 +75,6 @@ pub fn blackhole_is_killed(lab: &Lab, a: &Agent, port: u16, within: Duration) ->
                 .into_iter()
                 .find(|d| d.action == "kill" && d.is_for_port(port)))
         },
-    )?;
-    ensure!(d.outcome == "killed", "not killed: {}", d.raw);
-    Ok(d)
+    )
+    .with_context(|| format!("lifeline's stderr:\n{}", a.proc.stderr_text()))
 }

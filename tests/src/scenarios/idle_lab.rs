@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 
+use crate::assertions::watched::kill_decision;
 use crate::scenarios::scenario::{ECONNABORTED, Setup};
 use crate::{Agent, AgentArgs, Client, mono_ms, wait_until};
 
@@ -98,18 +99,7 @@ pub fn silent_kill_after_flow_blackhole(s: &Setup, agent: &Agent, client: &Clien
     let asked_ms = mono_ms();
     let fault = s.lab.blackhole_flow(port)?;
     let fault_ms = mono_ms();
-    let decision = wait_until(
-        "a kill decision",
-        SILENT_BUDGET + Duration::from_secs(10),
-        Duration::from_millis(200),
-        || {
-            Ok(agent
-                .decisions()
-                .into_iter()
-                .find(|d| d.is_for_port(port) && d.action == "kill"))
-        },
-    )
-    .with_context(|| format!("lifeline's stderr:\n{}", agent.proc.stderr_text()))?;
+    let decision = kill_decision(agent, port, SILENT_BUDGET + Duration::from_secs(10))?;
     let after = decision.at_ms - fault_ms;
     eprintln!("killed {after} ms after the black hole: {}", decision.raw);
     // Fast probes: the verdict's probes carried their octet and came 100 ms apart; without

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
 use lifeline_tests::assertions::decision::Decision;
+use lifeline_tests::assertions::watched::kill_decision;
 use lifeline_tests::infra::kernel::{self, features};
 use lifeline_tests::scenarios::idle_lab::{
     FAST_SILENT_BUDGET, SERVER, silent_kill_after_flow_blackhole, wait_armed,
@@ -160,18 +161,7 @@ fn adopted(agent: &Agent, ports: &[u16]) -> Result<()> {
 
 /// The kill decision about local `port`, waiting a little for it.
 fn kill_of(agent: &Agent, port: u16) -> Result<Decision> {
-    let d = wait_until(
-        "a kill decision",
-        Duration::from_secs(10),
-        Duration::from_millis(100),
-        || {
-            Ok(agent
-                .decisions()
-                .into_iter()
-                .find(|d| d.is_for_port(port) && d.action == "kill"))
-        },
-    )
-    .with_context(|| format!("lifeline's stderr:\n{}", agent.proc.stderr_text()))?;
+    let d = kill_decision(agent, port, Duration::from_secs(10))?;
     ensure!(d.outcome == "killed", "not killed: {}", d.raw);
     Ok(d)
 }

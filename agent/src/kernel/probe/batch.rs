@@ -9,7 +9,7 @@ use lifeline_common::SockState;
 
 /// `BPF_MAP_LOOKUP_BATCH` in `enum bpf_cmd`
 /// (<https://github.com/torvalds/linux/blob/v6.18/include/uapi/linux/bpf.h>).
-pub(super) const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
+const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
 /// Records per call: 4,096 records are 600 KiB of buffer.
 const CHUNK: u32 = 4096;
 
@@ -57,15 +57,7 @@ pub(super) fn lookup_all(
         };
         // SAFETY: the attr points at buffers of `CHUNK` keys and values of the map's sizes
         // and at two tokens, all alive for the call.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                BPF_MAP_LOOKUP_BATCH,
-                &raw mut attr,
-                size_of::<BatchAttr>(),
-            )
-        };
-        let errno = (rc < 0).then(|| std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+        let errno = unsafe { lookup_batch(&mut attr) };
         let n = attr.count.min(CHUNK) as usize;
         out.extend(keys[..n].iter().copied().zip(values[..n].iter().copied()));
         match errno {
@@ -76,4 +68,23 @@ pub(super) fn lookup_all(
         }
     }
     Ok(out)
+}
+
+/// One `BPF_MAP_LOOKUP_BATCH` call: `None`, or the errno it failed with (`ENOENT`: the end
+/// of the map, with the last entries in `attr.count`).
+///
+/// # Safety
+/// `attr`'s pointers must address buffers of `attr.count` keys and values of the map's
+/// sizes (per possible CPU for a per-CPU map) and its tokens, all alive for the call.
+pub(super) unsafe fn lookup_batch(attr: &mut BatchAttr) -> Option<i32> {
+    // SAFETY: the caller's promise.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_LOOKUP_BATCH,
+            &raw mut *attr,
+            size_of::<BatchAttr>(),
+        )
+    };
+    (rc < 0).then(|| std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
 }

@@ -16,7 +16,7 @@ use anyhow::Result;
 use aya::maps::{IterableMap, MapData, PerCpuArray};
 use lifeline_common::config::stats;
 
-use super::batch::{BPF_MAP_LOOKUP_BATCH, BatchAttr};
+use super::batch::{BatchAttr, lookup_batch};
 
 const LEN: usize = stats::LEN as usize;
 
@@ -51,16 +51,9 @@ fn batched(map: &MapData) -> Option<[u64; LEN]> {
     };
     // SAFETY: the attr points at `LEN` keys, `LEN` per-CPU values of the map's size and a
     // token, all alive for the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_LOOKUP_BATCH,
-            &raw mut attr,
-            size_of::<BatchAttr>(),
-        )
-    };
-    // All `LEN` in one call: 0, or `ENOENT` with the last ones (the end of the array).
-    let ended = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT);
+    let errno = unsafe { lookup_batch(&mut attr) };
+    // All `LEN` in one call: no error, or `ENOENT` with the last ones (the array's end).
+    let ended = errno.is_none_or(|e| e == libc::ENOENT);
     if !ended || attr.count != stats::LEN {
         return None;
     }
