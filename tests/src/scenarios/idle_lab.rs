@@ -130,14 +130,7 @@ pub fn silent_kill_after_flow_blackhole(s: &Setup, agent: &Agent, client: &Clien
         "an idle socket has nothing unacked: {}",
         decision.raw
     );
-    let err = client.wait_event("the client's error", Duration::from_secs(5), |e| {
-        e.event == "error"
-    })?;
-    ensure!(
-        err.errno == Some(ECONNABORTED),
-        "not ECONNABORTED: {}",
-        err.raw
-    );
+    client_aborted(client)?;
     // The flow-only black hole spares new connections: the re-dialed stream works.
     let redial = client.wait_event("the re-dial", Duration::from_secs(10), |e| {
         e.event == "redialed"
@@ -168,6 +161,22 @@ pub fn keepalive_timer_s(info: &str) -> Option<f64> {
         return min.parse::<f64>().ok().map(|v| v * 60.0);
     }
     t.strip_suffix("sec")?.parse().ok()
+}
+
+/// The client's connection ended with `ECONNABORTED` (lifeline's `SOCK_DESTROY`), within 5 s.
+///
+/// # Errors
+/// When no error event comes, or another errno.
+pub fn client_aborted(client: &Client) -> Result<()> {
+    let err = client.wait_event("the client's error", Duration::from_secs(5), |e| {
+        e.event == "error"
+    })?;
+    ensure!(
+        err.errno == Some(ECONNABORTED),
+        "not ECONNABORTED: {}",
+        err.raw
+    );
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,9 +18,9 @@ use lifeline_tests::assertions::decision::Decision;
 use lifeline_tests::assertions::watched::kill_decision;
 use lifeline_tests::infra::kernel::{self, features};
 use lifeline_tests::scenarios::idle_lab::{
-    FAST_SILENT_BUDGET, SERVER, silent_kill_after_flow_blackhole, wait_armed,
+    FAST_SILENT_BUDGET, SERVER, client_aborted, silent_kill_after_flow_blackhole, wait_armed,
 };
-use lifeline_tests::scenarios::scenario::{ECONNABORTED, Setup};
+use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{Agent, AgentArgs, Cgroup, Client, mono_ms, require_root, wait_until};
 
 /// The lab agent's `--stall-timeout` (`AgentArgs::default`), and `blackhole.rs`'s bound.
@@ -168,14 +168,7 @@ fn kill_of(agent: &Agent, port: u16) -> Result<Decision> {
 
 /// The client got `ECONNABORTED`, and its black hole dropped packets.
 fn aborted(client: &Client, s: &Setup, fault: &lifeline_tests::Fault) -> Result<()> {
-    let err = client.wait_event("the client's error", Duration::from_secs(5), |e| {
-        e.event == "error"
-    })?;
-    ensure!(
-        err.errno == Some(ECONNABORTED),
-        "not ECONNABORTED: {}",
-        err.raw
-    );
+    client_aborted(client)?;
     let (_, dropped) = s.lab.counters(fault)?;
     ensure!(dropped > 0, "the black hole dropped nothing");
     Ok(())
