@@ -22,7 +22,7 @@ fn stalled_at(now_s: u64, retransmits: u8) -> TcpInfo {
     }
 }
 
-/// Two looks 500 ms apart; the kill the second one wants, if any.
+/// Two looks `CONFIRM_AFTER` apart; the kill the second one wants, if any.
 fn two_looks(j: &mut Judge, s: &Socket<'_>, info: TcpInfo, now_s: u64, at: Mono) -> Option<Kill> {
     assert_eq!(at, Mono::from_secs(now_s), "one clock");
     let read = Read::Info(info);
@@ -171,10 +171,11 @@ fn a_stall_whose_peer_spoke_after_the_episode_began_is_judged_afresh() {
     )
     .expect("nothing from the peer since before the episode");
     assert!(k.evidence.since() >= k.evidence.life());
-    // The run began at the episode's first retransmission, 89 s on the sweep's clock.
+    // The run began at the episode's first retransmission, 89 s on the sweep's clock; the
+    // kill is the second look's.
     assert_eq!(
         k.evidence.age(k.evidence.at()),
-        Duration::from_millis(13_500)
+        Duration::from_secs(13) + CONFIRM_AFTER
     );
 }
 

@@ -101,8 +101,9 @@ fn watch_until_decision(
     budget: Duration,
 ) -> Result<(Decision, Vec<(u64, StatusSocket)>)> {
     let mut seen = Vec::new();
-    // The agent confirms a stall 500 ms after first seeing it (agent/src/run/mod.rs), so
-    // polling at 100 ms sees the "stalled" row at least a few times before the kill.
+    // The agent confirms a stall at most 100 ms after first seeing it (`CONFIRM_AFTER`), so a
+    // poll every 100 ms may miss the "stalled" row itself: the check below asks for the
+    // trouble and its evidence, which show for the whole episode.
     let every = Duration::from_millis(100);
     let decision = wait_until(
         "a kill decision",
