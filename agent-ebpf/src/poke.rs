@@ -42,7 +42,7 @@ static POKE_LIMIT: Global<u32> = Global::new(0);
 /// `cnt`: only when the kernel does not abort it before `--silent-probes` are unanswered
 /// (`POKE_LIMIT` is that + 2).
 pub(crate) fn worth_it(cnt: u32) -> bool {
-    cnt + 2 > POKE_LIMIT.load()
+    lifeline_common::poke::worth_it(cnt, POKE_LIMIT.load())
 }
 
 /// For the TCP iterator, on every socket it visits.

@@ -7,7 +7,9 @@
 //! (`tcp_oow_rate_limited()`, `net.ipv4.tcp_invalid_ratelimit` in
 //! <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_input.c>). So:
 //! - the unanswered-probe program (`agent-ebpf/src/unanswered.rs`) opens an entry when a
-//!   watched socket's first probe goes unanswered, right before the second is sent;
+//!   watched socket's first probe goes unanswered, right before the second is sent; the
+//!   agent opens one sooner for an endpoint's socket, when the look its overdue schedule
+//!   brings (half an interval after the first probe) finds that probe unanswered;
 //! - the tc egress program (`agent-ebpf/src/byteprobe.rs`) gives every keepalive probe of a
 //!   socket with an entry one octet of already acknowledged data: the peer's TCP answers
 //!   such a segment at once, as a retransmission, with no rate limit (`tcp_data_queue()`,
@@ -19,8 +21,10 @@
 //!   probe. It does so only while every probe since the entry opened carried its octet, so
 //!   a zero-length probe is never sent faster than the kernel's own cadence.
 
-/// One socket's fast phase, keyed by cookie. Written by the kernel only; the agent reads
-/// whether it exists and deletes it at the phase's time bound.
+/// One socket's fast phase, keyed by cookie. Written by the kernel, and by the agent when
+/// the judge found an endpoint socket's first probe overdue (`base_bytes` one below the
+/// record's then: the opening stands for the octet probe that follows the kernel's own);
+/// the agent reads whether it exists and deletes it at the phase's time bound.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Poke {
@@ -35,6 +39,22 @@ pub struct Poke {
 }
 
 const _: () = assert!(core::mem::size_of::<Poke>() == 24);
+
+/// Unanswered probes from which a phase stops poking: `--silent-probes` + 2, so the
+/// verdict's confirming look still finds its evidence (the kernel side's `POKE_LIMIT`).
+#[must_use]
+pub const fn limit(silent_probes: u8) -> u32 {
+    silent_probes as u32 + 2
+}
+
+/// Whether fast probes can serve the silent verdict on a socket whose count in force is
+/// `cnt`, with `limit` from `limit`: only when the kernel does not abort it before the
+/// verdict's probes are unanswered (an application's own stricter count would only be
+/// brought forward).
+#[must_use]
+pub const fn worth_it(cnt: u32, limit: u32) -> bool {
+    cnt.saturating_add(2) > limit
+}
 
 /// Entries at most: sockets in a fast phase at once (a phase lasts a few seconds). An LRU
 /// map: a flood of phases evicts the oldest, which then simply ends.

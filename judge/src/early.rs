@@ -23,8 +23,8 @@ pub(crate) const EARLY_JITTER: Duration = Duration::from_millis(200);
 /// Which failed round trip of a socket whose peer left made its migration early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trouble {
-    /// Idle, and a keepalive probe has been out unanswered for at least half an interval
-    /// (a healthy peer answers within one round trip).
+    /// Idle, and a keepalive probe has been out unanswered for longer than the kernel would
+    /// wait for any segment's answer (a healthy peer answers within one round trip).
     Unanswered,
     /// Data outstanding and a retransmission timeout fired without any ACK progress since.
     Retransmitting,
@@ -50,8 +50,8 @@ impl Trouble {
 /// `icsk_probes_out`, which any ACK resets: a healthy socket shows 1 only while a probe is in
 /// flight, when nothing has come from the peer for IDLE plus a round trip. The probe is
 /// sent IDLE after the last ACK (`tcp_keepalive_timer()`,
-/// <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>), so half an
-/// interval beyond that is a round trip no healthy path takes.
+/// <https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>), so an RTO and the
+/// timer's slack beyond that (`patience_ms`) is a round trip no healthy path takes.
 #[must_use]
 pub(crate) fn trouble(
     info: &TcpInfo,
@@ -62,7 +62,7 @@ pub(crate) fn trouble(
         return Some(Trouble::Retransmitting);
     }
     let ka = in_force(rec, want);
-    let due_ms = unanswered_after_ms(ka);
+    let due_ms = unanswered_after_ms(ka, info);
     (info.unacked == 0 && info.probes > 0 && ka.idle_s > 0 && info.last_ack_recv_ms >= due_ms)
         .then_some(Trouble::Unanswered)
 }
@@ -79,10 +79,31 @@ fn in_force<'a>(
     }
 }
 
-/// Since the last ACK, when an idle socket's keepalive probe is overdue: IDLE plus half an
-/// interval.
-fn unanswered_after_ms(ka: &lifeline_common::Keepalive) -> u32 {
-    ka.idle_s.saturating_mul(1000) + ka.intvl_s.saturating_mul(500)
+/// The keepalive timer's lateness at most: a 1 s timer sits in the timer wheel's third level,
+/// whose 64-jiffy granularity makes it fire up to 64 ms late at HZ=1000 (80 ms at HZ=100,
+/// second level; `calc_index()` in
+/// <https://github.com/torvalds/linux/blob/v6.18/kernel/time/timer.c>).
+const TIMER_SLACK_MS: u32 = 100;
+
+/// The kernel's floor for an RTO (`TCP_RTO_MIN`).
+const RTO_MIN_MS: u32 = 200;
+
+/// How long a keepalive probe may go unanswered before it is overdue: the socket's RTO (the
+/// kernel's own patience for a segment, `tcpi_rto`: srtt + 4 rttvar, at least 200 ms), the
+/// timer's slack, and never more than half an interval (the next probe would be its answer's
+/// deadline). It was half an interval for every path: 500 ms at lifeline's 1 s interval, where
+/// a LAN's RTO allows 300 ms, which is how much sooner a rotated balancer's socket is followed.
+fn patience_ms(ka: &lifeline_common::Keepalive, info: &TcpInfo) -> u32 {
+    let rto_ms = (info.rto_us / 1000).max(RTO_MIN_MS);
+    rto_ms
+        .saturating_add(TIMER_SLACK_MS)
+        .min(ka.intvl_s.saturating_mul(500))
+}
+
+/// Since the last ACK, when an idle socket's keepalive probe is overdue: IDLE plus its
+/// patience.
+fn unanswered_after_ms(ka: &lifeline_common::Keepalive, info: &TcpInfo) -> u32 {
+    ka.idle_s.saturating_mul(1000) + patience_ms(ka, info)
 }
 
 /// For an idle socket whose peer left and that shows no trouble yet: how soon its probe is
@@ -98,7 +119,7 @@ pub(crate) fn overdue_in(
     want: &lifeline_common::Keepalive,
 ) -> Option<Duration> {
     let ka = in_force(rec, want);
-    let due_ms = unanswered_after_ms(ka);
+    let due_ms = unanswered_after_ms(ka, info);
     (info.unacked == 0 && ka.idle_s > 0 && info.last_ack_recv_ms < due_ms)
         .then(|| Duration::from_millis(u64::from(due_ms - info.last_ack_recv_ms)))
 }

@@ -58,6 +58,8 @@ pub(crate) struct EndpointCall {
     pub look_in: Option<Duration>,
     /// Its own round trip failed (`early::trouble`): re-resolve its endpoint now.
     pub resolve: bool,
+    /// Its first keepalive probe is overdue: its next ones at the fast cadence from now.
+    pub hasten: bool,
 }
 
 impl Settings {
@@ -192,7 +194,13 @@ pub(crate) fn endpoint_reason(
         }
     }
     if let Some(i) = info {
-        call.resolve = early::trouble(i, s.rec, &settings.want).is_some();
+        let failed = early::trouble(i, s.rec, &settings.want);
+        call.resolve = failed.is_some();
+        // Its first probe unanswered half an interval on (the look `look_in` scheduled):
+        // the fast phase opens now, half an interval before the kernel's second probe would
+        // open it. The same read, the same evidence (a probe out for longer than a healthy
+        // peer's round trip); the verdict still needs all its unanswered probes.
+        call.hasten = failed == Some(early::Trouble::Unanswered) && i.probes == 1;
         if left.is_none() && !call.resolve {
             // In the set: its probe's answer, when overdue, is the first sign that the
             // endpoint moved, half an interval before the probe hook's news (it comes with

@@ -23,6 +23,9 @@ pub struct Look {
     pub wake: Option<Duration>,
     /// The endpoint's socket and its own round trip failed: re-resolve the endpoint now.
     pub resolve: bool,
+    /// The endpoint's idle socket has its first keepalive probe overdue: open its fast
+    /// phase now (docs/ARCHITECTURE.md, "Fast probes").
+    pub hasten: bool,
 }
 
 /// What to do with one confirmed kill.
@@ -62,6 +65,7 @@ impl Judge {
             report_orphan: None,
             wake: None,
             resolve: false,
+            hasten: false,
         };
         let mut reason = self
             .confirmed(s.cookie, verdict, info.as_ref())
@@ -80,6 +84,7 @@ impl Judge {
             look.report_orphan = call.report_orphan;
             look.wake = call.wake;
             look.resolve = call.resolve;
+            look.hasten = call.hasten;
             reason = call.reason;
         }
         if let (Some(reason), Some(info)) = (reason, info) {

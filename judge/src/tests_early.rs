@@ -54,23 +54,32 @@ pub(super) fn probed(ms: u32) -> TcpInfo {
 }
 
 #[test]
-fn a_probe_in_flight_is_no_trouble_one_out_for_half_an_interval_is() {
+fn a_probe_in_flight_is_no_trouble_one_out_for_an_rto_and_the_timer_slack_is() {
     let (r, want) = (rec(), settings().want);
     // Sent at IDLE (1 s) after the last ACK; a healthy peer answers within a round trip.
+    // A LAN's RTO is the kernel's floor, 200 ms, and the timer may fire 100 ms late.
     assert_eq!(trouble(&probed(1_050), &r, &want), None);
-    assert_eq!(trouble(&probed(1_499), &r, &want), None);
+    assert_eq!(trouble(&probed(1_299), &r, &want), None);
     assert_eq!(
-        trouble(&probed(1_500), &r, &want),
+        trouble(&probed(1_300), &r, &want),
         Some(Trouble::Unanswered)
     );
-    // Without the socket's values (never armed), lifeline's own: 10 s + 3 s / 2.
+    // A slow path's RTO (600 ms): never more than half an interval, the next probe's time.
+    let slow = |ms| TcpInfo {
+        rto_us: 600_000,
+        ..probed(ms)
+    };
+    assert_eq!(trouble(&slow(1_499), &r, &want), None);
+    assert_eq!(trouble(&slow(1_500), &r, &want), Some(Trouble::Unanswered));
+    // Without the socket's values (never armed), lifeline's own: 10 s, then the RTO (3 s
+    // intervals: half of one is no bound here).
     let bare = Record {
         state: TcpState::Established,
         ..Record::default()
     };
-    assert_eq!(trouble(&probed(11_000), &bare, &want), None);
+    assert_eq!(trouble(&probed(10_299), &bare, &want), None);
     assert_eq!(
-        trouble(&probed(11_500), &bare, &want),
+        trouble(&probed(10_300), &bare, &want),
         Some(Trouble::Unanswered)
     );
     // Data outstanding: an RTO that fired, not a slow ACK, is the trouble.
@@ -145,21 +154,21 @@ fn a_left_peer_that_still_answers_keeps_the_slow_migration() {
     let r = rec();
     let t0 = Mono::from_secs(100);
     // Leaving and answering (a probe in flight, or none out): no kill, only a look when
-    // its probe's answer would be overdue (IDLE + INTERVAL/2 = 1.5 s after its last ACK).
+    // its probe's answer would be overdue (IDLE + RTO + slack = 1.3 s after its last ACK).
     let leaving = member(LEAVING);
     let s = Socket {
         member: Some(&leaving),
         ..sock(&r)
     };
     for (info, overdue_ms) in [
-        (probed(1_020), 480),
+        (probed(1_020), 280),
         (
             TcpInfo {
                 state: 1,
                 last_ack_recv_ms: 300,
                 ..TcpInfo::default()
             },
-            1_200,
+            1_000,
         ),
     ] {
         let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&info), t0);
@@ -187,7 +196,7 @@ fn a_left_peer_that_still_answers_keeps_the_slow_migration() {
     let due = t0 + jitter(7, settings().spread);
     assert!(call.reason.is_none());
     // Its moment, unless its probe's answer is overdue first.
-    assert_eq!(call.wake, Some((due - t0).min(Duration::from_millis(480))));
+    assert_eq!(call.wake, Some((due - t0).min(Duration::from_millis(280))));
     let quiet = TcpInfo {
         state: 1,
         ..TcpInfo::default()

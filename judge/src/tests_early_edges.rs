@@ -74,8 +74,8 @@ fn an_answer_in_time_cancels_a_pending_early_migration() {
     };
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&quiet), t0 + EARLY_JITTER);
     assert!(call.reason.is_none(), "{call:?}");
-    // Only the look when its next probe's answer would be overdue (1.5 s after the ACK).
-    assert_eq!(call.wake, Some(Duration::from_millis(1_490)), "{call:?}");
+    // Only the look when its next probe's answer would be overdue (1.3 s after the ACK).
+    assert_eq!(call.wake, Some(Duration::from_millis(1_290)), "{call:?}");
     assert!(
         !j.due(Mono::from_secs(100)).any(|c| c == Cookie(7)),
         "nothing pending"
@@ -146,9 +146,9 @@ fn an_in_set_sockets_overdue_probe_is_looked_at_and_re_resolves_its_endpoint() {
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&answered), t0);
     assert!(!call.resolve, "its probe was answered");
     assert!(!j.wants_info(&s, t0), "its next look is scheduled");
-    // IDLE (1 s) + half an interval after the last ACK, 200 ms ago.
-    let overdue = t0 + Duration::from_millis(1_300);
-    assert_eq!(call.look_in, Some(Duration::from_millis(1_300)));
+    // IDLE (1 s) + an RTO (200 ms) + the timer's slack after the last ACK, 200 ms ago.
+    let overdue = t0 + Duration::from_millis(1_100);
+    assert_eq!(call.look_in, Some(Duration::from_millis(1_100)));
     assert!(
         !j.due(overdue - Duration::from_millis(1))
             .any(|c| c == Cookie(7)),
@@ -156,9 +156,42 @@ fn an_in_set_sockets_overdue_probe_is_looked_at_and_re_resolves_its_endpoint() {
     );
     assert!(j.due(overdue).any(|c| c == Cookie(7)), "visited then");
     assert!(j.wants_info(&s, overdue), "and read");
-    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_500)), overdue);
+    let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_300)), overdue);
     assert!(call.resolve, "unanswered: the endpoint may have moved");
     assert!(call.reason.is_none(), "in the set: nothing to migrate");
     let call = j.endpoint_reason(&s, Verdict::Healthy, Some(&probed(1_050)), overdue);
     assert!(!call.resolve, "a probe in flight is no trouble");
+}
+
+#[test]
+fn an_endpoint_sockets_first_probe_overdue_opens_its_fast_phase_and_nothing_else_does() {
+    let r = rec();
+    let t0 = Mono::from_secs(100);
+    let in_set = member(Membership::InSet);
+    let leaving = member(LEAVING);
+    let hasten = |m: Option<&(String, Membership)>, info: TcpInfo| {
+        let mut j = Judge::new(settings(), None);
+        let s = Socket { member: m, ..sock(&r) };
+        j.endpoint_reason(&s, Verdict::Healthy, Some(&info), t0).hasten
+    };
+    // The look the overdue schedule brings, half an interval after the first probe.
+    assert!(hasten(Some(&in_set), probed(1_500)), "in the set");
+    assert!(hasten(Some(&leaving), probed(1_500)), "its peer left too");
+    // Still in flight: a healthy peer's answer may yet come.
+    assert!(!hasten(Some(&in_set), probed(1_200)));
+    // The kernel opened the phase at the second probe already.
+    let two = TcpInfo {
+        probes: 2,
+        ..probed(2_100)
+    };
+    assert!(!hasten(Some(&in_set), two));
+    // Data outstanding: RTOs, not keepalive probes, are its evidence.
+    let busy = TcpInfo {
+        unacked: 1,
+        retransmits: 1,
+        ..probed(1_500)
+    };
+    assert!(!hasten(Some(&in_set), busy));
+    // Not the endpoint's socket: no overdue look, nothing to hasten.
+    assert!(!hasten(None, probed(1_500)));
 }

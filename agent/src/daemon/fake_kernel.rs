@@ -186,6 +186,11 @@ impl Kernel for Fake {
         self.host().poke.remove(&cookie);
     }
 
+    fn fast_open_now(&mut self, cookie: Cookie) -> bool {
+        let mut h = self.host();
+        h.fast.is_some() && h.socks.contains_key(&cookie) && h.poke.insert(cookie)
+    }
+
     fn original(&self, _cookie: Cookie) -> Option<Original> {
         None
     }

@@ -18,7 +18,7 @@ use super::{
     fake_net::{Net, following},
 };
 use crate::{
-    judge::{Cookie, Judge, Mono, Record, Seed, Settings, Stall, TcpState},
+    judge::{Cookie, Judge, Mono, Record, Seed, Settings, Silence, Stall, TcpState},
     report::{metrics::Metrics, status::Snapshot},
 };
 
@@ -61,6 +61,28 @@ impl World {
     /// A daemon at `START` with `budget` kills a minute; following the endpoint at
     /// `api(10)` and `api(11)` when `follow`.
     pub(super) fn new(budget: u32, follow: bool) -> Self {
+        Self::with(budget, follow, |s| s)
+    }
+
+    /// As `new`, with lifeline's keepalive (1s,1s,20) wanted and the silent rule at its
+    /// defaults (12 probes, nothing from the peer for 2 s).
+    pub(super) fn armed(follow: bool) -> Self {
+        Self::with(6, follow, |s| Settings {
+            silent: Some(Silence {
+                after: Duration::from_secs(2),
+                probes: 12,
+            }),
+            want: Keepalive {
+                idle_s: 1,
+                intvl_s: 1,
+                cnt: 20,
+                user_timeout_ms: 0,
+            },
+            ..s
+        })
+    }
+
+    fn with(budget: u32, follow: bool, change: impl FnOnce(Settings) -> Settings) -> Self {
         let kernel = Fake::default();
         kernel.host().now = START;
         let net = Arc::new(Net::default());
@@ -75,6 +97,7 @@ impl World {
             max_kills_per_minute: budget,
             seed: Seed(1),
         };
+        let settings = change(settings);
         let daemon = Daemon::new(Parts {
             kernel: Box::new(kernel.clone()),
             polled: HashSet::new(),

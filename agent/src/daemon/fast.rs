@@ -26,7 +26,7 @@ use std::time::Duration;
 use lifeline_common::poke::BOUND_NS;
 
 use super::Daemon;
-use crate::judge::Mono;
+use crate::judge::{Cookie, Mono};
 
 /// Passes earn their CPU at one this-many-th of the time that passes (2 % of a core).
 const SHARE: u32 = 50;
@@ -149,6 +149,18 @@ impl Daemon {
         }
     }
 
+    /// Open `cookie`'s fast phase now (`Look::hasten`: its first probe is overdue): its first
+    /// pass comes an interval on, as for a phase the kernel opened.
+    pub(super) fn hasten(&mut self, cookie: Cookie, now: Mono) {
+        if self.kernel.fast_interval().is_none() || self.tracked.is_fast(cookie) {
+            return;
+        }
+        if self.kernel.fast_open_now(cookie) {
+            let first = self.tracked.open_fast(cookie, now);
+            self.fast.opened(first, now);
+        }
+    }
+
     /// With at most `READ_FIRST` phases open, reads each one's socket: one whose probes are
     /// all answered (or that is gone) has its phase closed, as the pass would. `true` when
     /// that closed every phase (no pass needed); any failure to read leaves it to the pass.
@@ -237,7 +249,7 @@ mod tests {
             "paced to 2 %: {gaps:?}"
         );
         // Idle for long: the credit is back, but no more than the burst.
-        t = t + Duration::from_secs(3_600);
+        t = t + Duration::from_hours(1);
         assert_eq!(f.credit.at(t), Credit::ns(BURST));
     }
 

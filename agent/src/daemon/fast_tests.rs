@@ -1,10 +1,14 @@
 //! The fast probes' passes against the fake kernel (`fast.rs`): a phase whose socket has
 //! been answered since is closed with one `sock_diag` read and no pass over the TCP hash; a
-//! phase with a probe still unanswered gets its pass.
+//! phase with a probe still unanswered gets its pass; an endpoint socket's first probe
+//! found overdue opens its phase at that look.
 
 use std::time::Duration;
 
-use lifeline_common::news::{self, News};
+use lifeline_common::{
+    Keepalive,
+    news::{self, News},
+};
 
 use super::fake_world::{START, World, api, kubelet};
 use crate::judge::Cookie;
@@ -60,4 +64,43 @@ async fn an_unanswered_phase_gets_its_pass() {
     assert!(h.poke.contains(&Cookie(1)), "still open: still unanswered");
     drop(h);
     assert!(w.daemon.fast_due().is_some(), "the next pass is due");
+}
+
+/// kubelet's idle connection to the followed endpoint, lifeline's keepalive (1 s) in force,
+/// with `probes_out` keepalive probes unanswered from the start and fast probes on or off;
+/// swept for 2 s, past the look its overdue schedule brings at IDLE + INTERVAL / 2.
+async fn endpoint_idle(fast: bool, probes_out: u8) -> World {
+    let mut w = World::armed(true);
+    w.kernel.host().fast = fast.then_some(Duration::from_millis(100));
+    let mut rec = kubelet(40_001, api(10), START);
+    rec.keepalive = Keepalive {
+        idle_s: 1,
+        intvl_s: 1,
+        cnt: 20,
+        user_timeout_ms: 0,
+    };
+    w.connect(1, rec);
+    if let Some(s) = w.kernel.host().socks.get_mut(&Cookie(1)) {
+        s.probes_out = probes_out;
+    }
+    w.run_until(2).await;
+    w
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_endpoint_sockets_overdue_first_probe_opens_its_phase_at_that_look() {
+    let w = endpoint_idle(true, 1).await;
+    assert!(
+        w.kernel.host().poke.contains(&Cookie(1)),
+        "opened by the agent, no news from the kernel needed"
+    );
+    let due = w.daemon.fast_due().expect("its first pass is due");
+    assert!(due <= Duration::from_millis(100), "{due:?}");
+
+    // The controls: its probe answered, or no fast probes on the node.
+    for (fast, out) in [(true, 0), (false, 1)] {
+        let w = endpoint_idle(fast, out).await;
+        assert!(w.kernel.host().poke.is_empty(), "fast {fast}, {out} out");
+        assert_eq!(w.daemon.fast_due(), None);
+    }
 }

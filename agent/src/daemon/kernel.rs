@@ -84,6 +84,9 @@ pub(crate) trait Kernel: Diag {
     fn fast_pass(&mut self) -> Result<()>;
     /// Whether `cookie`'s fast phase is still open.
     fn fast_open(&self, cookie: Cookie) -> bool;
+    /// Open `cookie`'s fast phase now, before the kernel would (its second probe); `false`
+    /// when it cannot be (no fast probes, gone, deferred, not worth it, open already).
+    fn fast_open_now(&mut self, cookie: Cookie) -> bool;
     fn fast_close(&mut self, cookie: Cookie);
 
     /// What the application had on `cookie`, when recorded.

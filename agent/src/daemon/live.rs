@@ -149,6 +149,10 @@ impl Kernel for Live {
         self.probe.fast_close(cookie);
     }
 
+    fn fast_open_now(&mut self, cookie: Cookie) -> bool {
+        self.probe.fast_open_now(cookie)
+    }
+
     fn original(&self, cookie: Cookie) -> Option<Original> {
         self.probe.original(cookie)
     }

@@ -176,6 +176,9 @@ impl Daemon {
             if look.resolve {
                 self.resolve_early(cookie, Instant::now());
             }
+            if look.hasten {
+                self.hasten(cookie, now);
+            }
             if let Some((endpoint, absent_for)) = &look.report_orphan {
                 act::log_orphan_report(&self.counts, &rec, endpoint, *absent_for);
             }

@@ -103,6 +103,14 @@ impl Table {
         }
     }
 
+    /// Whether `cookie`'s fast phase is open.
+    #[must_use]
+    pub(super) fn is_fast(&self, cookie: Cookie) -> bool {
+        self.sockets
+            .get(&cookie)
+            .is_some_and(|t| t.fast_since.is_some())
+    }
+
     /// Whether any fast phase is open.
     #[must_use]
     pub(super) fn any_fast(&self) -> bool {

@@ -90,6 +90,7 @@ impl Daemon {
         visit.extend(read.iter().copied());
         visit.extend(self.judge.due(now));
         visit.extend(self.tracked.polled());
+        visit.extend(self.members.take_joined());
         visit.extend(self.mirror.troubled().filter(|c| {
             self.mirror
                 .get(*c)

@@ -42,6 +42,8 @@ pub(crate) struct Members {
     current: BTreeSet<(usize, SocketAddr)>,
     /// Never-held peers logged, and when.
     reported: HashMap<SocketAddr, Instant>,
+    /// Sockets recorded as the endpoint's by a join, not yet visited since (`take_joined`).
+    joined: Vec<Cookie>,
 }
 
 impl Members {
@@ -97,6 +99,7 @@ impl Members {
                 for c in cookies {
                     if facts.record(*c, *i) {
                         new += 1;
+                        self.joined.push(*c);
                     }
                 }
                 if new > 0 {
@@ -108,6 +111,15 @@ impl Members {
                 self.report_never_held(*peer, endpoints, grace, at);
             }
         }
+    }
+
+    /// The sockets a join made the endpoint's since the last call: each is looked at once
+    /// more, so its endpoint rules start (an idle one's looks follow its keepalive cycle from
+    /// then on, `EndpointCall::look_in`). A socket older than the endpoint's first answer (an
+    /// adopted one, at the agent's start) was visited before it was the endpoint's, and
+    /// without news nothing would visit it again.
+    pub(crate) fn take_joined(&mut self) -> Vec<Cookie> {
+        std::mem::take(&mut self.joined)
     }
 
     /// One line per peer (per `REPORT_AGAIN`) on an endpoint's port whose address no answer

@@ -111,8 +111,15 @@ fn an_address_that_joins_later_makes_its_sockets_members_from_then() {
     m.sync(&mut f, &e, GRACE, socks.iter(), t0);
     assert_eq!(f.endpoint_of(Cookie(1)), None);
     answer(&e, &[2, 9], t0 + Duration::from_secs(5));
+    assert!(m.take_joined().is_empty(), "nothing joined yet");
     m.sync(&mut f, &e, GRACE, socks.iter(), t0 + Duration::from_secs(5));
     assert_eq!(f.endpoint_of(Cookie(1)), Some(0), "joined while it lived");
+    assert_eq!(
+        m.take_joined(),
+        [Cookie(1)],
+        "looked at once more: its endpoint rules start"
+    );
+    assert!(m.take_joined().is_empty(), "once");
     // Also when the join is seen at a visit before the next sync.
     let (e2, mut m2) = (api(), Members::default());
     let mut f2: HashMap<Cookie, usize> = HashMap::new();

@@ -10,6 +10,9 @@
 //! with their octet probes counted (`probe_bytes`: the fast-probe device was there before
 //! the first unanswered probe), the busy one as stalled within stall-timeout + 3 s
 //! (`blackhole.rs`), by 8 unanswered transmissions where the kernel has linear timeouts.
+//! Both idle sockets are the endpoint's: their fast phases open at the look their overdue
+//! schedule brings (`fast_probes.hastened` in `lifeline status --json`), which starts for an
+//! adopted socket as for a born one.
 
 use std::time::Duration;
 
@@ -88,6 +91,17 @@ fn adopted_sockets_are_killed_as_fast_as_born_ones() -> Result<()> {
         );
     }
     aborted(&kubectl, &s, &kubectl_fault)?;
+    if kernel::has(&features::FAST_PROBES) {
+        // Both idle sockets are the endpoint's: each one's phase was opened by the agent at
+        // the look its overdue schedule brought, before the kernel's second probe.
+        let status = agent.status_json()?;
+        let hastened = status["fast_probes"]["hastened"].as_u64().unwrap_or(0);
+        ensure!(
+            hastened >= 2,
+            "fast phases opened at the overdue look: {hastened}, want one per idle socket: {}",
+            status["fast_probes"]
+        );
+    }
 
     let d = kill_of(&agent, ports[2])?;
     let hb_after = d.at_ms.saturating_sub(hb_fault_ms);

@@ -163,6 +163,7 @@ impl Probe {
         let fast = fast::load(
             &mut ebpf,
             cfg.fast_probes,
+            cfg.silent_probes,
             can_adopt && unanswered_hook.is_ok(),
         );
         Ok(Self {

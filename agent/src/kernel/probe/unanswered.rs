@@ -76,7 +76,7 @@ impl Globals {
             sk_timer,
             keepalive_timer: kallsyms("tcp_keepalive_timer").unwrap_or(0),
             fast_interval_ns: fast.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-            poke_limit: u32::from(silent_probes) + 2,
+            poke_limit: lifeline_common::poke::limit(silent_probes),
         })
     }
 

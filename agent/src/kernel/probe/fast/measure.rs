@@ -126,6 +126,7 @@ impl FastProbes {
             why: None,
             devices,
             refused,
+            hastened: self.hastened,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 mod attach;
 mod devices;
+mod hasten;
 mod measure;
 mod place;
 mod reach;
@@ -37,6 +38,11 @@ const RESCAN: Duration = Duration::from_secs(30);
 /// The fast probes in force: the interval, and the devices the program is on.
 pub(crate) struct FastProbes {
     pub interval: Duration,
+    /// Unanswered probes from which a phase stops poking (`--silent-probes` + 2, as the
+    /// kernel side's `POKE_LIMIT`).
+    poke_limit: u32,
+    /// Phases opened by the agent (`hasten.rs`).
+    hastened: u64,
     /// Device name → the program there (a re-created device gets a new index).
     attached: HashMap<String, attach::Attachment>,
     /// Devices that could not be attached, with why (warned once each).
@@ -71,6 +77,7 @@ impl fmt::Display for FastUnavailable {
 pub(super) fn load(
     ebpf: &mut Ebpf,
     interval: Option<Duration>,
+    silent_probes: u8,
     pokes: bool,
 ) -> Result<FastProbes, FastUnavailable> {
     let Some(interval) = interval else {
@@ -88,6 +95,8 @@ pub(super) fn load(
     match result {
         Ok(()) => Ok(FastProbes {
             interval,
+            poke_limit: lifeline_common::poke::limit(silent_probes),
+            hastened: 0,
             attached: HashMap::new(),
             refused: HashMap::new(),
             adopt: HashSet::new(),

@@ -73,6 +73,10 @@ pub(crate) struct FastStatus {
     pub devices: Vec<FastDevice>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<Refused>,
+    /// Phases the agent opened at an endpoint socket's overdue look, before the kernel's
+    /// second probe would have (`hasten.rs`), since start.
+    #[serde(default)]
+    pub hastened: u64,
 }
 
 impl FastStatus {
@@ -159,6 +163,7 @@ mod tests {
                 ),
             ],
             refused: Vec::new(),
+            hastened: 3,
         };
         let text = s.to_string();
         assert!(
@@ -176,6 +181,7 @@ mod tests {
         assert_eq!(json["state"], "hidden");
         assert_eq!(json["devices"][0]["reach"], "hidden");
         assert_eq!(json["devices"][1]["chain"]["kind"], "clsact");
+        assert_eq!(json["hastened"], 3);
         assert_eq!(serde_json::from_value::<FastStatus>(json).unwrap(), s);
     }
 
