@@ -35,6 +35,7 @@ mod fast;
 mod fast_tests;
 pub(crate) mod kernel;
 mod live;
+mod pacing;
 mod path;
 mod publish;
 mod restore;
@@ -77,7 +78,7 @@ pub(crate) struct Daemon {
     /// News the inbox dropped, as of the last sweep.
     inbox_dropped: u64,
     /// The pacing of the iterator passes that poke sockets in a fast keepalive phase.
-    fast: fast::FastPhases,
+    fast: pacing::FastPhases,
     /// Keepalive deferred to the application's own deadline while lifeline only observes.
     defer: defer::Deferrals,
     /// The endpoint addresses whose path the probe's `PATH_ALIVE` follows.
@@ -107,7 +108,7 @@ impl Daemon {
             counts: parts.counts,
             probe_stats: Default::default(),
             inbox_dropped: 0,
-            fast: fast::FastPhases::default(),
+            fast: pacing::FastPhases::default(),
             defer: parts.defer,
             path_peers: path::PathPeers::default(),
         }
