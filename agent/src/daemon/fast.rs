@@ -70,9 +70,16 @@ impl Daemon {
     }
 
     /// Open `cookie`'s fast phase now (`Look::hasten`: its first probe is overdue): its first
-    /// pass comes an interval on, as for a phase the kernel opened.
+    /// pass comes an interval on, as for a phase the kernel opened. Not on a path that lost
+    /// probes lately (`lossy.rs`): there the kernel's second probe opens it, as before.
     pub(super) fn hasten(&mut self, cookie: Cookie, now: Mono) {
         if self.kernel.fast_interval().is_none() || self.tracked.is_fast(cookie) {
+            return;
+        }
+        let Some(peer) = self.mirror.get(cookie).map(|r| r.peer.ip()) else {
+            return;
+        };
+        if self.lossy.recent(peer, now) {
             return;
         }
         if self.kernel.fast_open_now(cookie) {
@@ -102,13 +109,19 @@ impl Daemon {
             let (local, peer) = (rec.local, rec.peer);
             match self.kernel.get(local, peer, cookie) {
                 Ok(Some(d)) if d.info.is_some_and(|i| i.probes > 0) => return false,
-                Ok(_) => answered.push(cookie),
+                // Answered: a probe or its answer was lost, not the path.
+                Ok(Some(_)) => answered.push((cookie, Some(peer.ip()))),
+                Ok(None) => answered.push((cookie, None)),
                 Err(_) => return false,
             }
         }
-        for cookie in answered {
+        let now = self.clock.now();
+        for (cookie, peer) in answered {
             self.kernel.fast_close(cookie);
             self.tracked.close_fast(cookie);
+            if let Some(p) = peer {
+                self.lossy.answered(p, now);
+            }
         }
         true
     }

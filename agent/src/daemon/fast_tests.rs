@@ -11,7 +11,7 @@ use lifeline_common::{
 };
 
 use super::fake_world::{START, World, api, kubelet};
-use crate::judge::Cookie;
+use crate::judge::{Cookie, Record};
 
 /// One idle socket in kubelet's cgroup with fast probes at 200 ms; its first keepalive
 /// probe has gone unanswered: the probe opened its phase and told the agent.
@@ -72,19 +72,24 @@ async fn an_unanswered_phase_gets_its_pass() {
 async fn endpoint_idle(fast: bool, probes_out: u8) -> World {
     let mut w = World::armed(true);
     w.kernel.host().fast = fast.then_some(Duration::from_millis(100));
-    let mut rec = kubelet(40_001, api(10), START);
+    w.connect(1, armed_kubelet(40_001));
+    if let Some(s) = w.kernel.host().socks.get_mut(&Cookie(1)) {
+        s.probes_out = probes_out;
+    }
+    w.run_until(2).await;
+    w
+}
+
+/// kubelet's connection from `port` to the endpoint's `api(10)`, lifeline's keepalive in force.
+fn armed_kubelet(port: u16) -> Record {
+    let mut rec = kubelet(port, api(10), START);
     rec.keepalive = Keepalive {
         idle_s: 1,
         intvl_s: 1,
         cnt: 20,
         user_timeout_ms: 0,
     };
-    w.connect(1, rec);
-    if let Some(s) = w.kernel.host().socks.get_mut(&Cookie(1)) {
-        s.probes_out = probes_out;
-    }
-    w.run_until(2).await;
-    w
+    rec
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -103,4 +108,41 @@ async fn an_endpoint_sockets_overdue_first_probe_opens_its_phase_at_that_look() 
         assert!(w.kernel.host().poke.is_empty(), "fast {fast}, {out} out");
         assert_eq!(w.daemon.fast_due(), None);
     }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn on_a_path_that_lost_a_probe_lately_the_kernels_second_probe_opens_the_phase() {
+    let mut w = World::armed(true);
+    w.kernel.host().fast = Some(Duration::from_millis(100));
+    // Another socket to the same peer: its phase ends answered (a lost probe, not the path).
+    w.connect(2, armed_kubelet(40_002));
+    w.run_until(1).await;
+    {
+        let mut h = w.kernel.host();
+        h.poke.insert(Cookie(2));
+        if let Some(s) = h.socks.get_mut(&Cookie(2)) {
+            s.probes_out = 1;
+        }
+        h.news.push(News {
+            cookie: 2,
+            kind: news::UNANSWERED,
+            arg: 1,
+        });
+    }
+    w.run_until(2).await;
+    if let Some(s) = w.kernel.host().socks.get_mut(&Cookie(2)) {
+        s.probes_out = 0;
+    }
+    w.daemon.fast_pass();
+    assert_eq!(w.daemon.fast_due(), None, "closed, answered");
+    // Now kubelet's socket to that peer has its first probe overdue.
+    w.connect(1, armed_kubelet(40_001));
+    if let Some(s) = w.kernel.host().socks.get_mut(&Cookie(1)) {
+        s.probes_out = 1;
+    }
+    w.run_until(4).await;
+    assert!(
+        !w.kernel.host().poke.contains(&Cookie(1)),
+        "no phase opened at its overdue look"
+    );
 }

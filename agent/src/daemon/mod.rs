@@ -35,6 +35,7 @@ mod fast;
 mod fast_tests;
 pub(crate) mod kernel;
 mod live;
+mod lossy;
 mod pacing;
 mod path;
 mod publish;
@@ -79,6 +80,8 @@ pub(crate) struct Daemon {
     inbox_dropped: u64,
     /// The pacing of the iterator passes that poke sockets in a fast keepalive phase.
     fast: pacing::FastPhases,
+    /// Peers whose fast phases ended answered lately: no phase opened at their overdue look.
+    lossy: lossy::Lossy,
     /// Keepalive deferred to the application's own deadline while lifeline only observes.
     defer: defer::Deferrals,
     /// The endpoint addresses whose path the probe's `PATH_ALIVE` follows.
@@ -109,6 +112,7 @@ impl Daemon {
             probe_stats: Default::default(),
             inbox_dropped: 0,
             fast: pacing::FastPhases::default(),
+            lossy: lossy::Lossy::default(),
             defer: parts.defer,
             path_peers: path::PathPeers::default(),
         }
