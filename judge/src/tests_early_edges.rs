@@ -171,8 +171,12 @@ fn an_endpoint_sockets_first_probe_overdue_opens_its_fast_phase_and_nothing_else
     let leaving = member(LEAVING);
     let hasten = |m: Option<&(String, Membership)>, info: TcpInfo| {
         let mut j = Judge::new(settings(), None);
-        let s = Socket { member: m, ..sock(&r) };
-        j.endpoint_reason(&s, Verdict::Healthy, Some(&info), t0).hasten
+        let s = Socket {
+            member: m,
+            ..sock(&r)
+        };
+        j.endpoint_reason(&s, Verdict::Healthy, Some(&info), t0)
+            .hasten
     };
     // The look the overdue schedule brings, half an interval after the first probe.
     assert!(hasten(Some(&in_set), probed(1_500)), "in the set");
