@@ -21,21 +21,25 @@ async fn phase_open() -> World {
     w.connect(1, kubelet(40_001, api(10), START));
     let mut w = w;
     w.run_until(2).await;
-    {
-        let mut h = w.kernel.host();
-        h.poke.insert(Cookie(1));
-        if let Some(s) = h.socks.get_mut(&Cookie(1)) {
-            s.probes_out = 1;
-        }
-        h.news.push(News {
-            cookie: 1,
-            kind: news::UNANSWERED,
-            arg: 1,
-        });
-    }
+    kernel_opens(&w, 1);
     w.run_until(3).await;
     assert!(w.daemon.fast_due().is_some(), "the phase is open");
     w
+}
+
+/// `cookie`'s first keepalive probe goes unanswered: the probe opens its phase and tells the
+/// agent (`agent-ebpf/src/unanswered.rs`).
+fn kernel_opens(w: &World, cookie: u64) {
+    let mut h = w.kernel.host();
+    h.poke.insert(Cookie(cookie));
+    if let Some(s) = h.socks.get_mut(&Cookie(cookie)) {
+        s.probes_out = 1;
+    }
+    h.news.push(News {
+        cookie,
+        kind: news::UNANSWERED,
+        arg: 1,
+    });
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -117,18 +121,7 @@ async fn on_a_path_that_lost_a_probe_lately_the_kernels_second_probe_opens_the_p
     // Another socket to the same peer: its phase ends answered (a lost probe, not the path).
     w.connect(2, armed_kubelet(40_002));
     w.run_until(1).await;
-    {
-        let mut h = w.kernel.host();
-        h.poke.insert(Cookie(2));
-        if let Some(s) = h.socks.get_mut(&Cookie(2)) {
-            s.probes_out = 1;
-        }
-        h.news.push(News {
-            cookie: 2,
-            kind: news::UNANSWERED,
-            arg: 1,
-        });
-    }
+    kernel_opens(&w, 2);
     w.run_until(2).await;
     if let Some(s) = w.kernel.host().socks.get_mut(&Cookie(2)) {
         s.probes_out = 0;
