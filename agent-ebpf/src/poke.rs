@@ -10,6 +10,8 @@
 //! - the last probe is unanswered (`icsk_probes_out` > 0: `tcp_ack()` zeroes it on any ACK);
 //! - at least `--fast-probes` and two smoothed round trips since the last poke (less a
 //!   quarter: the agent's passes set the cadence), so a live peer's answer has had its time;
+//! - the last poke sent a probe (`icsk_probes_out` rose since): none is sent while data is
+//!   in flight, whose retransmissions are then the evidence;
 //! - every probe since the phase opened carried its octet (the tc program counted it in
 //!   `probe_bytes`): a zero-length probe, which a live peer answers at most every 500 ms,
 //!   is never sent faster than the kernel's own cadence;
@@ -82,13 +84,25 @@ fn poke(sk: *mut c_void, cookie: u64) -> Option<()> {
     if out == 0 || out >= limit {
         return None;
     }
-    if rec.probe_bytes.wrapping_sub(p.base_bytes) <= p.pokes {
+    // The last poke (or the opening, which stands for the kernel's second probe) sent no
+    // probe: `tcp_keepalive_timer()` sends none while data is in flight or queued
+    // (`tp->packets_out || !tcp_write_queue_empty(sk)`, it only re-arms), so the application
+    // wrote since (<https://github.com/torvalds/linux/blob/v6.18/net/ipv4/tcp_timer.c>).
+    // Its retransmissions are the socket's evidence now; no octet is missing, and poking a
+    // timer that cannot probe only costs.
+    if out <= u32::from(p.out_at_poke) {
+        count(stats::FAST_BUSY);
+        return None;
+    }
+    if rec.probe_bytes.wrapping_sub(p.base_bytes) <= u32::from(p.pokes) {
         count(stats::FAST_NO_OCTET);
         return None;
     }
     let idle = i32::try_from(rec.keepalive.idle_s).ok()?;
     keepalive::set(sk, SOL_TCP, TCP_KEEPIDLE, idle).ok()?;
     p.pokes += 1;
+    // `out` is below `limit`, a `u32` from a `u8`: it fits.
+    p.out_at_poke = u16::try_from(out).unwrap_or(u16::MAX);
     p.last_ns = now;
     count(stats::FAST_POKES);
     Some(())

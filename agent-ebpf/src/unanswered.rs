@@ -161,6 +161,10 @@ fn report(sk: *const u8) -> Option<()> {
             last_ns: now,
             base_bytes,
             pokes: 0,
+            // The opening stands for the second probe: the first poke finds it sent. On the
+            // timer tracepoint it may not be (data went out since the first: the timer only
+            // re-arms), and that phase ends at once as busy (`crate::poke`).
+            out_at_poke: 1,
         };
         // BPF_NOEXIST: a phase already open keeps its own count.
         let _ = POKE.insert(cookie, entry, 1);

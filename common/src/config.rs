@@ -31,7 +31,11 @@ pub mod stats {
     /// Fast phases stopped because a probe left without its octet (no tc program on the
     /// device it took): the socket goes on at the kernel's own cadence.
     pub const FAST_NO_OCTET: u32 = 8;
-    pub const LEN: u32 = 9;
+    /// Fast phases stopped because a poke sent no probe: the application sent data since
+    /// (the keepalive timer sends none while data is in flight), so the socket's
+    /// retransmissions are its evidence from then on.
+    pub const FAST_BUSY: u32 = 9;
+    pub const LEN: u32 = 10;
 }
 
 /// Who opened a socket: recorded by the cgroup `connect4`/`connect6` hook, which runs

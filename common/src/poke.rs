@@ -35,7 +35,11 @@ pub struct Poke {
     /// `SockState::probe_bytes` when the entry opened.
     pub base_bytes: u32,
     /// Pokes so far: each one sent a probe, which must have carried its octet.
-    pub pokes: u32,
+    pub pokes: u16,
+    /// `icsk_probes_out` before the last poke's probe (or the one the opening stands for):
+    /// the next poke finds it higher, or no probe left (data went out meanwhile,
+    /// `agent-ebpf/src/poke.rs`).
+    pub out_at_poke: u16,
 }
 
 const _: () = assert!(core::mem::size_of::<Poke>() == 24);

@@ -26,6 +26,7 @@ mod endpoint_selftest;
 mod escalation;
 mod escalation_restarts;
 mod escalation_scope;
+mod fast_busy;
 mod go_client;
 mod hostile_capacity;
 mod hostile_lock;

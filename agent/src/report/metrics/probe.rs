@@ -15,7 +15,7 @@ use prometheus_client::{
 };
 
 /// Which counters are exported, as (name, help, `stats` index).
-const EXPORTED: [(&str, &str, u32); 7] = [
+const EXPORTED: [(&str, &str, u32); 8] = [
     (
         "probe_unanswered_news",
         "Keepalive probes of watched idle sockets that the kernel reported unanswered past the threshold (news, no sock_diag read)",
@@ -50,6 +50,11 @@ const EXPORTED: [(&str, &str, u32); 7] = [
         "probe_fast_no_octet",
         "Fast phases stopped because a probe left without its octet (no tc program on its device): that socket went on at the kernel's cadence",
         stats::FAST_NO_OCTET,
+    ),
+    (
+        "probe_fast_busy",
+        "Fast phases stopped because a poke sent no probe: the application sent data meanwhile (no keepalive probe leaves while data is in flight), so its retransmissions are judged instead",
+        stats::FAST_BUSY,
     ),
 ];
 

@@ -47,6 +47,8 @@ impl super::Probe {
             // the opening counts as its octet, and the second poke checks the first's.
             base_bytes: rec.probe_bytes.wrapping_sub(1),
             pokes: 0,
+            // No probe is due before the first poke, which sends the second.
+            out_at_poke: 0,
         };
         let opened = self
             .map_mut(maps::POKE)
