@@ -14,10 +14,11 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
+use lifeline_tests::scenarios::endpoint_scenario::wait_kill;
 use lifeline_tests::scenarios::idle_lab::{SERVER, wait_armed};
 use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::scenarios::tc_lab::{agent, metric};
-use lifeline_tests::{Client, mono_ms, require_root, sleep_to_boundary, wait_until};
+use lifeline_tests::{Client, mono_ms, require_root, sleep_to_boundary};
 
 /// How the fast counters moved from the fault to the kill.
 struct Moved {
@@ -53,17 +54,7 @@ fn run(period_ms: u64) -> Result<Moved> {
     std::thread::sleep(Duration::from_millis(100));
     let _fault = s.lab.blackhole_flow(port)?;
     let fault_ms = mono_ms();
-    let kill = wait_until(
-        "the kill",
-        Duration::from_secs(40),
-        Duration::from_millis(200),
-        || {
-            Ok(agent
-                .decisions()
-                .into_iter()
-                .find(|d| d.is_for_port(port) && d.action == "kill"))
-        },
-    )?;
+    let kill = wait_kill(&agent, port, Duration::from_secs(40))?;
     let mut moved = [0.0; 3];
     for ((m, n), b) in moved.iter_mut().zip(&names).zip(before) {
         *m = metric(&s, n)? - b;
