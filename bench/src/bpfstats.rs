@@ -11,27 +11,9 @@ use anyhow::{Context, Result};
 use lifeline_common::hooks::Hook;
 use serde_json::Value;
 
-/// `kernel.bpf_stats_enabled` set to 1 while this lives, then put back as it was.
-pub(crate) struct StatsOn {
-    before: String,
-}
-
-const SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
-
-impl StatsOn {
-    pub(crate) fn new() -> Result<Self> {
-        let before = std::fs::read_to_string(SYSCTL).context("reading bpf_stats_enabled")?;
-        std::fs::write(SYSCTL, "1").context("enabling kernel.bpf_stats_enabled")?;
-        Ok(Self {
-            before: before.trim().to_owned(),
-        })
-    }
-}
-
-impl Drop for StatsOn {
-    fn drop(&mut self) {
-        let _ = std::fs::write(SYSCTL, &self.before);
-    }
+/// `kernel.bpf_stats_enabled` set to 1 while the guard lives, then put back as it was.
+pub(crate) fn stats_on() -> Result<crate::sysctl::Sysctl> {
+    crate::sysctl::Sysctl::set("/proc/sys/kernel/bpf_stats_enabled", "1")
 }
 
 /// One hook's runs over a measured interval.

@@ -7,12 +7,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use lifeline_common::features;
 use lifeline_tests::fixtures::tc_neighbour::{Neighbour, Place, Verdict};
 use serde_json::Value;
 
-use crate::bpfstats::{self, Runs, StatsOn};
+use crate::bpfstats::{self, Runs};
+use crate::bpfwindows::{self, Fdinfo};
 use crate::socklab::{CHURN, SockLab, bench_exe};
 
 pub(crate) struct Flow {
@@ -23,11 +24,21 @@ pub(crate) struct Flow {
     pub gb: Option<f64>,
     pub connects: Option<u64>,
     pub runs: BTreeMap<String, Runs>,
+    /// A bulk flow's machine CPU-s per GB (`cost::iperf`), and the agent's own CPU-s over it.
+    pub cpu_s_per_gb: Option<f64>,
+    pub agent_cpu_s: Option<f64>,
+    /// The same runs per 200 ms window (`bpfwindows`).
+    pub windows: BTreeMap<String, Vec<Runs>>,
+    /// The host's steal time over the flow, ms, all CPUs.
+    pub steal_ms: u64,
 }
 
 pub(crate) struct BpfCost {
     pub flows: Vec<Flow>,
     pub secs: u64,
+    /// lifeline's tc program and the neighbour's, each's own ns per packet without
+    /// `bpf_stats` (`testrun`), or why it was not measured.
+    pub test_run: Vec<(&'static str, std::result::Result<f64, String>)>,
 }
 
 pub(crate) fn run(quick: bool) -> Result<BpfCost> {
@@ -50,33 +61,30 @@ pub(crate) fn run(quick: bool) -> Result<BpfCost> {
         bpfstats::NEIGHBOUR.to_owned(),
         bpfstats::prog_ids(neighbour.pid()),
     );
-    let _on = StatsOn::new()?;
+    let stats = bpfstats::stats_on()?;
+    let files = Fdinfo::of(&[agent.proc.pid(), neighbour.pid()]);
     let mut flows = Vec::new();
+    let pid = agent.proc.pid();
     for watched in [true, false] {
-        let (runs, round) = bpfstats::during(&hooks, || {
+        let cpu0 = crate::procstat::proc_cpu_s(pid)?;
+        let (m, round) = measure(&hooks, &files, || {
             let r = crate::cost::iperf(&l, secs, true, watched);
             bpfstats::settle();
             r
         })?;
+        let agent_cpu_s = crate::procstat::proc_cpu_s(pid)? - cpu0;
         #[expect(clippy::cast_precision_loss, reason = "seconds")]
         let gb = round.gbit_s * secs as f64 / 8.0;
-        flows.push(Flow {
-            what: format!("{} bulk flow (iperf3 {secs} s)", kind(watched)),
-            watched,
-            gb: Some(gb),
-            connects: None,
-            runs,
-        });
+        let what = format!("{} bulk flow (iperf3 {secs} s)", kind(watched));
+        let mut f = m.flow(what, watched, Some(gb), None);
+        f.cpu_s_per_gb = Some(round.cpu_s_per_gb);
+        f.agent_cpu_s = Some(agent_cpu_s);
+        flows.push(f);
     }
     for watched in [true, false] {
-        let (runs, n) = bpfstats::during(&hooks, || churn(&l, secs, watched))?;
-        flows.push(Flow {
-            what: format!("1,000 connects/s, {}", kind(watched)),
-            watched,
-            gb: None,
-            connects: Some(n),
-            runs,
-        });
+        let (m, n) = measure(&hooks, &files, || churn(&l, secs, watched))?;
+        let what = format!("1,000 connects/s, {}", kind(watched));
+        flows.push(m.flow(what, watched, None, Some(n)));
     }
     // Idle watched connections: the unanswered-probe hook runs for each keepalive probe (the
     // tracepoint fallback, for each timer of the host), one kernel read below its threshold.
@@ -84,24 +92,80 @@ pub(crate) fn run(quick: bool) -> Result<BpfCost> {
     // Past the keepalive idle time (2 s): every one is being probed.
     std::thread::sleep(Duration::from_secs(4));
     let idle_secs = secs * 2;
-    let (runs, ()) = bpfstats::during(&hooks, || {
+    let (m, ()) = measure(&hooks, &files, || {
         std::thread::sleep(Duration::from_secs(idle_secs));
         Ok(())
     })?;
-    flows.push(Flow {
-        what: format!("{IDLE} idle watched connections ({idle_secs} s)"),
-        watched: true,
-        gb: None,
-        connects: None,
-        runs,
-    });
+    let what = format!("{IDLE} idle watched connections ({idle_secs} s)");
+    flows.push(m.flow(what, true, None, None));
     for f in &flows {
-        println!("cost: {}: {:?}", f.what, f.runs);
+        println!("cost: {}: {:?}, steal {} ms", f.what, f.runs, f.steal_ms);
     }
-    Ok(BpfCost { flows, secs })
+    // Stats off first: with them on, the test run times each of its runs too.
+    drop(stats);
+    let test_run = [bpfstats::TC, bpfstats::NEIGHBOUR]
+        .into_iter()
+        .map(|key| {
+            let ns = hooks
+                .get(key)
+                .and_then(|ids| ids.first())
+                .context("no such program attached")
+                .and_then(|id| crate::testrun::ns_per_packet(*id))
+                .map_err(|e| format!("{e:#}"));
+            println!("cost: {key}: its own run on a bare ACK: {ns:?}");
+            (key, ns)
+        })
+        .collect();
+    Ok(BpfCost {
+        flows,
+        secs,
+        test_run,
+    })
 }
 
 const IDLE: usize = 1_000;
+
+/// Each hook's runs over a flow, whole and per window, and the steal time over it.
+struct Measured {
+    runs: BTreeMap<String, Runs>,
+    windows: BTreeMap<String, Vec<Runs>>,
+    steal_ms: u64,
+}
+
+impl Measured {
+    fn flow(self, what: String, watched: bool, gb: Option<f64>, connects: Option<u64>) -> Flow {
+        Flow {
+            what,
+            watched,
+            gb,
+            connects,
+            runs: self.runs,
+            cpu_s_per_gb: None,
+            agent_cpu_s: None,
+            windows: self.windows,
+            steal_ms: self.steal_ms,
+        }
+    }
+}
+
+fn measure<T>(
+    hooks: &BTreeMap<String, Vec<u32>>,
+    files: &Fdinfo,
+    work: impl FnOnce() -> Result<T>,
+) -> Result<(Measured, T)> {
+    let steal = bpfwindows::steal_ms();
+    let (runs, (windows, out)) =
+        bpfstats::during(hooks, || bpfwindows::during(hooks, files, work))?;
+    let steal_ms = bpfwindows::steal_ms().saturating_sub(steal);
+    Ok((
+        Measured {
+            runs,
+            windows,
+            steal_ms,
+        },
+        out,
+    ))
+}
 
 /// A TCP port nothing here uses: the neighbour's drop rule must not touch the flows.
 const NEIGHBOUR_DROP_PORT: u16 = 7771;

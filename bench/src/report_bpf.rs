@@ -70,7 +70,8 @@ pub(crate) fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
             s,
             "The tc egress program runs for every packet the device sends, the node's other \
             traffic too (the unwatched rows: {ns:.0} ns per packet). On a node forwarding \
-            1,000,000 packets a second through that device that is {:.1} % of one core.\n",
+            1,000,000 packets a second through that device that is {:.1} % of one core, as \
+            `bpf_stats` counts it (its own run, below, is the real cost).\n",
             ns / 10.0
         )?;
     }
@@ -84,6 +85,141 @@ pub(crate) fn bpf(s: &mut String, c: &BpfCost) -> Result<()> {
             smallest useful tc program costs here, and what lifeline's is read against.\n"
         )?;
     }
+    windows_note(s, c)?;
+    test_run_note(s, c)?;
+    per_gb_note(s, c)?;
+    Ok(())
+}
+
+/// lifeline's CPU on a bulk flow, from counters rather than from throughput rounds: its
+/// programs' time (`bpf_stats`, clock reads included) and the agent's own CPU over the flow,
+/// per GB, against the machine's CPU per GB for that flow.
+fn per_gb_note(s: &mut String, c: &BpfCost) -> Result<()> {
+    writeln!(
+        s,
+        "lifeline's CPU per GB of a bulk flow, counted rather than compared across rounds (the \
+        throughput rounds above spread more than the effect): its programs' time on the flow \
+        (`bpf_stats`, clock reads included, so an upper bound) and the agent's own CPU over \
+        it, per GB, as a share of the machine's CPU per GB for the same flow.\n"
+    )?;
+    writeln!(
+        s,
+        "| flow | GB | programs, ms per GB | agent, ms per GB | machine, ms per GB | lifeline's share |"
+    )?;
+    writeln!(s, "|---|---|---|---|---|---|")?;
+    for (f, share) in c.flows.iter().filter_map(|f| per_gb(f).map(|x| (f, x))) {
+        writeln!(
+            s,
+            "| {} | {:.2} | {:.2} | {:.2} | {:.0} | {:.2} % |",
+            f.what,
+            f.gb.unwrap_or_default(),
+            share.programs,
+            share.agent,
+            share.machine,
+            share.pct()
+        )?;
+    }
+    writeln!(s)?;
+    Ok(())
+}
+
+/// One bulk flow's CPU per GB: lifeline's programs, the agent, the whole machine (ms).
+pub(crate) struct PerGb {
+    programs: f64,
+    agent: f64,
+    machine: f64,
+}
+
+impl PerGb {
+    pub(crate) fn pct(&self) -> f64 {
+        (self.programs + self.agent) / self.machine * 100.0
+    }
+}
+
+#[expect(clippy::cast_precision_loss, reason = "nanoseconds for display")]
+pub(crate) fn per_gb(f: &crate::costbpf::Flow) -> Option<PerGb> {
+    let (gb, machine, agent) = (f.gb?, f.cpu_s_per_gb?, f.agent_cpu_s?);
+    let ns: u64 = f
+        .runs
+        .iter()
+        .filter(|(k, _)| k.as_str() != crate::bpfstats::NEIGHBOUR)
+        .map(|(_, r)| r.ns)
+        .sum();
+    (gb > 0.0 && machine > 0.0).then(|| PerGb {
+        programs: ns as f64 / 1e6 / gb,
+        agent: agent * 1e3 / gb,
+        machine: machine * 1e3,
+    })
+}
+
+/// Each tc program's own run, without `bpf_stats`' clock reads (`testrun`).
+fn test_run_note(s: &mut String, c: &BpfCost) -> Result<()> {
+    let mut parts = Vec::new();
+    for (key, ns) in &c.test_run {
+        let who = if *key == crate::bpfstats::TC {
+            "lifeline's"
+        } else {
+            "the neighbour's"
+        };
+        parts.push(match ns {
+            Ok(ns) => format!("{who} {ns:.0} ns"),
+            Err(e) => format!("{who} not measured ({e})"),
+        });
+    }
+    writeln!(
+        s,
+        "Each tc program's own run, without `bpf_stats`: the kernel's test run of the program \
+        on one 54-octet bare TCP ACK with a socket that is not watched, a million times, the \
+        median of five (`bpftool prog run`, `bench/src/testrun.rs`): {}. The difference from \
+        the figures above is what timing each run costs on this machine.\n",
+        parts.join(", ")
+    )?;
+    Ok(())
+}
+
+/// Why the targets are read from windows, with this run's numbers: the whole-flow mean, the
+/// median of the windows, the worst window, and the steal time over the flows.
+fn windows_note(s: &mut String, c: &BpfCost) -> Result<()> {
+    writeln!(
+        s,
+        "Whether a stolen vCPU or an interrupt in the middle of a run moves these means (each \
+        run's time is two clock reads around it, so whatever happens between them is the \
+        run's): the same runs per 200 ms window (each with at least {} runs), their median \
+        and worst, and the host's steal time over each flow (`bench/src/bpfwindows.rs`). A \
+        median close to the mean says the mean is each run's cost, not a few stolen ones.\n",
+        crate::bpfwindows::MIN_RUNS
+    )?;
+    writeln!(
+        s,
+        "| flow | program | mean ns per run | median of windows | worst window | windows | host steal time over the flow |"
+    )?;
+    writeln!(s, "|---|---|---|---|---|---|---|")?;
+    for f in &c.flows {
+        for (key, name) in [
+            (HOOKS[1].0, "connect4"),
+            (crate::bpfstats::TC, "tc egress"),
+            (crate::bpfstats::NEIGHBOUR, "the neighbour's tc"),
+        ] {
+            let ws = f.windows.get(key).map(Vec::as_slice).unwrap_or_default();
+            let (Some(mean), Some((med, n))) = (
+                f.runs.get(key).and_then(crate::bpfstats::Runs::ns_per_run),
+                crate::bpfwindows::median_ns(ws),
+            ) else {
+                continue;
+            };
+            let worst = ws
+                .iter()
+                .filter(|w| w.count >= crate::bpfwindows::MIN_RUNS)
+                .filter_map(crate::bpfstats::Runs::ns_per_run)
+                .fold(0.0_f64, f64::max);
+            writeln!(
+                s,
+                "| {} | {name} | {mean:.0} | {med:.0} | {worst:.0} | {n} | {} ms |",
+                f.what, f.steal_ms
+            )?;
+        }
+    }
+    writeln!(s)?;
     Ok(())
 }
 
@@ -136,6 +272,14 @@ pub(crate) fn targets(c: &BpfCost) -> Vec<(String, Option<f64>, f64, &'static st
                 "ns",
             ));
         }
+    }
+    for f in c.flows.iter().filter(|f| f.gb.is_some()) {
+        out.push((
+            format!("lifeline's share of the CPU per GB, {}", f.what),
+            per_gb(f).map(|p| p.pct()),
+            1.0,
+            "%",
+        ));
     }
     out.push((
         "tc egress, ns per packet (the node's unwatched traffic: bulk flow and connects)"

@@ -45,17 +45,26 @@ pub(crate) fn scale(s: &mut String, sc: &Scale) -> Result<()> {
         Over the same window: the probe's unanswered-probe news and fast pokes (the agent's \
         metrics), and the packets the host dropped at its per-CPU input queue \
         (`/proc/net/softnet_stat`; every probe and answer between the lab's namespaces passes \
-        it, and one dropped there is a probe unanswered).\n"
+        it, and one dropped there is a probe unanswered). The host's input queue is made as \
+        deep as the connections held (`net.core.netdev_max_backlog`, put back afterwards): \
+        the kernel fires the keepalive timers of one 32 ms bucket together, about 3,000 \
+        probes at once at 100,000 sockets, and at the default depth of 1000 the lab dropped \
+        about half of them and their answers, a loss no node's NIC makes (`bench/src/sysctl.rs`). The host's softirq time over the \
+        window is the lab's packets and timers; {}\n",
+        irq_time_note()
     )?;
     writeln!(
         s,
-        "| watched | flags | listed by status | ready | CPU (% of one core) | CPU per sweep | RSS | eBPF maps | `lifeline status --json` | unanswered-probe news /s | fast pokes /s | input-queue drops /s |"
+        "| watched | flags | listed by status | ready | CPU (% of one core) | CPU per sweep | RSS | eBPF maps | `lifeline status --json` | unanswered-probe news /s | fast pokes /s | input queue | input-queue drops /s | host softirq (% of one core) |"
     )?;
-    writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(
+        s,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )?;
     for p in &sc.points {
         writeln!(
             s,
-            "| {} | {} | {} | {:.2} s | {:.2} % | {:.1} ms | {:.1} MiB | {:.1} MiB | {} ms | {:.0} | {:.0} | {:.0} |",
+            "| {} | {} | {} | {:.2} s | {:.2} % | {:.1} ms | {:.1} MiB | {:.1} MiB | {} ms | {:.0} | {:.0} | {} | {:.0} | {:.1} % | {:.1} % |",
             p.sockets,
             if p.keepalive.is_empty() {
                 "defaults"
@@ -71,7 +80,10 @@ pub(crate) fn scale(s: &mut String, sc: &Scale) -> Result<()> {
             p.status_ms,
             p.why.unanswered,
             p.why.pokes,
-            p.why.drops
+            p.backlog,
+            p.why.drops,
+            p.why.softirq_pct,
+            p.why.softirq_busiest_pct
         )?;
     }
     for e in &sc.failures {
@@ -98,6 +110,24 @@ pub(crate) fn scale(s: &mut String, sc: &Scale) -> Result<()> {
         )?,
     }
     Ok(())
+}
+
+/// Whether this kernel charges a softirq to the task it interrupts (its build config).
+fn irq_time_note() -> &'static str {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let config =
+        std::fs::read_to_string(format!("/boot/config-{}", release.trim())).unwrap_or_default();
+    if config.contains("CONFIG_IRQ_TIME_ACCOUNTING=y") {
+        "this kernel accounts it apart (`CONFIG_IRQ_TIME_ACCOUNTING=y`): none is in the agent's \
+        CPU."
+    } else if config.contains("# CONFIG_IRQ_TIME_ACCOUNTING is not set") {
+        "this kernel is built without `CONFIG_IRQ_TIME_ACCOUNTING`, so it charges the part that \
+        interrupts the agent to the agent's CPU (`account_system_index_time()` in \
+        kernel/sched/cputime.c)."
+    } else {
+        "whether this kernel charges the part that interrupts the agent to the agent's CPU \
+        (`CONFIG_IRQ_TIME_ACCOUNTING` off) was not found in its build config."
+    }
 }
 
 /// (what, measured, limit, unit) rows for the scale targets.

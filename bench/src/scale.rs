@@ -22,6 +22,8 @@ pub(crate) struct Point {
     pub rss_kib: u64,
     pub maps_kib: u64,
     pub status_ms: u128,
+    /// `net.core.netdev_max_backlog` over the point (`sysctl::backlog_for`).
+    pub backlog: usize,
     /// What happened over the CPU window (`scale_why`).
     pub why: crate::scale_why::Rates,
 }
@@ -84,6 +86,8 @@ fn point(n: usize, keepalive: &'static str, window: Duration) -> Result<Point> {
         crate::scale_why::METRICS,
     ];
     args.extend(keepalive.split_whitespace());
+    // Before the connections open: their handshakes cross the same queue.
+    let backlog = crate::sysctl::backlog_for(n)?;
     let (agent, ready) = l.agent(&args)?;
     l.hold(n, true)?;
     // Past the keepalive idle time and one silent timeout: every idle look has started.
@@ -123,8 +127,10 @@ fn point(n: usize, keepalive: &'static str, window: Duration) -> Result<Point> {
         rss_kib,
         maps_kib: bpf_maps_kib(pid),
         status_ms,
+        backlog: backlog.depth,
         why,
     };
+    drop(backlog);
     println!(
         "scale: {n}: status lists {watched_seen}, {:.1} ms CPU per sweep, RSS {} KiB, maps {} KiB; per s: {:.0} unanswered-probe news, {:.0} fast pokes, {:.0} packets dropped at the input queue",
         p.cpu_ms_per_sweep, p.rss_kib, p.maps_kib, why.unanswered, why.pokes, why.drops
