@@ -55,11 +55,11 @@ pub(crate) fn scale(s: &mut String, sc: &Scale) -> Result<()> {
     )?;
     writeln!(
         s,
-        "| watched | flags | listed by status | ready | CPU (% of one core) | CPU per sweep | RSS | eBPF maps | `lifeline status --json` | unanswered-probe news /s | fast pokes /s | input queue | input-queue drops /s | host softirq (% of one core) |"
+        "| watched | flags | listed by status | ready | CPU (% of one core) | CPU per sweep | RSS | eBPF maps | `lifeline status --json` | unanswered-probe news /s | fast pokes /s | input queue | input-queue drops /s | host softirq (% of one core) | softirq on the busiest CPU (% of it) |"
     )?;
     writeln!(
         s,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )?;
     for p in &sc.points {
         writeln!(

@@ -37,8 +37,8 @@ pub(crate) struct Rates {
     /// <https://github.com/torvalds/linux/blob/v6.18/kernel/sched/cputime.c>), so some of it
     /// lands in the agent's CPU time.
     pub softirq_pct: f64,
-    /// The same on the busiest CPU, % of that CPU: the probes a CPU's timers send, and their
-    /// answers, are handled on that CPU (no RPS between the lab's veths).
+    /// The same on the busiest CPU, % of that CPU (the lab's veths have no RPS: a packet is
+    /// handled on the CPU that sent it).
     pub softirq_busiest_pct: f64,
 }
 
