@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use lifeline_tests::assertions::keepalive::{Sockopts, latest};
+use lifeline_tests::fixtures::bpffs::Bpffs;
 use lifeline_tests::infra::kernel::{self, features};
 use lifeline_tests::scenarios::idle_lab::{SERVER, agent_with, keepalive_timer_s, wait_armed};
 use lifeline_tests::scenarios::scenario::Setup;
 use lifeline_tests::{
-    Agent, AgentArgs, Client, Lab, TempDir, assertions::ss, infra::pidfd, mono_ms, require_root,
-    wait_until,
+    Agent, AgentArgs, Client, Lab, assertions::ss, infra::pidfd, mono_ms, require_root, wait_until,
 };
 use serde_json::Value;
 
@@ -188,7 +188,7 @@ fn after_a_crash_the_next_start_puts_them_back() -> Result<()> {
     // outlives the first agent as the node's would.
     let bpffs = Bpffs::new()?;
     let args = AgentArgs {
-        binds: vec![(bpffs.dir.path().to_path_buf(), "/sys/fs/bpf".into())],
+        binds: vec![bpffs.bind()],
         ..AgentArgs::default()
     };
     let mut first = Agent::start_with(&s.lab, &s.cgroup, &args)?;
@@ -211,36 +211,4 @@ fn after_a_crash_the_next_start_puts_them_back() -> Result<()> {
     applications_own_again(&s, &c, since)?;
     ensure!(field(&line, "restored") >= 2, "{line}");
     Ok(())
-}
-
-/// A bpffs instance mounted on a temporary directory, unmounted on drop.
-struct Bpffs {
-    dir: TempDir,
-}
-
-impl Bpffs {
-    fn new() -> Result<Self> {
-        let dir = TempDir::new()?;
-        let out = std::process::Command::new("mount")
-            .args(["-t", "bpf", "bpf"])
-            .arg(dir.path())
-            .output()
-            .context("mount -t bpf")?;
-        ensure!(
-            out.status.success(),
-            "mount -t bpf: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Ok(Self { dir })
-    }
-}
-
-impl Drop for Bpffs {
-    fn drop(&mut self) {
-        // Lazily: an agent's mount namespace may still be going away.
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(self.dir.path())
-            .status();
-    }
 }
