@@ -100,15 +100,22 @@ pub(crate) const NEIGHBOUR: &str = "neighbour_tc";
 
 /// Ids of the programs `pid` holds open (`prog_id:` in each fd's fdinfo).
 pub(crate) fn prog_ids(pid: u32) -> Vec<u32> {
+    prog_fdinfos(pid).into_iter().map(|(id, _)| id).collect()
+}
+
+/// Each program `pid` holds open: its id and the fdinfo file of that descriptor.
+pub(crate) fn prog_fdinfos(pid: u32) -> Vec<(u32, std::path::PathBuf)> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
         return Vec::new();
     };
     dir.flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-        .filter_map(|info| {
-            info.lines()
+        .filter_map(|e| {
+            let info = std::fs::read_to_string(e.path()).ok()?;
+            let id = info
+                .lines()
                 .find_map(|l| l.strip_prefix("prog_id:"))
-                .and_then(|v| v.trim().parse().ok())
+                .and_then(|v| v.trim().parse().ok())?;
+            Some((id, e.path()))
         })
         .collect()
 }

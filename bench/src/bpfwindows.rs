@@ -32,19 +32,8 @@ impl Fdinfo {
     /// The program descriptors of `pids`, by program id.
     pub(crate) fn of(pids: &[u32]) -> Self {
         let mut m = BTreeMap::new();
-        for pid in pids {
-            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-                continue;
-            };
-            for e in dir.flatten() {
-                let Ok(info) = std::fs::read_to_string(e.path()) else {
-                    continue;
-                };
-                if let Some(id) = field(&info, "prog_id:") {
-                    m.entry(u32::try_from(id).unwrap_or(u32::MAX))
-                        .or_insert_with(|| e.path());
-                }
-            }
+        for (id, path) in pids.iter().flat_map(|p| crate::bpfstats::prog_fdinfos(*p)) {
+            m.entry(id).or_insert(path);
         }
         Self(m)
     }

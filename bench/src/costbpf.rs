@@ -62,9 +62,9 @@ pub(crate) fn run(quick: bool) -> Result<BpfCost> {
         bpfstats::prog_ids(neighbour.pid()),
     );
     let stats = bpfstats::stats_on()?;
-    let files = Fdinfo::of(&[agent.proc.pid(), neighbour.pid()]);
-    let mut flows = Vec::new();
     let pid = agent.proc.pid();
+    let files = Fdinfo::of(&[pid, neighbour.pid()]);
+    let mut flows = Vec::new();
     for watched in [true, false] {
         let cpu0 = crate::procstat::proc_cpu_s(pid)?;
         let (m, round) = measure(&hooks, &files, || {
