@@ -101,8 +101,10 @@ pub(crate) fn run(quick: bool) -> Result<BpfCost> {
     for f in &flows {
         println!("cost: {}: {:?}, steal {} ms", f.what, f.runs, f.steal_ms);
     }
-    // Stats off first: with them on, the test run times each of its runs too.
+    // Stats off first, whatever they were before the bench: with them on, the test run
+    // times each of its runs too.
     drop(stats);
+    let _off = bpfstats::stats_off()?;
     let test_run = [bpfstats::TC, bpfstats::NEIGHBOUR]
         .into_iter()
         .map(|key| {

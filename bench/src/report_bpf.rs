@@ -169,7 +169,8 @@ fn test_run_note(s: &mut String, c: &BpfCost) -> Result<()> {
     writeln!(
         s,
         "Each tc program's own run, without `bpf_stats`: the kernel's test run of the program \
-        on one 54-octet bare TCP ACK with a socket that is not watched, a million times, the \
+        on one 54-octet bare TCP ACK with a socket that is not watched, a million times with \
+        `kernel.bpf_stats_enabled` at 0 (whatever it was before the bench), the \
         median of five (`bpftool prog run`, `bench/src/testrun.rs`): {}. The difference from \
         the figures above is what timing each run costs on this machine.\n",
         parts.join(", ")
@@ -285,6 +286,20 @@ pub(crate) fn targets(c: &BpfCost) -> Vec<(String, Option<f64>, f64, &'static st
         "tc egress, ns per packet (the node's unwatched traffic: bulk flow and connects)"
             .to_owned(),
         unwatched(c, crate::bpfstats::TC).ns_per_run(),
+        50.0,
+        "ns",
+    ));
+    // The same program's own run, without the two clock reads `bpf_stats` puts around each
+    // run above (`crate::testrun`): what a packet of the node's traffic really pays.
+    let own = c
+        .test_run
+        .iter()
+        .find(|(key, _)| *key == crate::bpfstats::TC)
+        .and_then(|(_, ns)| ns.as_ref().ok().copied());
+    out.push((
+        "tc egress, ns per packet, its own run (a bare ACK of an unwatched socket, no `bpf_stats`)"
+            .to_owned(),
+        own,
         50.0,
         "ns",
     ));
