@@ -323,8 +323,9 @@ fn on_trouble(ctx: &SockOpsContext, rto: bool) {
     // The episode's start, and each RTO after it: the stall verdict counts RTOs in a row
     // (`--stall-unanswered`), and with linear timeouts they come every ~200 ms, faster
     // than the agent's sweep. At most one item per RTO of a socket in trouble, none while
-    // it is healthy.
-    if first || rto {
+    // it is healthy, and none for loss recovery the peer itself drives.
+    // SAFETY: context pointer.
+    if news::trouble_is_news(first, rto, unsafe { (*ctx.ops).sacked_out }) {
         news(cookie, news::TROUBLE, s.rto_count);
     }
 }

@@ -46,7 +46,9 @@ mod tests {
 
     /// One answer from a stand-in agent on a socket of the test's own.
     fn row_for(name: &str, answer: &'static str) -> Row {
-        let dir = std::env::temp_dir().join(format!("lifeline-check-{}", std::process::id()));
+        // A directory per row, removed with its socket: nothing of the test stays in /tmp.
+        let dir =
+            std::env::temp_dir().join(format!("lifeline-check-{}-{name}", std::process::id()));
         let _ = std::fs::create_dir(&dir);
         let path = dir.join(format!("{name}.sock"));
         let _ = std::fs::remove_file(&path);
@@ -58,6 +60,7 @@ mod tests {
         let row = capacity_row(&path);
         server.join().expect("the stand-in agent");
         let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir(&dir);
         row
     }
 
