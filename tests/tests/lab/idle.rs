@@ -13,15 +13,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use lifeline_tests::assertions::keepalive::{attached_programs, latest};
-use lifeline_tests::fixtures::bpffs::Bpffs;
 use lifeline_tests::infra::kernel::{self, features};
 use lifeline_tests::scenarios::idle_lab::{
     LIFELINE, SERVER, agent_with, go_like_client, silent_kill_after_flow_blackhole, wait_armed,
 };
 use lifeline_tests::scenarios::scenario::{Setup, blackhole_until_killed};
-use lifeline_tests::{
-    Agent, AgentArgs, Client, Lab, assertions::ss, mono_ms, require_root, wait_until,
-};
+use lifeline_tests::{Client, Lab, assertions::ss, mono_ms, require_root, wait_until};
 
 #[test]
 fn idle_long_poll_blackholed_is_killed_as_silent() -> Result<()> {
@@ -178,11 +175,10 @@ fn application_keepalive_is_never_loosened() -> Result<()> {
 fn sigkilled_agent_leaves_working_sockets_and_a_new_one_adopts_them_once() -> Result<()> {
     require_root();
     let s = Setup::new()?;
-    // Each agent with a bpffs of its own at /sys/fs/bpf: the first's crash-recovery pin does
-    // not reach the second (as in a pod without the host's bpffs; the restore module tests
-    // the recovery), whatever the host has mounted there, and nothing is left on the host.
-    let (fs1, fs2) = (Bpffs::new()?, Bpffs::new()?);
-    let mut first = agent_own_bpffs(&s, &fs1)?;
+    // Each agent mounts a bpffs of its own (the `Agent` fixture's empty /sys/fs/bpf): the
+    // first's crash-recovery pin does not reach the second, as in a pod without the host's
+    // bpffs (the restore module tests the recovery), whatever the host has mounted there.
+    let mut first = agent_with(&s, &[])?;
     let hb = s.heartbeat_client(&[])?;
     let idle = Client::start(
         &s.lab,
@@ -222,7 +218,7 @@ fn sigkilled_agent_leaves_working_sockets_and_a_new_one_adopts_them_once() -> Re
         "keepalive changed after SIGKILL: {opts:?}"
     );
 
-    let second = agent_own_bpffs(&s, &fs2)?;
+    let second = agent_with(&s, &[])?;
     let adopted = second
         .log()
         .into_iter()
@@ -254,15 +250,4 @@ fn sigkilled_agent_leaves_working_sockets_and_a_new_one_adopts_them_once() -> Re
     // And it really watches them again: the heartbeat connection's black hole is healed.
     blackhole_until_killed(&s, &second, &hb, Duration::from_secs(4))?;
     Ok(())
-}
-
-/// An agent at its defaults, with `fs` at /sys/fs/bpf in its mount namespace, ready.
-fn agent_own_bpffs(s: &Setup, fs: &Bpffs) -> Result<Agent> {
-    let args = AgentArgs {
-        binds: vec![fs.bind()],
-        ..AgentArgs::default()
-    };
-    let mut agent = Agent::start_with(&s.lab, &s.cgroup, &args)?;
-    agent.wait_ready(Duration::from_mins(1))?;
-    Ok(agent)
 }
